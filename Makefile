@@ -1,0 +1,86 @@
+# lmt: build liblmt.a, the tools, the tests.
+#
+#   make            library and tools (build/bin/)
+#   make check      every test that needs no GPU (installs missing packages first)
+#   make demo       the main job on the built-in corpus
+#   make -j         works; CUDA objects are built only where nvcc exists
+#
+# Variables: CC, CFLAGS_OPT (default -O2), CUDA_HOME (default /usr/local/cuda),
+# NVCC (default $(CUDA_HOME)/bin/nvcc if it exists), B (build directory).
+
+CC ?= gcc
+B ?= build
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(wildcard $(CUDA_HOME)/bin/nvcc)
+CFLAGS_OPT ?= -O2
+
+PKGS := libpcre2-8 jansson libarchive libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+REVISION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+CFLAGS := -std=c11 -D_GNU_SOURCE -g $(CFLAGS_OPT) $(WARN) -fopenmp -pthread -Ilib \
+	$(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS := $(PKG_LIBS) -fopenmp -pthread -lm
+
+LIB_SRC := $(wildcard lib/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
+TOOL_SRC := $(filter-out tools/tool.c,$(wildcard tools/*.c))
+TOOLS := $(TOOL_SRC:tools/%.c=$(B)/bin/%)
+TOOL_COMMON := $(B)/tools/tool.o
+
+ifneq ($(NVCC),)
+CU_SRC := $(wildcard kernels/*.cu)
+CU_OBJ := $(CU_SRC:%.cu=$(B)/%.o)
+CFLAGS += -DLMT_HAVE_CUDA
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
+NVCCFLAGS ?= -O2 -std=c++17 --compiler-options -Wall,-Werror,-fPIC
+endif
+
+UNIT_SRC := $(wildcard tests/unit/test-*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+
+.PHONY: all check demo clean deps tests
+.SECONDARY:
+all: $(TOOLS)
+
+$(B)/liblmt.a: $(LIB_OBJ) $(CU_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/lib/version.o: CFLAGS += -DLMT_REVISION='"$(REVISION)"'
+$(B)/lib/version.o: .git/HEAD $(wildcard .git/index)
+
+$(B)/%.o: %.c $(wildcard lib/*.h) tools/tool.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(B)/kernels/%.o: kernels/%.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+$(B)/bin/%: $(B)/tools/%.o $(TOOL_COMMON) $(B)/liblmt.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $< $(TOOL_COMMON) $(B)/liblmt.a $(LDLIBS)
+
+$(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/liblmt.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(B)/liblmt.a $(LDLIBS)
+
+tests: $(TOOLS) $(UNIT_BIN)
+
+deps:
+	@scripts/install-deps
+
+check: deps
+	@$(MAKE) --no-print-directory tests
+	@B=$(B) tests/run
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@B=$(B) scripts/demo
+
+clean:
+	rm -rf $(B)

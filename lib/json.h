@@ -1,0 +1,67 @@
+/*
+ * json.h: a small JSON writer for JSONL records and manifests.
+ *
+ * A record is built in a growable buffer and written with one fwrite and a flush, so
+ * lines never interleave and `tool | jq` sees each record as soon as it exists.
+ * Parsing JSON is jansson's job; this file only writes.
+ *
+ *	struct lmt_json j;
+ *	lmt_json_init(&j);
+ *	lmt_json_begin(&j);
+ *	lmt_json_str(&j, "event", "summary");
+ *	lmt_json_u64(&j, "merges", n);
+ *	lmt_json_end_line(&j, stdout);   // writes "{...}\n" and flushes
+ *	lmt_json_release(&j);
+ *
+ * Strings are escaped per RFC 8259; bytes that are not valid UTF-8 are written as
+ * U+FFFD (JSON cannot carry them). Non-finite numbers are written as null.
+ * Numbers are written in the shortest form that reads back to the same double.
+ */
+#ifndef LMT_JSON_H
+#define LMT_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct lmt_json {
+	char *buf;
+	size_t len, cap;
+	int depth;
+	unsigned char first[32]; /* per nesting level: no comma needed yet */
+	int oom;
+};
+
+void lmt_json_init(struct lmt_json *j);
+void lmt_json_release(struct lmt_json *j);
+void lmt_json_reset(struct lmt_json *j);
+
+/* Containers. key is NULL inside arrays and at top level. */
+void lmt_json_begin(struct lmt_json *j);                 /* top-level "{" */
+void lmt_json_obj(struct lmt_json *j, const char *key);  /* nested "{" */
+void lmt_json_obj_end(struct lmt_json *j);
+void lmt_json_arr(struct lmt_json *j, const char *key);
+void lmt_json_arr_end(struct lmt_json *j);
+
+void lmt_json_str(struct lmt_json *j, const char *key, const char *s);
+void lmt_json_strn(struct lmt_json *j, const char *key, const char *s, size_t n);
+void lmt_json_i64(struct lmt_json *j, const char *key, int64_t v);
+void lmt_json_u64(struct lmt_json *j, const char *key, uint64_t v);
+void lmt_json_num(struct lmt_json *j, const char *key, double v);
+void lmt_json_bool(struct lmt_json *j, const char *key, int v);
+void lmt_json_null(struct lmt_json *j, const char *key);
+/* Insert pre-formatted JSON text as a value (caller guarantees it is valid). */
+void lmt_json_raw(struct lmt_json *j, const char *key, const char *text);
+
+/* Close the top-level object; the buffer then holds one JSON text (no newline). */
+void lmt_json_end(struct lmt_json *j);
+/* Close, append "\n", write to fp and fflush. Returns 0, or -1 on a write error. */
+int lmt_json_end_line(struct lmt_json *j, FILE *fp);
+
+/* Append s as a JSON string literal (quotes included) to an arbitrary buffer. */
+void lmt_json_escape(struct lmt_json *j, const char *s, size_t n);
+
+/* Shortest %g form that round-trips a double; buf must hold 32 bytes. */
+char *lmt_fmt_double(double v, char *buf);
+
+#endif

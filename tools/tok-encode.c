@@ -1,0 +1,436 @@
+/*
+ * tok-encode: documents in, token stream out (and back with --decode).
+ *
+ *	tok-encode -t tok.lmtok -o corpus.lmtoks --eos corpus/
+ *	tok-encode -t tok.lmtok --decode corpus.lmtoks > corpus.txt
+ *	tok-encode -t gpt2.lmtok --format llmc -o train.bin data.jsonl
+ *
+ * Documents are encoded in parallel, in batches; the output order is the input
+ * order whatever the thread count. stdout: the binary stream when redirected and no
+ * -o is given, otherwise a JSONL summary; stderr: human messages.
+ */
+#include <getopt.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "afile.h"
+#include "corpus.h"
+#include "json.h"
+#include "progress.h"
+#include "tokenizer.h"
+#include "tokstream.h"
+#include "tool.h"
+#include "util.h"
+
+enum {
+	OPT_FORMAT = OPT_TOOL_BASE,
+	OPT_BOS,
+	OPT_EOS,
+	OPT_NO_EOS,
+	OPT_ALLOW_SPECIAL,
+	OPT_DECODE,
+	OPT_SKIP_SPECIAL,
+};
+
+static const struct option longopts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "tokenizer", required_argument, NULL, 't' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "bos", no_argument, NULL, OPT_BOS },
+	{ "eos", no_argument, NULL, OPT_EOS },
+	{ "no-eos", no_argument, NULL, OPT_NO_EOS },
+	{ "allow-special", no_argument, NULL, OPT_ALLOW_SPECIAL },
+	{ "decode", no_argument, NULL, OPT_DECODE },
+	{ "skip-special", no_argument, NULL, OPT_SKIP_SPECIAL },
+	{ "threads", required_argument, NULL, 'j' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "input-format", required_argument, NULL, OPT_INPUT_FORMAT },
+	{ "txt-docs", required_argument, NULL, OPT_TXT_DOCS },
+	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP },
+	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD },
+	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(void)
+{
+	printf("usage: tok-encode -t TOKENIZER [options] [-o OUT] [INPUT...]\n"
+	       "       tok-encode -t TOKENIZER --decode [-o OUT] STREAM\n"
+	       "\n"
+	       "Encode documents (files, directories, JSONL, compressed files, archives, or\n"
+	       "'-' for stdin; stdin if none) into a token stream with a document index.\n"
+	       "\n"
+	       "  -t, --tokenizer FILE    the lmt tokenizer (required)\n"
+	       "  -o, --output FILE       the token stream (default: stdout, if redirected)\n"
+	       "      --format F          lmt (default) or llmc (llm.c's uint16 token file)\n"
+	       "      --bos               start each document with the tokenizer's BOS token\n"
+	       "      --eos               end each document with the tokenizer's EOS token\n"
+	       "      --no-eos            llmc: no EOS before each document (llm.c puts one)\n"
+	       "      --allow-special     special token strings in the text become those tokens\n"
+	       "                          (default: they are ordinary text)\n"
+	       "  -j, --threads N         encoding threads (all cores)\n"
+	       "      --decode            turn a token stream back into text\n"
+	       "      --skip-special      with --decode, leave special tokens out\n"
+	       "\n"
+	       "Input:\n"
+	       "      --input-format F    auto (by name), text or jsonl\n"
+	       "      --txt-docs MODE     text documents: file (default), line, blank\n"
+	       "      --doc-sep STR       split text documents at STR (with --decode: put STR\n"
+	       "                          between documents)\n"
+	       "      --text-field NAME   JSONL field with the text (text)\n"
+	       "      --keep-empty        keep empty documents\n"
+	       "\n"
+	       "  -q, --quiet             no progress on stderr\n"
+	       "  -h, --help              this help\n"
+	       "  -V, --version           version and backends\n"
+	       "\n"
+	       "Exit status: 0 success, 1 error, 2 usage error. See tok-encode(1).\n");
+}
+
+struct opts {
+	const char *tokenizer, *out;
+	int llmc, bos, eos, no_eos, allow_special, decode, skip_special, threads;
+	struct lmt_corpus_opts corpus;
+};
+
+/* ---- llm.c's token file: 256 int32 header (20240520, 1, ntok), then uint16 ---- */
+
+struct llmc {
+	struct lmt_afile af;
+	uint64_t ntok;
+	uint16_t *conv;
+	size_t cap;
+};
+
+static void llmc_open(struct llmc *l, const char *path)
+{
+	struct lmt_err err = { 0 };
+	memset(l, 0, sizeof *l);
+	if (lmt_afile_open(&l->af, path, &err))
+		die_err(&err);
+	int32_t hdr[256] = { 0 };
+	if (fwrite(hdr, sizeof hdr, 1, l->af.fp) != 1)
+		die("'%s': write error", path);
+}
+
+static void llmc_write(struct llmc *l, const uint32_t *t, size_t n)
+{
+	if (LMT_GROW(l->conv, l->cap, n + 1))
+		die("out of memory");
+	for (size_t i = 0; i < n; i++)
+		l->conv[i] = (uint16_t)t[i];
+	if (n && fwrite(l->conv, 2, n, l->af.fp) != n)
+		die("'%s': write error", l->af.path);
+	l->ntok += n;
+}
+
+static void llmc_finish(struct llmc *l)
+{
+	struct lmt_err err = { 0 };
+	int32_t hdr[256] = { 0 };
+	hdr[0] = 20240520;
+	hdr[1] = 1;
+	if (l->ntok > INT32_MAX)
+		die("'%s': %llu tokens do not fit llm.c's int32 count", l->af.path, (unsigned long long)l->ntok);
+	hdr[2] = (int32_t)l->ntok;
+	const char *path = l->af.path;
+	if (fflush(l->af.fp) || fseeko(l->af.fp, 0, SEEK_SET) || fwrite(hdr, sizeof hdr, 1, l->af.fp) != 1)
+		die("'%s': write error", path);
+	if (lmt_afile_commit(&l->af, &err))
+		die_err(&err);
+	free(l->conv);
+}
+
+/* ---- encoding ---- */
+
+struct rec {
+	int tid;
+	size_t start, n;
+};
+
+static int encode(const struct opts *o, const char *const *inputs, int ninputs)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_tokenizer tok;
+	if (lmt_tok_load(&tok, o->tokenizer, &err))
+		die_err(&err);
+	uint32_t bos = LMT_NO_TOKEN, eos = LMT_NO_TOKEN;
+	if (o->bos && (bos = tok.bos) == LMT_NO_TOKEN)
+		die("'%s': the tokenizer has no BOS token (tok-train --bos)", o->tokenizer);
+	if ((o->eos || (o->llmc && !o->no_eos)) && (eos = tok.eos) == LMT_NO_TOKEN)
+		die("'%s': the tokenizer has no EOS token (tok-train --eos)", o->tokenizer);
+	if (o->llmc && tok.n_vocab > 65536)
+		die("'%s': vocabulary of %u does not fit llm.c's uint16 tokens", o->tokenizer, tok.n_vocab);
+	int llmc_first = o->llmc && !o->no_eos && !o->eos; /* llm.c: EOT before each document */
+	int to_stdout = !o->out || !strcmp(o->out, "-");
+	if (to_stdout && isatty(STDOUT_FILENO))
+		usage_error("refusing to write a binary token stream to a terminal; use -o FILE or redirect");
+	if (o->llmc && to_stdout)
+		usage_error("--format llmc needs -o FILE");
+
+	struct lmt_corpus *c;
+	const char *stdin_only[] = { "-" };
+	if (lmt_corpus_open(&c, ninputs ? inputs : stdin_only, ninputs ? ninputs : 1, &o->corpus, &err))
+		die_err(&err);
+
+	struct lmt_tsw w;
+	struct llmc l;
+	struct lmt_ts_info tsinfo = { 0 };
+	tsinfo.token_bytes = tok.n_vocab <= 65536 ? 2 : 4;
+	tsinfo.flags = (bos != LMT_NO_TOKEN ? LMT_TS_BOS : 0) | (eos != LMT_NO_TOKEN && !llmc_first ? LMT_TS_EOS : 0);
+	tsinfo.vocab_size = tok.n_vocab;
+	memcpy(tsinfo.tokenizer_sha256, tok.sha256, 32);
+	tsinfo.bos = tok.bos;
+	tsinfo.eos = tok.eos;
+	if (o->llmc)
+		llmc_open(&l, o->out);
+	else if (lmt_tsw_open(&w, to_stdout ? NULL : o->out, &tsinfo, &err))
+		die_err(&err);
+
+	int nt = tool_threads(o->threads);
+	struct lmt_tok_state **st = calloc((size_t)nt, sizeof *st);
+	struct lmt_u32vec *vec = calloc((size_t)nt, sizeof *vec);
+	struct rec *recs = NULL;
+	size_t rcap = 0;
+	if (!st || !vec)
+		die("out of memory");
+	for (int i = 0; i < nt; i++)
+		if (!(st[i] = lmt_tok_state_new(&tok)))
+			die("out of memory");
+
+	struct lmt_docbatch b = { 0 };
+	struct lmt_progress bar;
+	uint64_t done, total, docs = 0, bytes = 0, ntok = 0;
+	lmt_corpus_progress(c, &done, &total);
+	lmt_progress_init(&bar, "encoding", "B", total, tool_quiet);
+	double t0 = lmt_now();
+	int n;
+	while ((n = lmt_corpus_read_batch(c, &b, 8u << 20, 1u << 15, NULL, NULL, &err)) > 0) {
+		if (LMT_GROW(recs, rcap, (size_t)n))
+			die("out of memory");
+		int failed = 0;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 4) reduction(| : failed)
+		for (int i = 0; i < n; i++) {
+			int tid = omp_get_thread_num();
+			struct lmt_u32vec *v = &vec[tid];
+			size_t start = v->n;
+			if (LMT_GROW(v->v, v->cap, v->n + 2)) {
+				failed = 1;
+				continue;
+			}
+			if (bos != LMT_NO_TOKEN)
+				v->v[v->n++] = bos;
+			if (llmc_first)
+				v->v[v->n++] = eos;
+			failed |= lmt_tok_encode(&tok, st[tid], b.docs[i].text, b.docs[i].len, o->allow_special, v) != 0;
+			if (eos != LMT_NO_TOKEN && !llmc_first) {
+				if (LMT_GROW(v->v, v->cap, v->n + 1))
+					failed = 1;
+				else
+					v->v[v->n++] = eos;
+			}
+			recs[i] = (struct rec){ tid, start, v->n - start };
+		}
+		if (failed)
+			die("out of memory encoding");
+		for (int i = 0; i < n; i++) {
+			const uint32_t *t = vec[recs[i].tid].v + recs[i].start;
+			if (o->llmc)
+				llmc_write(&l, t, recs[i].n);
+			else if (lmt_tsw_doc(&w, t, recs[i].n, b.docs[i].len, b.docs[i].source, b.docs[i].ordinal, &err))
+				die_err(&err);
+			ntok += recs[i].n;
+			bytes += b.docs[i].len;
+		}
+		docs += (uint64_t)n;
+		for (int i = 0; i < nt; i++)
+			vec[i].n = 0;
+		lmt_corpus_progress(c, &done, &total);
+		lmt_progress_update(&bar, done);
+	}
+	if (n < 0)
+		die_err(&err);
+	lmt_progress_done(&bar);
+	double secs = lmt_now() - t0;
+
+	uint8_t sha[32];
+	char hex[LMT_SHA256_HEX];
+	if (o->llmc) {
+		llmc_finish(&l);
+		if (lmt_sha256_file(o->out, sha, &err))
+			die_err(&err);
+	} else {
+		uint32_t ns = lmt_corpus_nsources(c);
+		const char **names = malloc((ns ? ns : 1) * sizeof *names);
+		if (!names)
+			die("out of memory");
+		for (uint32_t i = 0; i < ns; i++)
+			names[i] = lmt_corpus_source_name(c, i);
+		if (lmt_tsw_finish(&w, names, ns, sha, &err))
+			die_err(&err);
+		free(names);
+	}
+	lmt_sha256_hex(sha, hex);
+	if (!to_stdout) {
+		struct lmt_json j;
+		lmt_json_init(&j);
+		lmt_json_begin(&j);
+		lmt_json_str(&j, "event", "summary");
+		lmt_json_str(&j, "output", o->out);
+		lmt_json_str(&j, "format", o->llmc ? "llmc" : "lmt");
+		lmt_json_str(&j, "sha256", hex);
+		lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(tok.sha256, hex));
+		lmt_json_u64(&j, "documents", docs);
+		lmt_json_u64(&j, "sources", lmt_corpus_nsources(c));
+		lmt_json_u64(&j, "bytes", bytes);
+		lmt_json_u64(&j, "tokens", ntok);
+		lmt_json_u64(&j, "token_bytes", o->llmc ? 2 : tsinfo.token_bytes);
+		lmt_json_num(&j, "bytes_per_token", ntok ? (double)bytes / ntok : 0);
+		lmt_json_u64(&j, "threads", (uint64_t)nt);
+		lmt_json_num(&j, "seconds", secs);
+		lmt_json_num(&j, "mb_per_s", secs > 0 ? bytes / secs / 1e6 : 0);
+		lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
+		if (lmt_json_end_line(&j, stdout))
+			die("'<stdout>': write error");
+		lmt_json_release(&j);
+	}
+	info("encoded %llu documents, %llu bytes into %llu tokens in %.2f s (%.1f MB/s, %d threads)",
+	     (unsigned long long)docs, (unsigned long long)bytes, (unsigned long long)ntok, secs,
+	     secs > 0 ? bytes / secs / 1e6 : 0, nt);
+	for (int i = 0; i < nt; i++) {
+		lmt_tok_state_free(st[i]);
+		free(vec[i].v);
+	}
+	free(st);
+	free(vec);
+	free(recs);
+	lmt_docbatch_release(&b);
+	lmt_corpus_close(c);
+	lmt_tok_release(&tok);
+	return 0;
+}
+
+/* ---- decoding ---- */
+
+static int decode(const struct opts *o, const char *const *inputs, int ninputs)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_tokenizer tok;
+	struct lmt_tsr r;
+	if (ninputs > 1)
+		usage_error("--decode takes one token stream");
+	const char *in = ninputs ? inputs[0] : "-";
+	if (lmt_tok_load(&tok, o->tokenizer, &err))
+		die_err(&err);
+	if (lmt_tsr_open(&r, in, 1, &err))
+		die_err(&err);
+	if (memcmp(r.info.tokenizer_sha256, tok.sha256, 32)) {
+		char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
+		die("'%s' was encoded with tokenizer %.16s..., not '%s' (%.16s...)", in,
+		    lmt_sha256_hex(r.info.tokenizer_sha256, a), o->tokenizer, lmt_sha256_hex(tok.sha256, b));
+	}
+	struct lmt_afile af;
+	FILE *out = stdout;
+	if (o->out && strcmp(o->out, "-")) {
+		if (lmt_afile_open(&af, o->out, &err))
+			die_err(&err);
+		out = af.fp;
+	}
+	size_t cap = 1 << 20;
+	uint8_t *buf = malloc(cap);
+	uint32_t *ids = malloc(4096 * sizeof *ids);
+	if (!buf || !ids)
+		die("out of memory");
+	for (uint64_t i = 0; i < r.info.n_docs; i++) {
+		struct lmt_ts_doc d;
+		lmt_tsr_doc(&r, i, &d);
+		uint64_t a = d.tok_off, e = d.tok_off + d.n_tok;
+		/* inserted BOS/EOS are markers, not text */
+		if ((r.info.flags & LMT_TS_BOS) && a < e && lmt_tsr_token(&r, a) == r.info.bos)
+			a++;
+		if ((r.info.flags & LMT_TS_EOS) && e > a && lmt_tsr_token(&r, e - 1) == r.info.eos)
+			e--;
+		if (i && o->corpus.doc_sep && fputs(o->corpus.doc_sep, out) == EOF)
+			die("write error");
+		for (uint64_t k = a; k < e;) {
+			size_t m = 0;
+			while (k < e && m < 4096)
+				ids[m++] = lmt_tsr_token(&r, k++);
+			size_t need = lmt_tok_decode(&tok, ids, m, o->skip_special, buf, cap);
+			if (need > cap) {
+				free(buf);
+				cap = need * 2;
+				if (!(buf = malloc(cap)))
+					die("out of memory");
+				need = lmt_tok_decode(&tok, ids, m, o->skip_special, buf, cap);
+			}
+			if (need && fwrite(buf, 1, need, out) != need)
+				die("write error");
+		}
+	}
+	free(buf);
+	free(ids);
+	if (out != stdout) {
+		if (lmt_afile_commit(&af, &err))
+			die_err(&err);
+	} else if (fflush(stdout)) {
+		die("'<stdout>': write error");
+	}
+	lmt_tsr_close(&r);
+	lmt_tok_release(&tok);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	memset(&o, 0, sizeof o);
+	tool_init("tok-encode");
+	int c;
+	while ((c = getopt_long(argc, argv, "hVt:o:j:q", longopts, NULL)) != -1) {
+		if (corpus_opt(c, optarg, &o.corpus))
+			continue;
+		switch (c) {
+		case 'h': usage(); return 0;
+		case 'V': print_version(); return 0;
+		case 't': o.tokenizer = optarg; break;
+		case 'o': o.out = optarg; break;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "llmc"))
+				o.llmc = 1;
+			else if (strcmp(optarg, "lmt"))
+				usage_error("option '--format': '%s' is not lmt or llmc", optarg);
+			break;
+		case OPT_BOS: o.bos = 1; break;
+		case OPT_EOS: o.eos = 1; break;
+		case OPT_NO_EOS: o.no_eos = 1; break;
+		case OPT_ALLOW_SPECIAL: o.allow_special = 1; break;
+		case OPT_DECODE: o.decode = 1; break;
+		case OPT_SKIP_SPECIAL: o.skip_special = 1; break;
+		case 'j': o.threads = (int)opt_int("threads", optarg, 1, 1024); break;
+		case 'q': tool_quiet = 1; break;
+		default: usage_error("unknown option");
+		}
+	}
+	if (!o.tokenizer)
+		usage_error("no tokenizer: give -t FILE");
+	if (o.no_eos && !o.llmc)
+		usage_error("--no-eos applies to --format llmc only");
+	if (o.no_eos && o.eos)
+		usage_error("--eos and --no-eos exclude each other");
+	if (o.skip_special && !o.decode)
+		usage_error("--skip-special applies to --decode only");
+	const char *const *inputs = (const char *const *)argv + optind;
+	int ninputs = argc - optind;
+	if (o.decode) {
+		if (o.llmc || o.bos || o.eos || o.allow_special)
+			usage_error("--decode takes no encoding options");
+		return decode(&o, inputs, ninputs);
+	}
+	return encode(&o, inputs, ninputs);
+}

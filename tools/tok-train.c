@@ -1,0 +1,663 @@
+/*
+ * tok-train: train a byte-level BPE tokenizer, or import one, and write it as an
+ * lmt tokenizer file whose SHA-256 is its identity.
+ *
+ *	tok-train -v 32768 -o tok.lmtok corpus/          train
+ *	tok-train --import tiktoken:cl100k_base.tiktoken --pattern cl100k \
+ *	          --special '<|endoftext|>=100257' -o cl100k.lmtok         import
+ *	tok-train -t tok.lmtok --export-hf tokenizer.json                 export
+ *	tok-train -t tok.lmtok --fertility --eval code=src.c corpus/      report
+ *
+ * stdout: JSONL (progress, summary, fertility); stderr: human messages.
+ */
+#include <getopt.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "afile.h"
+#include "bpetrain.h"
+#include "corpus.h"
+#include "json.h"
+#include "progress.h"
+#include "tokenizer.h"
+#include "tokformats.h"
+#include "tool.h"
+#include "util.h"
+
+enum {
+	OPT_REGEX = OPT_TOOL_BASE,
+	OPT_EOS,
+	OPT_BOS,
+	OPT_PAD,
+	OPT_NO_SPECIAL,
+	OPT_MAX_TOKEN_LEN,
+	OPT_MIN_COUNT,
+	OPT_MAX_BYTES,
+	OPT_SAMPLE,
+	OPT_SEED,
+	OPT_IMPORT,
+	OPT_EXPORT_HF,
+	OPT_FERTILITY,
+	OPT_EVAL,
+	OPT_PROGRESS_EVERY,
+};
+
+static const struct option longopts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "vocab-size", required_argument, NULL, 'v' },
+	{ "pattern", required_argument, NULL, 'p' },
+	{ "regex", required_argument, NULL, OPT_REGEX },
+	{ "special", required_argument, NULL, 's' },
+	{ "no-special", no_argument, NULL, OPT_NO_SPECIAL },
+	{ "eos", required_argument, NULL, OPT_EOS },
+	{ "bos", required_argument, NULL, OPT_BOS },
+	{ "pad", required_argument, NULL, OPT_PAD },
+	{ "max-token-len", required_argument, NULL, OPT_MAX_TOKEN_LEN },
+	{ "min-count", required_argument, NULL, OPT_MIN_COUNT },
+	{ "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
+	{ "sample", required_argument, NULL, OPT_SAMPLE },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "threads", required_argument, NULL, 'j' },
+	{ "import", required_argument, NULL, OPT_IMPORT },
+	{ "tokenizer", required_argument, NULL, 't' },
+	{ "export-hf", required_argument, NULL, OPT_EXPORT_HF },
+	{ "fertility", no_argument, NULL, OPT_FERTILITY },
+	{ "eval", required_argument, NULL, OPT_EVAL },
+	{ "progress-every", required_argument, NULL, OPT_PROGRESS_EVERY },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "input-format", required_argument, NULL, OPT_INPUT_FORMAT },
+	{ "txt-docs", required_argument, NULL, OPT_TXT_DOCS },
+	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP },
+	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD },
+	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(void)
+{
+	printf("usage: tok-train [options] -o OUT [INPUT...]\n"
+	       "       tok-train --import FORMAT:PATH[,PATH] -o OUT\n"
+	       "       tok-train -t TOKENIZER [--export-hf FILE] [--fertility] [INPUT...]\n"
+	       "\n"
+	       "Train a byte-level BPE tokenizer on documents (files, directories, JSONL,\n"
+	       "compressed files, archives, or '-' for stdin), or import one.\n"
+	       "\n"
+	       "Training:\n"
+	       "  -v, --vocab-size N      vocabulary size, special tokens included (32768)\n"
+	       "  -p, --pattern NAME      pre-tokenizer: gpt2, cl100k (default), o200k, none\n"
+	       "      --regex RE          a custom PCRE2 pre-tokenizer pattern instead\n"
+	       "  -s, --special STR       a special token (repeatable; default <|endoftext|>)\n"
+	       "      --no-special        no special tokens at all\n"
+	       "      --eos/--bos/--pad STR  the special token with that role\n"
+	       "      --max-token-len N   never create tokens longer than N bytes (no limit)\n"
+	       "      --min-count N       stop when the best pair occurs fewer than N times (2)\n"
+	       "      --max-bytes SIZE    read documents up to SIZE bytes, in input order\n"
+	       "      --sample P          keep each document with probability P (by --seed)\n"
+	       "      --seed N            seed for --sample (0)\n"
+	       "  -j, --threads N         counting threads (all cores)\n"
+	       "      --progress-every N  a JSONL progress record every N merges (1000)\n"
+	       "\n"
+	       "Import, export, report:\n"
+	       "      --import FMT:PATH   tiktoken:FILE (with --pattern and --special S=ID),\n"
+	       "                          gpt2:ENCODER.json,VOCAB.bpe, hf:tokenizer.json\n"
+	       "  -t, --tokenizer FILE    use an existing lmt tokenizer instead of training\n"
+	       "      --export-hf FILE    also write a HuggingFace tokenizer.json\n"
+	       "      --fertility         report tokens per byte and per word for each input\n"
+	       "      --eval LABEL=FILE   add a labelled file to the fertility report\n"
+	       "\n"
+	       "Input:\n"
+	       "      --input-format F    auto (by name), text or jsonl\n"
+	       "      --txt-docs MODE     text documents: file (default), line, blank\n"
+	       "      --doc-sep STR       split text documents at STR instead\n"
+	       "      --text-field NAME   JSONL field with the text (text)\n"
+	       "      --keep-empty        keep empty documents\n"
+	       "\n"
+	       "  -o, --output PATH       tokenizer file; a directory gets tok-<sha256:16>.lmtok\n"
+	       "  -q, --quiet             no progress on stderr\n"
+	       "  -h, --help              this help\n"
+	       "  -V, --version           version and backends\n"
+	       "\n"
+	       "Exit status: 0 success, 1 error, 2 usage error. See tok-train(1).\n");
+}
+
+struct opts {
+	const char *out;
+	uint32_t vocab;
+	const char *pattern, *regex;
+	const char *specials[256];
+	int nspecials, no_special;
+	const char *eos, *bos, *pad;
+	uint32_t max_token_len;
+	uint64_t min_count, max_bytes, seed;
+	double sample;
+	int threads;
+	const char *import, *tokenizer, *export_hf;
+	int fertility;
+	const char *evals[64];
+	int nevals;
+	uint32_t progress_every;
+	struct lmt_corpus_opts corpus;
+};
+
+/* ---- document selection (--max-bytes, --sample) ---- */
+
+struct select {
+	const struct opts *o;
+	struct lmt_corpus *c;
+	uint64_t bytes, docs;
+};
+
+static int keep_doc(void *ctx, const struct lmt_doc *d)
+{
+	struct select *s = ctx;
+	if (s->o->sample < 1) {
+		const char *name = lmt_corpus_source_name(s->c, d->source);
+		uint64_t h = lmt_hash_bytes(name, strlen(name), s->o->seed) ^ lmt_mix64(d->ordinal + 1);
+		if ((double)(lmt_mix64(h) >> 11) * 0x1.0p-53 >= s->o->sample)
+			return 0;
+	}
+	if (s->o->max_bytes && s->bytes + d->len > s->o->max_bytes)
+		return -1;
+	s->bytes += d->len;
+	s->docs++;
+	return 1;
+}
+
+/* Ordinary text between occurrences of special token strings (which training skips). */
+static int count_doc(struct lmt_wordcount *wc, struct lmt_pretok_iter *it, const char *t, size_t n,
+		     const struct opts *o)
+{
+	size_t pos = 0;
+	while (pos < n) {
+		size_t best = n, blen = 0;
+		for (int k = 0; k < o->nspecials; k++) {
+			size_t sl = strlen(o->specials[k]);
+			const char *hit = memmem(t + pos, n - pos, o->specials[k], sl);
+			if (hit && (size_t)(hit - t) < best) {
+				best = (size_t)(hit - t);
+				blen = sl;
+			}
+		}
+		int rc = lmt_wordcount_add_text(wc, it, t + pos, best - pos);
+		if (rc)
+			return rc;
+		pos = best + blen;
+	}
+	return 0;
+}
+
+struct train_ctx {
+	double t0;
+	struct lmt_json *j;
+	struct lmt_progress *bar;
+	uint32_t target;
+};
+
+static int on_progress(void *ctx, uint32_t merges, uint32_t tokens, uint64_t best)
+{
+	struct train_ctx *tc = ctx;
+	lmt_json_begin(tc->j);
+	lmt_json_str(tc->j, "event", "progress");
+	lmt_json_u64(tc->j, "merges", merges);
+	lmt_json_u64(tc->j, "tokens", tokens);
+	lmt_json_u64(tc->j, "best_count", best);
+	lmt_json_num(tc->j, "seconds", lmt_now() - tc->t0);
+	if (lmt_json_end_line(tc->j, stdout))
+		die("'<stdout>': write error");
+	lmt_progress_update(tc->bar, tokens);
+	return 0;
+}
+
+struct train_stats {
+	uint64_t docs, bytes, words, distinct_words;
+	int trained;
+};
+
+static void train(const struct opts *o, const char *const *inputs, int ninputs,
+		  struct lmt_tokenizer *tok, struct lmt_json *j, struct train_stats *ts)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_corpus *c;
+	int nspec = o->no_special ? 0 : o->nspecials;
+	if (o->vocab < 256u + (uint32_t)nspec)
+		die("vocabulary size %u is smaller than 256 byte tokens + %d special tokens", o->vocab, nspec);
+	struct lmt_pretok pt;
+	if (lmt_pretok_init(&pt, o->regex ? "custom" : o->pattern, o->regex, &err))
+		usage_error("%s", err.msg);
+	if (lmt_corpus_open(&c, inputs, ninputs, &o->corpus, &err))
+		die_err(&err);
+
+	int nt = tool_threads(o->threads);
+	struct lmt_wordcount *wcs = calloc((size_t)nt, sizeof *wcs);
+	struct lmt_pretok_iter *its = calloc((size_t)nt, sizeof *its);
+	if (!wcs || !its)
+		die("out of memory");
+	for (int i = 0; i < nt; i++)
+		if (lmt_wordcount_init(&wcs[i]) || lmt_pretok_iter_init(&its[i], &pt))
+			die("out of memory");
+
+	double t0 = lmt_now();
+	struct select sel = { o, c, 0, 0 };
+	struct lmt_docbatch b = { 0 };
+	struct lmt_progress bar;
+	uint64_t done, total;
+	lmt_corpus_progress(c, &done, &total);
+	lmt_progress_init(&bar, "counting", "B", o->max_bytes && (!total || o->max_bytes < total) ?
+			  o->max_bytes : total, tool_quiet);
+	int n;
+	struct opts ospec = *o;
+	ospec.nspecials = nspec;
+	while ((n = lmt_corpus_read_batch(c, &b, 16u << 20, 1u << 16, keep_doc, &sel, &err)) > 0) {
+		int failed = 0;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 8) reduction(| : failed)
+		for (int i = 0; i < n; i++) {
+			int tid = omp_get_thread_num();
+			failed |= count_doc(&wcs[tid], &its[tid], b.docs[i].text, b.docs[i].len, &ospec) != 0;
+		}
+		if (failed)
+			die("out of memory counting words");
+		lmt_corpus_progress(c, &done, &total);
+		lmt_progress_update(&bar, o->max_bytes ? sel.bytes : done);
+	}
+	if (n < 0)
+		die_err(&err);
+	lmt_progress_done(&bar);
+	for (int i = 1; i < nt; i++) {
+		if (lmt_wordcount_merge(&wcs[0], &wcs[i]))
+			die("out of memory merging word counts");
+		lmt_wordcount_release(&wcs[i]);
+		lmt_pretok_iter_release(&its[i]);
+	}
+	lmt_pretok_iter_release(&its[0]);
+	double t_count = lmt_now() - t0;
+	*ts = (struct train_stats){ sel.docs, sel.bytes, wcs[0].total, wcs[0].n, 1 };
+	if (sel.docs == 0)
+		die("no documents in the input");
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "counted");
+	lmt_json_u64(j, "documents", sel.docs);
+	lmt_json_u64(j, "bytes", sel.bytes);
+	lmt_json_u64(j, "words", wcs[0].total);
+	lmt_json_u64(j, "distinct_words", wcs[0].n);
+	lmt_json_u64(j, "table_bytes", lmt_wordcount_bytes(&wcs[0]));
+	lmt_json_u64(j, "threads", (uint64_t)nt);
+	lmt_json_num(j, "seconds", t_count);
+	if (lmt_json_end_line(j, stdout))
+		die("'<stdout>': write error");
+	info("counted %llu documents, %llu bytes, %llu distinct words in %.1f s",
+	     (unsigned long long)sel.docs, (unsigned long long)sel.bytes,
+	     (unsigned long long)wcs[0].n, t_count);
+
+	struct lmt_bpe_opts bo = { 0 };
+	bo.n_tokens = o->vocab - (uint32_t)nspec;
+	bo.max_token_len = o->max_token_len;
+	bo.min_count = o->min_count;
+	bo.every = o->progress_every;
+	struct train_ctx tc = { lmt_now(), j, &bar, bo.n_tokens };
+	lmt_progress_init(&bar, "merging", "tokens", bo.n_tokens, tool_quiet);
+	bo.progress = on_progress;
+	bo.ctx = &tc;
+	struct lmt_bpe_result res;
+	if (lmt_bpe_train(&wcs[0], &bo, &res, &err))
+		die_err(&err);
+	lmt_progress_done(&bar);
+	double t_merge = lmt_now() - tc.t0;
+	if (res.n_tokens < bo.n_tokens)
+		warn("stopped at %u tokens (asked for %u): no pair occurs %llu or more times",
+		     res.n_tokens + nspec, o->vocab, (unsigned long long)(o->min_count ? o->min_count : 2));
+	if (lmt_bpe_to_tokenizer(&res, o->regex ? "custom" : o->pattern, o->regex, o->specials, nspec,
+				 o->eos, o->bos, o->pad, tok, &err))
+		die_err(&err);
+	info("trained %u merges in %.1f s", res.n_merges, t_merge);
+
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "trained");
+	lmt_json_u64(j, "merges", res.n_merges);
+	lmt_json_u64(j, "tokens", res.n_tokens);
+	lmt_json_num(j, "count_seconds", t_count);
+	lmt_json_num(j, "merge_seconds", t_merge);
+	lmt_json_u64(j, "word_table_bytes", lmt_wordcount_bytes(&wcs[0]));
+	lmt_json_u64(j, "trainer_peak_bytes", res.peak_bytes);
+	if (lmt_json_end_line(j, stdout))
+		die("'<stdout>': write error");
+	lmt_bpe_result_release(&res);
+	lmt_wordcount_release(&wcs[0]);
+	free(wcs);
+	free(its);
+	lmt_docbatch_release(&b);
+	lmt_corpus_close(c);
+	lmt_pretok_release(&pt);
+}
+
+static void import(const struct opts *o, struct lmt_tokenizer *tok)
+{
+	struct lmt_err err = { 0 };
+	const char *colon = strchr(o->import, ':');
+	if (!colon)
+		usage_error("option '--import': expected FORMAT:PATH, got '%s'", o->import);
+	size_t fl = (size_t)(colon - o->import);
+	const char *path = colon + 1;
+	const char *specials[256];
+	int ns = o->no_special ? 0 : o->nspecials;
+	for (int i = 0; i < ns; i++)
+		specials[i] = o->specials[i];
+	int rc;
+	if (fl == 8 && !strncmp(o->import, "tiktoken", 8)) {
+		if (o->regex)
+			usage_error("--import tiktoken takes --pattern NAME, not --regex");
+		rc = lmt_tok_import_tiktoken(tok, path, o->pattern, specials, ns, &err);
+	} else if (fl == 4 && !strncmp(o->import, "gpt2", 4)) {
+		const char *comma = strchr(path, ',');
+		if (!comma)
+			usage_error("option '--import': gpt2 needs ENCODER.json,VOCAB.bpe");
+		char *enc = strndup(path, (size_t)(comma - path));
+		rc = lmt_tok_import_gpt2(tok, enc, comma + 1, specials, ns, &err);
+		free(enc);
+	} else if (fl == 2 && !strncmp(o->import, "hf", 2)) {
+		rc = lmt_tok_import_hf(tok, path, &err);
+	} else {
+		usage_error("option '--import': unknown format '%.*s' (tiktoken, gpt2, hf)", (int)fl, o->import);
+	}
+	if (rc)
+		die_err(&err);
+	if ((o->eos || o->bos || o->pad) && (rc = lmt_tok_set_roles(tok, o->eos, o->bos, o->pad, &err)))
+		die_err(&err);
+}
+
+/* ---- fertility ---- */
+
+static int is_space(unsigned char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
+}
+
+struct fert {
+	uint64_t docs, bytes, words, tokens;
+};
+
+static void fertility_of(const struct lmt_tokenizer *tok, struct lmt_corpus *c, int nt,
+			 struct fert *per_source, size_t nsrc_cap, struct fert *all)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_docbatch b = { 0 };
+	struct lmt_tok_state **st = calloc((size_t)nt, sizeof *st);
+	struct lmt_u32vec *vec = calloc((size_t)nt, sizeof *vec);
+	uint64_t *ntok = NULL, *nword = NULL;
+	size_t cap = 0;
+	if (!st || !vec)
+		die("out of memory");
+	for (int i = 0; i < nt; i++)
+		if (!(st[i] = lmt_tok_state_new(tok)))
+			die("out of memory");
+	int n;
+	while ((n = lmt_corpus_read_batch(c, &b, 16u << 20, 1u << 16, NULL, NULL, &err)) > 0) {
+		if (LMT_GROW(ntok, cap, (size_t)n))
+			die("out of memory");
+		size_t c2 = cap;
+		nword = realloc(nword, c2 * sizeof *nword);
+		if (!nword)
+			die("out of memory");
+		int failed = 0;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 8) reduction(| : failed)
+		for (int i = 0; i < n; i++) {
+			int tid = omp_get_thread_num();
+			vec[tid].n = 0;
+			failed |= lmt_tok_encode(tok, st[tid], b.docs[i].text, b.docs[i].len, 0, &vec[tid]) != 0;
+			ntok[i] = vec[tid].n;
+			uint64_t w = 0;
+			const unsigned char *p = (const unsigned char *)b.docs[i].text;
+			for (size_t k = 0; k < b.docs[i].len; k++)
+				w += !is_space(p[k]) && (k == 0 || is_space(p[k - 1]));
+			nword[i] = w;
+		}
+		if (failed)
+			die("out of memory encoding");
+		for (int i = 0; i < n; i++) {
+			uint32_t s = b.docs[i].source;
+			struct fert *f[2] = { s < nsrc_cap ? &per_source[s] : NULL, all };
+			for (int k = 0; k < 2; k++) {
+				if (!f[k])
+					continue;
+				f[k]->docs++;
+				f[k]->bytes += b.docs[i].len;
+				f[k]->words += nword[i];
+				f[k]->tokens += ntok[i];
+			}
+		}
+	}
+	if (n < 0)
+		die_err(&err);
+	for (int i = 0; i < nt; i++) {
+		lmt_tok_state_free(st[i]);
+		free(vec[i].v);
+	}
+	free(st);
+	free(vec);
+	free(ntok);
+	free(nword);
+	lmt_docbatch_release(&b);
+}
+
+static void emit_fertility(struct lmt_json *j, const char *source, const char *label,
+			   const struct fert *f)
+{
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "fertility");
+	lmt_json_str(j, "source", source);
+	if (label)
+		lmt_json_str(j, "label", label);
+	lmt_json_u64(j, "documents", f->docs);
+	lmt_json_u64(j, "bytes", f->bytes);
+	lmt_json_u64(j, "words", f->words);
+	lmt_json_u64(j, "tokens", f->tokens);
+	lmt_json_num(j, "tokens_per_byte", f->bytes ? (double)f->tokens / f->bytes : 0);
+	lmt_json_num(j, "bytes_per_token", f->tokens ? (double)f->bytes / f->tokens : 0);
+	lmt_json_num(j, "tokens_per_word", f->words ? (double)f->tokens / f->words : 0);
+	if (lmt_json_end_line(j, stdout))
+		die("'<stdout>': write error");
+}
+
+static void fertility(const struct opts *o, const struct lmt_tokenizer *tok, const char *const *inputs,
+		      int ninputs, struct lmt_json *j)
+{
+	struct lmt_err err = { 0 };
+	int nt = tool_threads(o->threads);
+	if (o->fertility && ninputs) {
+		for (int i = 0; i < ninputs; i++)
+			if (!strcmp(inputs[i], "-"))
+				die("--fertility cannot re-read stdin; give the inputs as files");
+		struct lmt_corpus *c;
+		if (lmt_corpus_open(&c, inputs, ninputs, &o->corpus, &err))
+			die_err(&err);
+		/* sources are only known once read: size the table generously, then by count */
+		size_t cap = 1 << 16;
+		struct fert *per = calloc(cap, sizeof *per), all = { 0 };
+		if (!per)
+			die("out of memory");
+		fertility_of(tok, c, nt, per, cap, &all);
+		uint32_t ns = lmt_corpus_nsources(c);
+		if (ns > cap)
+			warn("fertility is reported for the first %zu of %u sources", cap, ns);
+		for (uint32_t s = 0; s < ns && s < cap; s++)
+			emit_fertility(j, lmt_corpus_source_name(c, s), NULL, &per[s]);
+		emit_fertility(j, "*", "all inputs", &all);
+		free(per);
+		lmt_corpus_close(c);
+	}
+	for (int i = 0; i < o->nevals; i++) {
+		const char *eq = strchr(o->evals[i], '=');
+		char label[256];
+		const char *path = eq ? eq + 1 : o->evals[i];
+		snprintf(label, sizeof label, "%.*s", eq ? (int)(eq - o->evals[i]) : (int)strlen(path),
+			 eq ? o->evals[i] : path);
+		struct lmt_corpus *c;
+		if (lmt_corpus_open(&c, &path, 1, &o->corpus, &err))
+			die_err(&err);
+		struct fert all = { 0 };
+		fertility_of(tok, c, nt, NULL, 0, &all);
+		emit_fertility(j, path, label, &all);
+		lmt_corpus_close(c);
+	}
+}
+
+/* ---- output ---- */
+
+static void write_tokenizer(struct lmt_tokenizer *tok, const char *out, char *final, size_t cap)
+{
+	struct lmt_err err = { 0 };
+	struct stat st;
+	size_t ol = strlen(out);
+	if ((ol && out[ol - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
+		uint8_t *buf;
+		size_t n;
+		char hex[LMT_SHA256_HEX];
+		if (lmt_tok_serialize(tok, &buf, &n, &err))
+			die_err(&err);
+		snprintf(final, cap, "%s%stok-%.16s.lmtok", out, ol && out[ol - 1] == '/' ? "" : "/",
+			 lmt_sha256_hex(tok->sha256, hex));
+		if (lmt_write_file_atomic(final, buf, n, &err))
+			die_err(&err);
+		free(buf);
+		return;
+	}
+	snprintf(final, cap, "%s", out);
+	if (lmt_tok_save(tok, out, &err))
+		die_err(&err);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	memset(&o, 0, sizeof o);
+	o.vocab = 32768;
+	o.pattern = "cl100k";
+	o.sample = 1;
+	o.progress_every = 1000;
+	tool_init("tok-train");
+	int c;
+	while ((c = getopt_long(argc, argv, "hVo:v:p:s:j:t:q", longopts, NULL)) != -1) {
+		if (corpus_opt(c, optarg, &o.corpus))
+			continue;
+		switch (c) {
+		case 'h': usage(); return 0;
+		case 'V': print_version(); return 0;
+		case 'o': o.out = optarg; break;
+		case 'v': o.vocab = (uint32_t)opt_int("vocab-size", optarg, 1, 1u << 30); break;
+		case 'p': o.pattern = optarg; break;
+		case OPT_REGEX: o.regex = optarg; break;
+		case 's':
+			if (o.nspecials == (int)LMT_ARRAY_SIZE(o.specials))
+				usage_error("too many --special options");
+			o.specials[o.nspecials++] = optarg;
+			break;
+		case OPT_NO_SPECIAL: o.no_special = 1; break;
+		case OPT_EOS: o.eos = optarg; break;
+		case OPT_BOS: o.bos = optarg; break;
+		case OPT_PAD: o.pad = optarg; break;
+		case OPT_MAX_TOKEN_LEN: o.max_token_len = (uint32_t)opt_int("max-token-len", optarg, 2, 1 << 24); break;
+		case OPT_MIN_COUNT: o.min_count = (uint64_t)opt_int("min-count", optarg, 1, INT64_MAX); break;
+		case OPT_MAX_BYTES: o.max_bytes = opt_size("max-bytes", optarg); break;
+		case OPT_SAMPLE: o.sample = opt_double("sample", optarg, 0, 1); break;
+		case OPT_SEED: o.seed = (uint64_t)opt_int("seed", optarg, 0, INT64_MAX); break;
+		case 'j': o.threads = (int)opt_int("threads", optarg, 1, 1024); break;
+		case OPT_IMPORT: o.import = optarg; break;
+		case 't': o.tokenizer = optarg; break;
+		case OPT_EXPORT_HF: o.export_hf = optarg; break;
+		case OPT_FERTILITY: o.fertility = 1; break;
+		case OPT_EVAL:
+			if (o.nevals == (int)LMT_ARRAY_SIZE(o.evals))
+				usage_error("too many --eval options");
+			o.evals[o.nevals++] = optarg;
+			break;
+		case OPT_PROGRESS_EVERY: o.progress_every = (uint32_t)opt_int("progress-every", optarg, 0, 1u << 30); break;
+		case 'q': tool_quiet = 1; break;
+		default: usage_error("unknown option");
+		}
+	}
+	const char *const *inputs = (const char *const *)argv + optind;
+	int ninputs = argc - optind;
+	int modes = (o.import != NULL) + (o.tokenizer != NULL);
+	if (modes > 1)
+		usage_error("--import and --tokenizer exclude each other");
+	if (o.no_special && o.nspecials)
+		usage_error("--no-special and --special exclude each other");
+	if (!o.no_special && o.nspecials == 0 && !o.import)
+		o.specials[o.nspecials++] = "<|endoftext|>";
+	if (!modes && !o.out)
+		usage_error("no output: give -o FILE (or -t/--import to work on an existing tokenizer)");
+	if (!modes && ninputs == 0)
+		usage_error("no input: give files, directories or '-' for stdin");
+	if (o.import && !o.out && !o.export_hf)
+		usage_error("--import needs -o FILE or --export-hf FILE");
+	if (o.tokenizer && o.out)
+		usage_error("-t reads an existing tokenizer; -o would only copy it");
+	if (o.import && ninputs && !o.fertility)
+		usage_error("inputs given with --import but no --fertility to use them");
+	if (o.tokenizer && !o.export_hf && !o.fertility && !o.nevals)
+		usage_error("-t given with nothing to do (--export-hf, --fertility or --eval)");
+	if (o.fertility && ninputs == 0)
+		usage_error("--fertility needs inputs");
+
+	struct lmt_json j;
+	lmt_json_init(&j);
+	struct lmt_tokenizer tok;
+	struct lmt_err err = { 0 };
+	double t0 = lmt_now();
+	struct train_stats ts = { 0 };
+	if (o.import) {
+		import(&o, &tok);
+	} else if (o.tokenizer) {
+		if (lmt_tok_load(&tok, o.tokenizer, &err))
+			die_err(&err);
+	} else {
+		train(&o, inputs, ninputs, &tok, &j, &ts);
+	}
+	char final[4096] = "";
+	if (o.out)
+		write_tokenizer(&tok, o.out, final, sizeof final);
+	if (o.export_hf) {
+		if (lmt_tok_export_hf(&tok, o.export_hf, &err))
+			die_err(&err);
+	}
+	char hex[LMT_SHA256_HEX];
+	if (o.out) {
+		lmt_json_begin(&j);
+		lmt_json_str(&j, "event", "summary");
+		lmt_json_str(&j, "tokenizer", final);
+		lmt_json_str(&j, "sha256", lmt_sha256_hex(tok.sha256, hex));
+		lmt_json_u64(&j, "vocab_size", tok.n_vocab);
+		lmt_json_u64(&j, "merges", tok.n_merges);
+		lmt_json_u64(&j, "specials", tok.n_special);
+		lmt_json_str(&j, "pattern", tok.pt.name);
+		lmt_json_u64(&j, "max_token_len", tok.max_token_len);
+		if (tok.eos != LMT_NO_TOKEN)
+			lmt_json_u64(&j, "eos_id", tok.eos);
+		if (tok.bos != LMT_NO_TOKEN)
+			lmt_json_u64(&j, "bos_id", tok.bos);
+		if (tok.pad != LMT_NO_TOKEN)
+			lmt_json_u64(&j, "pad_id", tok.pad);
+		if (o.export_hf)
+			lmt_json_str(&j, "export_hf", o.export_hf);
+		if (ts.trained) {
+			lmt_json_u64(&j, "documents", ts.docs);
+			lmt_json_u64(&j, "input_bytes", ts.bytes);
+			lmt_json_u64(&j, "words", ts.words);
+			lmt_json_u64(&j, "distinct_words", ts.distinct_words);
+		}
+		lmt_json_num(&j, "seconds", lmt_now() - t0);
+		lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
+		if (lmt_json_end_line(&j, stdout))
+			die("'<stdout>': write error");
+		info("wrote %s (%u tokens, sha256 %.16s...)", final, tok.n_vocab, hex);
+	}
+	if (o.fertility || o.nevals)
+		fertility(&o, &tok, inputs, ninputs, &j);
+	lmt_tok_release(&tok);
+	lmt_json_release(&j);
+	return 0;
+}

@@ -1,0 +1,184 @@
+/*
+ * tool.c: shared tool plumbing; see tool.h.
+ */
+#include "tool.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "afile.h"
+#include "version.h"
+
+const char *tool_name = "lmt";
+int tool_quiet;
+
+static void on_signal(int sig)
+{
+	lmt_afile_cleanup_signal();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void tool_init(const char *name)
+{
+	tool_name = name;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+static void vmsg(const char *pre, const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	fprintf(stderr, "%s: %s", tool_name, pre);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+	lmt_afile_cleanup_signal();
+	exit(1);
+}
+
+void die_err(const struct lmt_err *err)
+{
+	die("%s", err->msg[0] ? err->msg : lmt_strerror(err->code));
+}
+
+void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "Try '%s --help'.\n", tool_name);
+	exit(2);
+}
+
+void warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void info(const char *fmt, ...)
+{
+	if (tool_quiet)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+void print_version(void)
+{
+	printf("%s (lmt) %s\n", tool_name, LMT_VERSION);
+	printf("revision: %s\n", lmt_revision());
+	printf("library: liblmt %s\n", LMT_VERSION);
+	printf("backends: %s\n", lmt_backends());
+	printf("cuda: %s\n", lmt_cuda_status());
+}
+
+long long opt_int(const char *opt, const char *s, long long min, long long max)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end)
+		usage_error("option '--%s': '%s' is not an integer", opt, s);
+	if (v < min || v > max)
+		usage_error("option '--%s': %lld is out of range [%lld, %lld]", opt, v, min, max);
+	return v;
+}
+
+uint64_t opt_size(const char *opt, const char *s)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0 || !isfinite(v))
+		usage_error("option '--%s': '%s' is not a size", opt, s);
+	double mul = 1;
+	if (!strcmp(end, "") || !strcmp(end, "B")) mul = 1;
+	else if (!strcmp(end, "k") || !strcmp(end, "K") || !strcmp(end, "kB")) mul = 1e3;
+	else if (!strcmp(end, "M") || !strcmp(end, "MB")) mul = 1e6;
+	else if (!strcmp(end, "G") || !strcmp(end, "GB")) mul = 1e9;
+	else if (!strcmp(end, "T") || !strcmp(end, "TB")) mul = 1e12;
+	else if (!strcmp(end, "Ki") || !strcmp(end, "KiB")) mul = 1024.0;
+	else if (!strcmp(end, "Mi") || !strcmp(end, "MiB")) mul = 1024.0 * 1024;
+	else if (!strcmp(end, "Gi") || !strcmp(end, "GiB")) mul = 1024.0 * 1024 * 1024;
+	else
+		usage_error("option '--%s': unknown unit in '%s' (use k, M, G, Ki, Mi, Gi)", opt, s);
+	double r = v * mul;
+	if (r >= 1.8e19)
+		usage_error("option '--%s': '%s' is too large", opt, s);
+	return (uint64_t)r;
+}
+
+double opt_double(const char *opt, const char *s, double min, double max)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v))
+		usage_error("option '--%s': '%s' is not a number", opt, s);
+	if (v < min || v > max)
+		usage_error("option '--%s': %g is out of range [%g, %g]", opt, v, min, max);
+	return v;
+}
+
+int corpus_opt(int c, const char *arg, struct lmt_corpus_opts *o)
+{
+	switch (c) {
+	case OPT_INPUT_FORMAT:
+		if ((o->format = lmt_corpus_format_parse(arg)) < 0)
+			usage_error("option '--input-format': '%s' is not auto, text or jsonl", arg);
+		return 1;
+	case OPT_TXT_DOCS:
+		if ((o->txt_docs = lmt_txt_docs_parse(arg)) < 0)
+			usage_error("option '--txt-docs': '%s' is not file, line or blank", arg);
+		return 1;
+	case OPT_DOC_SEP:
+		if (!*arg)
+			usage_error("option '--doc-sep': the separator is empty");
+		o->doc_sep = arg;
+		return 1;
+	case OPT_TEXT_FIELD:
+		o->text_field = arg;
+		return 1;
+	case OPT_KEEP_EMPTY:
+		o->keep_empty = 1;
+		return 1;
+	}
+	return 0;
+}
+
+int tool_threads(int requested)
+{
+	if (requested > 0)
+		return requested;
+	const char *e = getenv("OMP_NUM_THREADS");
+	if (e && atoi(e) > 0)
+		return atoi(e);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}

@@ -1,0 +1,53 @@
+/*
+ * tool.h: what every lmt tool's main() shares: its name in messages, die() and
+ * usage errors with the documented exit codes, --version, signal handling that
+ * removes partial output, and parsers for numeric option values.
+ *
+ * Exit codes: 0 success, 1 runtime/data/format error, 2 usage error.
+ * This file is linked into the tools only; the library never exits.
+ */
+#ifndef LMT_TOOL_H
+#define LMT_TOOL_H
+
+#include <stdint.h>
+
+#include "corpus.h"
+#include "error.h"
+
+extern const char *tool_name;
+extern int tool_quiet;
+
+/* Record the tool's name, install SIGINT/SIGTERM/SIGHUP handlers that delete
+ * temporaries before dying, and make stdout line-buffered-free (we flush). */
+void tool_init(const char *name);
+
+void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void die_err(const struct lmt_err *err) __attribute__((noreturn));
+void usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Human progress line on stderr, unless --quiet. */
+void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void print_version(void);
+
+/* Option values. Each dies with a usage error naming the option on bad input. */
+long long opt_int(const char *opt, const char *s, long long min, long long max);
+/* Accepts k/K (1e3), M (1e6), G (1e9), Ki/Mi/Gi (powers of 1024) suffixes. */
+uint64_t opt_size(const char *opt, const char *s);
+double opt_double(const char *opt, const char *s, double min, double max);
+
+/* Corpus options shared by the tools that read text; returns 1 if c was one. */
+enum {
+	OPT_INPUT_FORMAT = 0x1000,
+	OPT_TXT_DOCS,
+	OPT_DOC_SEP,
+	OPT_TEXT_FIELD,
+	OPT_KEEP_EMPTY,
+	OPT_TOOL_BASE, /* tools number their own long-only options from here */
+};
+int corpus_opt(int c, const char *arg, struct lmt_corpus_opts *o);
+
+/* Number of threads to use: --threads if given, else OMP_NUM_THREADS, else cores. */
+int tool_threads(int requested);
+
+#endif
