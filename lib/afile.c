@@ -119,7 +119,7 @@ int lmt_afile_open(struct lmt_afile *af, const char *path, struct lmt_err *err)
 	umask(um);
 	fchmod(fd, 0666 & ~um);
 	af->slot = live_add(af->tmp);
-	af->fp = fdopen(fd, "wb");
+	af->fp = fdopen(fd, "w+b"); /* readable: writers may hash what they wrote */
 	if (!af->fp) {
 		close(fd);
 		lmt_afile_abort(af);

@@ -307,16 +307,14 @@ int lmt_binw_open(struct lmt_binw *w, const char *path, const struct lmt_format 
 	if (lmt_sha256_init(&w->sha))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	if (!path || !strcmp(path, "-")) {
+		/* stdout can be a pipe, and even a redirected file is write-only, so the
+		 * header cannot be patched in place: spill, then copy */
 		w->to_stdout = 1;
-		if (lseek(STDOUT_FILENO, 0, SEEK_CUR) == 0) {
-			w->fp = stdout; /* a regular file opened fresh: seek back for the header */
-		} else {
-			w->spill = 1;
-			w->fp = tmpfile();
-			if (!w->fp) {
-				lmt_sha256_release(&w->sha);
-				return lmt_err_errno(err, "cannot create a spill file for stdout");
-			}
+		w->spill = 1;
+		w->fp = tmpfile();
+		if (!w->fp) {
+			lmt_sha256_release(&w->sha);
+			return lmt_err_errno(err, "cannot create a spill file for stdout");
 		}
 	} else {
 		int rc = lmt_afile_open(&w->af, path, err);
@@ -412,11 +410,6 @@ int lmt_binw_finish(struct lmt_binw *w, const void *ext, uint8_t *sha_out, struc
 		fclose(w->fp);
 		w->fp = NULL;
 		if (fflush(stdout))
-			return lmt_err_errno(err, "'<stdout>': write");
-		return 0;
-	}
-	if (w->to_stdout) {
-		if (fseeko(stdout, 0, SEEK_END) || fflush(stdout))
 			return lmt_err_errno(err, "'<stdout>': write");
 		return 0;
 	}

@@ -101,7 +101,7 @@ int lmt_bin_pack(const struct lmt_format *fmt, const void *ext, const void *payl
 /*
  * Writer. Payload bytes stream through lmt_binw_write (hashed on the way); the header
  * is written last. Output goes to an atomic file, or to stdout when path is NULL or
- * "-" (through a spill file when stdout cannot seek).
+ * "-" (through a temporary spill file, since the header comes first).
  */
 struct lmt_binw {
 	struct lmt_afile af;

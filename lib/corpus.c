@@ -344,9 +344,16 @@ static int open_next(struct lmt_corpus *c, struct lmt_err *err)
 				c->arch = NULL;
 				continue;
 			}
-			if (r < ARCHIVE_WARN)
+			if (r < ARCHIVE_WARN) {
+				/* name the member just read: the damage is after it */
+				const char *prev = c->nnames ? c->srcs[c->nnames - 1].name : NULL;
+				size_t pl = strlen(c->arch_path);
+				if (prev && !strncmp(prev, c->arch_path, pl) && prev[pl] == ':')
+					return lmt_err_set(err, LMT_EFORMAT, "'%s': after member '%s': %s",
+							   c->arch_path, prev + pl + 1, archive_error_string(c->arch));
 				return lmt_err_set(err, LMT_EFORMAT, "'%s': %s", c->arch_path,
 						   archive_error_string(c->arch));
+			}
 			if (archive_entry_filetype(e) != AE_IFREG)
 				continue;
 			const char *mname = archive_entry_pathname(e);

@@ -193,7 +193,7 @@ int lmt_tok_set_roles(struct lmt_tokenizer *t, const char *eos, const char *bos,
 					   what[k], names[k]);
 		*slot[k] = id;
 	}
-	if (!eos && !bos && !pad) {
+	if (!eos) {
 		/* the conventions: a lone special token, or <|endoftext|>, ends documents */
 		uint32_t n = 0, last = LMT_NO_TOKEN;
 		for (uint32_t i = 0; i < t->n_vocab; i++)
@@ -201,7 +201,9 @@ int lmt_tok_set_roles(struct lmt_tokenizer *t, const char *eos, const char *bos,
 				n++;
 				last = i;
 			}
-		t->eos = n == 1 ? last : find_special(t, "<|endoftext|>");
+		t->eos = n == 1 && last != t->bos && last != t->pad ? last : find_special(t, "<|endoftext|>");
+		if (t->eos == t->bos || t->eos == t->pad)
+			t->eos = LMT_NO_TOKEN;
 	}
 	return 0;
 }

@@ -67,7 +67,8 @@ static void usage(void)
 	       "\n"
 	       "  -t, --tokenizer FILE    the lmt tokenizer (required)\n"
 	       "  -o, --output FILE       the token stream (default: stdout, if redirected)\n"
-	       "      --format F          lmt (default) or llmc (llm.c's uint16 token file)\n"
+	       "      --format F          lmt (default), llmc (llm.c's uint16 token file), or\n"
+	       "                          ids (text: one line of space-separated ids per document)\n"
 	       "      --bos               start each document with the tokenizer's BOS token\n"
 	       "      --eos               end each document with the tokenizer's EOS token\n"
 	       "      --no-eos            llmc: no EOS before each document (llm.c puts one)\n"
@@ -94,7 +95,7 @@ static void usage(void)
 
 struct opts {
 	const char *tokenizer, *out;
-	int llmc, bos, eos, no_eos, allow_special, decode, skip_special, threads;
+	int llmc, ids, bos, eos, no_eos, allow_special, decode, skip_special, threads;
 	struct lmt_corpus_opts corpus;
 };
 
@@ -146,6 +147,16 @@ static void llmc_finish(struct llmc *l)
 	free(l->conv);
 }
 
+/* ---- ids: one text line per document ---- */
+
+static void ids_write(FILE *f, const uint32_t *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, i ? " %u" : "%u", t[i]);
+	if (fputc('\n', f) == EOF)
+		die("write error");
+}
+
 /* ---- encoding ---- */
 
 struct rec {
@@ -168,7 +179,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		die("'%s': vocabulary of %u does not fit llm.c's uint16 tokens", o->tokenizer, tok.n_vocab);
 	int llmc_first = o->llmc && !o->no_eos && !o->eos; /* llm.c: EOT before each document */
 	int to_stdout = !o->out || !strcmp(o->out, "-");
-	if (to_stdout && isatty(STDOUT_FILENO))
+	if (to_stdout && isatty(STDOUT_FILENO) && !o->ids)
 		usage_error("refusing to write a binary token stream to a terminal; use -o FILE or redirect");
 	if (o->llmc && to_stdout)
 		usage_error("--format llmc needs -o FILE");
@@ -180,6 +191,8 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 
 	struct lmt_tsw w;
 	struct llmc l;
+	struct lmt_afile idf = { 0 };
+	FILE *idout = stdout;
 	struct lmt_ts_info tsinfo = { 0 };
 	tsinfo.token_bytes = tok.n_vocab <= 65536 ? 2 : 4;
 	tsinfo.flags = (bos != LMT_NO_TOKEN ? LMT_TS_BOS : 0) | (eos != LMT_NO_TOKEN && !llmc_first ? LMT_TS_EOS : 0);
@@ -187,9 +200,15 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	memcpy(tsinfo.tokenizer_sha256, tok.sha256, 32);
 	tsinfo.bos = tok.bos;
 	tsinfo.eos = tok.eos;
-	if (o->llmc)
+	if (o->llmc) {
 		llmc_open(&l, o->out);
-	else if (lmt_tsw_open(&w, to_stdout ? NULL : o->out, &tsinfo, &err))
+	} else if (o->ids) {
+		if (!to_stdout) {
+			if (lmt_afile_open(&idf, o->out, &err))
+				die_err(&err);
+			idout = idf.fp;
+		}
+	} else if (lmt_tsw_open(&w, to_stdout ? NULL : o->out, &tsinfo, &err))
 		die_err(&err);
 
 	int nt = tool_threads(o->threads);
@@ -242,6 +261,8 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 			const uint32_t *t = vec[recs[i].tid].v + recs[i].start;
 			if (o->llmc)
 				llmc_write(&l, t, recs[i].n);
+			else if (o->ids)
+				ids_write(idout, t, recs[i].n);
 			else if (lmt_tsw_doc(&w, t, recs[i].n, b.docs[i].len, b.docs[i].source, b.docs[i].ordinal, &err))
 				die_err(&err);
 			ntok += recs[i].n;
@@ -264,6 +285,14 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		llmc_finish(&l);
 		if (lmt_sha256_file(o->out, sha, &err))
 			die_err(&err);
+	} else if (o->ids) {
+		memset(sha, 0, sizeof sha);
+		if (!to_stdout) {
+			if (lmt_afile_commit(&idf, &err) || lmt_sha256_file(o->out, sha, &err))
+				die_err(&err);
+		} else if (fflush(stdout)) {
+			die("'<stdout>': write error");
+		}
 	} else {
 		uint32_t ns = lmt_corpus_nsources(c);
 		const char **names = malloc((ns ? ns : 1) * sizeof *names);
@@ -282,7 +311,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		lmt_json_begin(&j);
 		lmt_json_str(&j, "event", "summary");
 		lmt_json_str(&j, "output", o->out);
-		lmt_json_str(&j, "format", o->llmc ? "llmc" : "lmt");
+		lmt_json_str(&j, "format", o->llmc ? "llmc" : o->ids ? "ids" : "lmt");
 		lmt_json_str(&j, "sha256", hex);
 		lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(tok.sha256, hex));
 		lmt_json_u64(&j, "documents", docs);
@@ -403,8 +432,10 @@ int main(int argc, char **argv)
 		case OPT_FORMAT:
 			if (!strcmp(optarg, "llmc"))
 				o.llmc = 1;
+			else if (!strcmp(optarg, "ids"))
+				o.ids = 1;
 			else if (strcmp(optarg, "lmt"))
-				usage_error("option '--format': '%s' is not lmt or llmc", optarg);
+				usage_error("option '--format': '%s' is not lmt, llmc or ids", optarg);
 			break;
 		case OPT_BOS: o.bos = 1; break;
 		case OPT_EOS: o.eos = 1; break;

@@ -1,0 +1,53 @@
+# tests/cli/lib.sh: TAP helpers for the shell tests of real binaries.
+#
+# Sourced by tests/cli/*.sh, which run from the repository root. Each check prints
+# "ok N - desc" or "not ok N - desc" with diagnostics; finish prints the plan.
+# $T is a scratch directory removed at exit; $BIN holds the built tools.
+
+BIN=${LMT_BIN:-build/bin}
+case $BIN in /*) ;; *) BIN=$(pwd)/$BIN ;; esac
+DATA=$(pwd)/tests/data
+T=$(mktemp -d "${TMPDIR:-/tmp}/lmt-cli.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+_n=0
+_fail=0
+
+ok() { _n=$((_n + 1)); echo "ok $_n - $1"; }
+notok() {
+	_n=$((_n + 1)); _fail=$((_fail + 1))
+	echo "not ok $_n - $1"
+	shift
+	for l in "$@"; do echo "# $l"; done
+}
+
+# check DESC CMD...: passes if CMD exits 0
+check() {
+	d=$1; shift
+	if "$@" > "$T/.out" 2> "$T/.err"; then ok "$d"
+	else notok "$d" "exit status $?: $*" "$(head -c 600 "$T/.err")"; fi
+}
+
+# check_fail DESC STATUS NEEDLE CMD...: CMD must exit STATUS and say NEEDLE on stderr
+check_fail() {
+	d=$1; want=$2; needle=$3; shift 3
+	"$@" > "$T/.out" 2> "$T/.err"
+	rc=$?
+	if [ "$rc" = "$want" ] && grep -qF -- "$needle" "$T/.err"; then ok "$d"
+	else notok "$d" "want status $want and '$needle' on stderr; got $rc" "$(head -c 600 "$T/.err")"; fi
+}
+
+# same DESC FILE1 FILE2: byte-identical
+same() {
+	if cmp -s "$2" "$3"; then ok "$1"; else notok "$1" "$(cmp "$2" "$3" 2>&1 | head -1)"; fi
+}
+
+# nothing_left DESC DIR NAME: no NAME and no temporary of it in DIR
+nothing_left() {
+	left=$(ls -A "$2" 2>/dev/null | grep -F "$3" || true)
+	if [ -z "$left" ]; then ok "$1"; else notok "$1" "left behind: $left"; fi
+}
+
+finish() {
+	echo "1..$_n"
+	[ "$_fail" = 0 ]
+}

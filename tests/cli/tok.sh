@@ -1,0 +1,177 @@
+#!/bin/sh
+# tests/cli/tok.sh: tok-train and tok-encode as a user runs them.
+#
+# Training is deterministic and independent of the thread count; encoding output is
+# independent of the thread count; encode then decode is byte-exact on every fixture,
+# on random bytes and on NUL bytes; imports encode as tiktoken does (ids from the
+# fixtures), also after a HuggingFace round trip; bad input exits 1 with a message
+# naming the file (and line or member) and leaves no output behind; usage errors
+# exit 2.
+. tests/cli/lib.sh
+TT=$BIN/tok-train
+TE=$BIN/tok-encode
+
+# ---- help, version, usage errors ----
+check "tok-train --help exits 0" $TT --help
+grep -q '^usage: tok-train' "$T/.out" && ok "tok-train --help prints usage on stdout" || notok "usage on stdout"
+check "tok-encode --version exits 0" $TE --version
+grep -q '^backends: cpu' "$T/.out" && ok "--version names the backends" || notok "--version names the backends"
+check_fail "an unknown option is a usage error" 2 "Try 'tok-train --help'." $TT --frobnicate
+check_fail "a bad number is a usage error naming the option" 2 "'--vocab-size'" $TT -v many -o "$T/x" "$DATA/text"
+check_fail "tok-encode without -t is a usage error" 2 "no tokenizer" $TE "$DATA/text/en.txt"
+
+# ---- training ----
+check "train on the text fixtures" $TT -q -v 600 -o "$T/a.lmtok" "$DATA/text"
+cp "$T/.out" "$T/train.jsonl"
+grep -q '"event":"summary"' "$T/train.jsonl" && ok "JSONL summary on stdout" || notok "JSONL summary on stdout"
+sha=$(sed -n 's/.*"event":"summary".*"sha256":"\([0-9a-f]*\)".*/\1/p' "$T/train.jsonl")
+[ "$sha" = "$(sha256sum "$T/a.lmtok" | cut -d' ' -f1)" ] && ok "the printed sha256 is the file's" \
+	|| notok "the printed sha256 is the file's" "printed '$sha'"
+check "encode, reporting the stream's sha256" $TE -q -t "$T/a.lmtok" -o "$T/e.lmtoks" "$DATA/text/en.txt"
+grep -q "\"sha256\":\"$(sha256sum "$T/e.lmtoks" | cut -d' ' -f1)\"" "$T/.out" && ok "tok-encode's printed sha256 is the file's" \
+	|| notok "tok-encode sha256" "$(cat "$T/.out")"
+grep -q '"vocab_size":600' "$T/train.jsonl" && ok "vocabulary size as asked" || notok "vocabulary size" "$(cat "$T/train.jsonl")"
+check "train again with 1 thread" $TT -q -j1 -v 600 -o "$T/b.lmtok" "$DATA/text"
+same "same inputs give the same tokenizer, whatever the threads" "$T/a.lmtok" "$T/b.lmtok"
+check "train into a directory" $TT -q -v 600 -o "$T/" "$DATA/text"
+[ -f "$T/tok-$(echo "$sha" | cut -c1-16).lmtok" ] && ok "-o DIR/ names the file by its sha256" || notok "-o DIR/ naming" "$(ls "$T")"
+check "train with --max-bytes and a custom regex" $TT -q -v 400 --max-bytes 1000 --regex '\w+|\W' -o "$T/c.lmtok" "$DATA/text"
+grep -q '"input_bytes":[0-9]\{1,3\},' "$T/.out" && ok "--max-bytes bounds the input" || notok "--max-bytes bounds the input" "$(cat "$T/.out")"
+
+# ---- encoding: threads, round trips ----
+for j in 1 2 3; do
+	check "encode with $j threads" $TE -q -j$j -t "$T/a.lmtok" --eos -o "$T/s$j.lmtoks" "$DATA/text"
+done
+same "output does not depend on the thread count (1 vs 2)" "$T/s1.lmtoks" "$T/s2.lmtoks"
+same "output does not depend on the thread count (1 vs 3)" "$T/s1.lmtoks" "$T/s3.lmtoks"
+for f in "$DATA"/text/*; do
+	b=$(basename "$f")
+	$TE -q -t "$T/a.lmtok" -o "$T/$b.lmtoks" "$f" > /dev/null && $TE -t "$T/a.lmtok" --decode "$T/$b.lmtoks" > "$T/$b.back"
+	same "encode/decode round-trips $b" "$f" "$T/$b.back"
+done
+# random bytes, deterministic: an LCG in awk, C locale so %c writes single bytes
+# (MINSTD: exact in awk's doubles; the top bits are incompressible enough for gzip)
+LC_ALL=C awk 'BEGIN { x = 12345; for (i = 0; i < 200000; i++) { x = (x * 16807) % 2147483647; printf "%c", int(x / 8388608) % 256 } }' > "$T/random.bin"
+[ "$(wc -c < "$T/random.bin")" = 200000 ] && ok "200000 random bytes made" || notok "random bytes" "$(wc -c < "$T/random.bin")"
+check "train with a BOS token too" $TT -q -v 600 -s '<|endoftext|>' -s '<|bos|>' --bos '<|bos|>' -o "$T/bo.lmtok" "$DATA/text"
+grep -q '"eos_id":598,"bos_id":599' "$T/.out" && ok "EOS by convention, BOS as named" || notok "roles" "$(cat "$T/.out")"
+$TE -q -t "$T/bo.lmtok" --bos --eos -o "$T/r.lmtoks" "$T/random.bin" > /dev/null &&
+	$TE -t "$T/bo.lmtok" --decode "$T/r.lmtoks" > "$T/random.back"
+same "random bytes round-trip (invalid UTF-8, NUL), BOS/EOS markers removed" "$T/random.bin" "$T/random.back"
+printf 'a\000b\000\000c\n\000' > "$T/nul.bin"
+$TE -q -t "$T/a.lmtok" -o "$T/n.lmtoks" "$T/nul.bin" > /dev/null && $TE -t "$T/a.lmtok" --decode "$T/n.lmtoks" > "$T/nul.back"
+same "NUL bytes round-trip" "$T/nul.bin" "$T/nul.back"
+cat "$DATA/text/en.txt" | $TE -q -t "$T/a.lmtok" - > "$T/stdin.lmtoks"
+$TE -t "$T/a.lmtok" --decode < "$T/stdin.lmtoks" > "$T/stdin.back"
+same "stdin to stdout and back through pipes" "$DATA/text/en.txt" "$T/stdin.back"
+printf 'one<|endoftext|>two<|endoftext|>three' > "$T/sep.txt"
+$TE -q -t "$T/a.lmtok" --doc-sep '<|endoftext|>' -o "$T/sep.lmtoks" "$T/sep.txt" > "$T/.out"
+grep -q '"documents":3' "$T/.out" && ok "--doc-sep splits three documents" || notok "--doc-sep" "$(cat "$T/.out")"
+$TE -t "$T/a.lmtok" --decode --doc-sep '<|endoftext|>' "$T/sep.lmtoks" > "$T/sep.back"
+same "--decode --doc-sep puts the separator back" "$T/sep.txt" "$T/sep.back"
+script -qec "$TE -t $T/a.lmtok $DATA/text/en.txt" /dev/null > "$T/tty.out" 2>&1 < /dev/null
+rc=$?
+[ "$rc" = 2 ] && grep -q "refusing to write a binary token stream to a terminal" "$T/tty.out" \
+	&& ok "a binary stream is not written to a terminal (exit 2)" || notok "terminal check" "status $rc: $(head -c 300 "$T/tty.out")"
+
+# ---- special tokens ----
+printf 'hi<|endoftext|>there' > "$T/special.txt"
+$TE -q -t "$T/a.lmtok" --format ids "$T/special.txt" > "$T/plain.ids"
+$TE -q -t "$T/a.lmtok" --format ids --allow-special "$T/special.txt" > "$T/allowed.ids"
+eos=$(sed -n 's/.*"eos_id":\([0-9]*\).*/\1/p' "$T/train.jsonl")
+grep -qw "$eos" "$T/plain.ids" && notok "special token text is ordinary text by default" || ok "special token text is ordinary text by default"
+grep -qw "$eos" "$T/allowed.ids" && ok "--allow-special turns it into the special token" || notok "--allow-special" "$(cat "$T/allowed.ids")"
+
+# ---- llm.c format ----
+check "write llm.c's format" $TE -q -t "$T/a.lmtok" --format llmc -o "$T/llmc.bin" "$DATA/text/en.txt" "$DATA/text/code.c"
+hdr=$(od -An -t d4 -N 12 "$T/llmc.bin" | tr -s ' ')
+ntok=$(echo "$hdr" | cut -d' ' -f4)
+[ "$(echo "$hdr" | cut -d' ' -f2,3)" = "20240520 1" ] && ok "llm.c header: magic 20240520, version 1" || notok "llm.c header" "$hdr"
+[ "$(wc -c < "$T/llmc.bin")" = $((1024 + 2 * ntok)) ] && ok "llm.c file is 1024 + 2 x $ntok bytes" || notok "llm.c size"
+first=$(od -An -t u2 -j 1024 -N 2 "$T/llmc.bin" | tr -d ' ')
+[ "$first" = "$eos" ] && ok "llm.c: an EOS token starts each document" || notok "llm.c EOT first" "first token $first, eos $eos"
+
+# ---- imports encode as tiktoken does ----
+for enc in gpt2 cl100k o200k; do
+	check "import the $enc fixture with an HF export" $TT -q --import "tiktoken:$DATA/tiktoken/$enc-3000.tiktoken" \
+		--pattern $enc --special '<|endoftext|>=3000' -o "$T/$enc.lmtok" --export-hf "$T/$enc.json"
+	check "import the HF export" $TT -q --import "hf:$T/$enc.json" -o "$T/$enc-hf.lmtok"
+	bad=
+	for f in "$DATA"/text/*; do
+		b=$(basename "$f")
+		$TE -q -t "$T/$enc.lmtok" --format ids "$f" > "$T/$b.$enc.ids"
+		$TE -q -t "$T/$enc-hf.lmtok" --format ids "$f" > "$T/$b.$enc-hf.ids"
+		cmp -s "$T/$b.$enc.ids" "$DATA/tiktoken/$b.$enc-3000" || bad="$bad $b"
+		cmp -s "$T/$b.$enc-hf.ids" "$DATA/tiktoken/$b.$enc-3000" || bad="$bad $b(hf)"
+	done
+	[ -z "$bad" ] && ok "$enc: ids equal tiktoken's on every fixture, also after tokenizer.json" || notok "$enc ids" "differ:$bad"
+done
+
+# ---- fertility ----
+check "fertility report" $TT -t "$T/a.lmtok" --fertility --eval "telugu=$DATA/text/te.txt" --eval "code=$DATA/text/code.c" "$DATA/text"
+n=$(grep -c '"event":"fertility"' "$T/.out")
+[ "$n" = 11 ] && ok "one fertility record per source, one for all, one per --eval" || notok "fertility records" "$n records"
+grep '"label":"telugu"' "$T/.out" | grep -q '"tokens_per_byte":' && ok "labelled evaluation file reported" || notok "label"
+
+# ---- bad input: exit 1, the file named, nothing left behind ----
+mkdir "$T/out"
+check_fail "missing input file" 1 "nope.txt" $TE -t "$T/a.lmtok" -o "$T/out/x.lmtoks" "$T/nope.txt"
+nothing_left "no output after a missing input" "$T/out" x.lmtoks
+check_fail "missing tokenizer file" 1 "none.lmtok" $TE -t "$T/none.lmtok" -o "$T/out/x.lmtoks" "$DATA/text/en.txt"
+size=$(wc -c < "$T/a.lmtok")
+head -c $((size - 10)) "$T/a.lmtok" > "$T/trunc.lmtok"
+check_fail "truncated tokenizer" 1 "trunc.lmtok': file is" $TE -t "$T/trunc.lmtok" -o "$T/out/x.lmtoks" "$DATA/text/en.txt"
+head -c 40 "$T/a.lmtok" > "$T/trunc2.lmtok"
+check_fail "tokenizer truncated inside the header" 1 "trunc2.lmtok': truncated header" $TE -t "$T/trunc2.lmtok" -o "$T/out/x.lmtoks" "$DATA/text/en.txt"
+# flip one byte in each field: magic, major, minor, header size, payload size,
+# payload sha256, header crc, vocab count (format field), and the payload
+for spec in 0:magic 8:major 10:minor 12:header_size 16:payload_size 30:payload_sha256 57:header_crc \
+	    64:n_vocab 80:eos_id 200:payload; do
+	off=${spec%%:*}; what=${spec#*:}
+	cp "$T/a.lmtok" "$T/bad.lmtok"
+	orig=$(od -An -t u1 -j "$off" -N 1 "$T/bad.lmtok" | tr -d ' ')
+	printf "$(printf '\\%03o' $(( (orig + 1) % 256 )))" | dd of="$T/bad.lmtok" bs=1 seek="$off" conv=notrunc 2>/dev/null
+	check_fail "corrupted $what (byte $off) is rejected" 1 "bad.lmtok'" $TE -t "$T/bad.lmtok" -o "$T/out/x.lmtoks" "$DATA/text/en.txt"
+done
+nothing_left "no output after any corrupted tokenizer" "$T/out" x.lmtoks
+check_fail "a token stream is not a tokenizer" 1 "this is an lmt token stream, expected an lmt tokenizer" \
+	$TE -t "$T/s1.lmtoks" -o "$T/out/x.lmtoks" "$DATA/text/en.txt"
+cp "$T/a.lmtok" "$T/v2.lmtok"
+printf '\002' | dd of="$T/v2.lmtok" bs=1 seek=8 conv=notrunc 2>/dev/null
+check_fail "a newer major version is refused" 1 "tokenizer format version 2.0, this build reads 1.x" \
+	$TE -t "$T/v2.lmtok" -o "$T/out/x.lmtoks" "$DATA/text/en.txt"
+check_fail "vocabulary below 256 + specials" 1 "smaller than 256 byte tokens + 2 special" \
+	$TT -v 257 -s '<|a|>' -s '<|b|>' -o "$T/out/v.lmtok" "$DATA/text"
+nothing_left "no tokenizer written" "$T/out" v.lmtok
+printf '{"text":"fine"}\n{"text": "also fine"}\n{"text": broken\n' > "$T/bad.jsonl"
+check_fail "malformed JSONL names file and line (tok-train)" 1 "bad.jsonl': line 3: invalid JSON" \
+	$TT -v 300 -o "$T/out/j.lmtok" "$T/bad.jsonl"
+check_fail "malformed JSONL names file and line (tok-encode)" 1 "bad.jsonl': line 3" \
+	$TE -t "$T/a.lmtok" -o "$T/out/j.lmtoks" "$DATA/text/en.txt" "$T/bad.jsonl"
+nothing_left "no output after malformed JSONL" "$T/out" j.lmtok
+mkdir -p "$T/arch"
+head -c 300000 "$T/random.bin" > "$T/arch/member.txt"
+cp "$DATA/text/en.txt" "$T/arch/first.txt"
+(cd "$T/arch" && tar czf ../arch.tar.gz first.txt member.txt)
+size=$(wc -c < "$T/arch.tar.gz")
+head -c $((size / 2)) "$T/arch.tar.gz" > "$T/cut.tar.gz"
+check_fail "an unreadable archive member names archive and member" 1 "cut.tar.gz' member 'member.txt'" \
+	$TE -t "$T/a.lmtok" -o "$T/out/a.lmtoks" "$T/cut.tar.gz"
+nothing_left "no output after the bad archive" "$T/out" a.lmtoks
+check_fail "decoding with another tokenizer is refused" 1 "was encoded with tokenizer" \
+	$TE -t "$T/gpt2.lmtok" --decode "$T/s1.lmtoks"
+head -c 300 "$T/s1.lmtoks" > "$T/cut.lmtoks"
+check_fail "a truncated token stream is refused" 1 "cut.lmtoks'" $TE -t "$T/a.lmtok" --decode "$T/cut.lmtoks"
+
+# ---- interrupted: no temporary left ----
+for i in 1 2 3 4 5 6 7 8; do cat "$T/random.bin" "$DATA"/text/*; done > "$T/big1.txt"
+for i in 1 2 3 4 5 6 7 8; do cat "$T/big1.txt"; done > "$T/big.txt"
+$TE -q -j1 -t "$T/o200k.lmtok" -o "$T/out/big.lmtoks" "$T/big.txt" &
+pid=$!
+sleep 0.3
+kill -TERM $pid 2>/dev/null
+wait $pid 2>/dev/null
+rc=$?
+[ "$rc" = 143 ] && ok "SIGTERM stops tok-encode" || ok "tok-encode finished before SIGTERM (status $rc)"
+nothing_left "no temporary file after SIGTERM" "$T/out" big.lmtoks
+finish

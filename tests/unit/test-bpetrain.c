@@ -1,0 +1,309 @@
+/*
+ * test-bpetrain: the efficient trainer gives exactly the merges of a slow, obviously
+ * correct reference trainer written here.
+ *
+ * The reference recounts every pair of every word after each merge, picks the best
+ * pair by the documented rule (highest count, then smaller left id, then smaller
+ * right id; pairs whose result exceeds max_token_len or whose count is below
+ * min_count are not candidates), gives the result the id of an existing token with
+ * the same bytes or the next free id, and rewrites every word left to right without
+ * overlap. Corpora: hand-made ties, overlapping runs, random words over small
+ * alphabets (many ties), and the text fixtures split by the gpt2 pattern; several
+ * vocabulary sizes, token length caps and minimum counts. Also: counting split over
+ * several tables and merged gives the same merges (what the threads do).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "afile.h"
+#include "bpetrain.h"
+#include "tap.h"
+#include "util.h"
+
+/* ---- the reference trainer ---- */
+
+struct ref {
+	size_t nw;
+	uint32_t **w;            /* symbols */
+	uint32_t *len;
+	uint64_t *cnt;
+	uint8_t **tb;            /* token bytes */
+	uint32_t *tl;
+	uint32_t ntok;
+};
+
+static void ref_from_wc(struct ref *R, const struct lmt_wordcount *wc, uint32_t maxtok)
+{
+	memset(R, 0, sizeof *R);
+	R->w = calloc(wc->n + 1, sizeof *R->w);
+	R->len = calloc(wc->n + 1, sizeof *R->len);
+	R->cnt = calloc(wc->n + 1, sizeof *R->cnt);
+	for (size_t i = 0; i <= wc->mask; i++) {
+		if (!wc->h[i])
+			continue;
+		uint64_t k = wc->key[i];
+		uint32_t n = (uint32_t)(k & 0xffffff);
+		R->w[R->nw] = malloc(n * 4 + 4);
+		for (uint32_t j = 0; j < n; j++)
+			R->w[R->nw][j] = wc->arena[(k >> 24) + j];
+		R->len[R->nw] = n;
+		R->cnt[R->nw] = wc->count[i];
+		R->nw++;
+	}
+	R->tb = calloc(maxtok + 256, sizeof *R->tb);
+	R->tl = calloc(maxtok + 256, sizeof *R->tl);
+	for (uint32_t b = 0; b < 256; b++) {
+		R->tb[b] = malloc(1);
+		R->tb[b][0] = (uint8_t)b;
+		R->tl[b] = 1;
+	}
+	R->ntok = 256;
+}
+
+static void ref_free(struct ref *R)
+{
+	for (size_t i = 0; i < R->nw; i++)
+		free(R->w[i]);
+	for (uint32_t i = 0; i < R->ntok; i++)
+		free(R->tb[i]);
+	free(R->w);
+	free(R->len);
+	free(R->cnt);
+	free(R->tb);
+	free(R->tl);
+}
+
+struct pc {
+	uint32_t a, b;
+	uint64_t c;
+};
+
+static int cmp_pc(const void *x, const void *y)
+{
+	const struct pc *p = x, *q = y;
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	return p->b < q->b ? -1 : p->b > q->b;
+}
+
+/* Returns the number of merges; merges[i] = {a, b, c}. */
+static uint32_t ref_train(struct ref *R, uint32_t target, uint32_t maxlen, uint64_t min_count,
+			  uint32_t (*merges)[3], uint32_t maxmerges)
+{
+	uint32_t nm = 0;
+	if (!maxlen)
+		maxlen = UINT32_MAX;
+	while (R->ntok < target && nm < maxmerges) {
+		/* count every adjacent pair of every word */
+		size_t np = 0;
+		for (size_t i = 0; i < R->nw; i++)
+			np += R->len[i] ? R->len[i] - 1 : 0;
+		struct pc *all = malloc((np + 1) * sizeof *all);
+		size_t k = 0;
+		for (size_t i = 0; i < R->nw; i++)
+			for (uint32_t j = 0; j + 1 < R->len[i]; j++)
+				all[k++] = (struct pc){ R->w[i][j], R->w[i][j + 1], R->cnt[i] };
+		qsort(all, k, sizeof *all, cmp_pc);
+		struct pc best = { 0, 0, 0 };
+		for (size_t i = 0; i < k;) {
+			struct pc p = all[i];
+			size_t j = i + 1;
+			while (j < k && all[j].a == p.a && all[j].b == p.b)
+				p.c += all[j++].c;
+			i = j;
+			if (p.c < min_count || R->tl[p.a] + R->tl[p.b] > maxlen)
+				continue;
+			/* pairs arrive in (a, b) order, so a strict > keeps the smallest on ties */
+			if (p.c > best.c)
+				best = p;
+		}
+		free(all);
+		if (best.c == 0)
+			break;
+		uint32_t n = R->tl[best.a] + R->tl[best.b];
+		uint8_t *s = malloc(n);
+		memcpy(s, R->tb[best.a], R->tl[best.a]);
+		memcpy(s + R->tl[best.a], R->tb[best.b], R->tl[best.b]);
+		uint32_t c = R->ntok;
+		for (uint32_t t = 0; t < R->ntok; t++)
+			if (R->tl[t] == n && !memcmp(R->tb[t], s, n))
+				c = t;
+		if (c == R->ntok) {
+			R->tb[c] = s;
+			R->tl[c] = n;
+			R->ntok++;
+		} else {
+			free(s);
+		}
+		merges[nm][0] = best.a;
+		merges[nm][1] = best.b;
+		merges[nm][2] = c;
+		nm++;
+		for (size_t i = 0; i < R->nw; i++) {
+			uint32_t *w = R->w[i], j = 0;
+			for (uint32_t x = 0; x < R->len[i];) {
+				if (x + 1 < R->len[i] && w[x] == best.a && w[x + 1] == best.b) {
+					w[j++] = c;
+					x += 2;
+				} else {
+					w[j++] = w[x++];
+				}
+			}
+			R->len[i] = j;
+		}
+	}
+	return nm;
+}
+
+/* ---- comparing ---- */
+
+static int compare(const struct lmt_wordcount *wc, uint32_t target, uint32_t maxlen, uint64_t min_count,
+		   const char *what)
+{
+	struct lmt_bpe_opts o = { 0 };
+	o.n_tokens = target;
+	o.max_token_len = maxlen;
+	o.min_count = min_count;
+	struct lmt_bpe_result res;
+	struct lmt_err err = { 0 };
+	if (lmt_bpe_train(wc, &o, &res, &err)) {
+		tap_ok(0, "%s: train: %s", what, err.msg);
+		return 0;
+	}
+	struct ref R;
+	ref_from_wc(&R, wc, target);
+	uint32_t(*m)[3] = malloc(sizeof *m * (target + 1));
+	uint32_t nm = ref_train(&R, target, maxlen, min_count ? min_count : 2, m, target);
+	int ok = nm == res.n_merges && R.ntok == res.n_tokens;
+	uint32_t i = 0;
+	while (ok && i < nm) {
+		if (memcmp(m[i], res.merge[i], sizeof m[i]))
+			ok = 0;
+		else
+			i++;
+	}
+	if (!tap_ok(ok, "%s: %u merges identical to the reference", what, res.n_merges)) {
+		tap_diag("reference %u merges / %u tokens, trainer %u / %u; first difference at merge %u", nm,
+			 R.ntok, res.n_merges, res.n_tokens, i);
+		if (i < nm && i < res.n_merges)
+			tap_diag("reference (%u,%u)->%u, trainer (%u,%u)->%u", m[i][0], m[i][1], m[i][2],
+				 res.merge[i][0], res.merge[i][1], res.merge[i][2]);
+	}
+	/* the token bytes of the result agree with the reference's too */
+	int bytes_ok = res.n_tokens == R.ntok;
+	for (uint32_t t = 0; bytes_ok && t < res.n_tokens; t++)
+		bytes_ok = res.off[t + 1] - res.off[t] == R.tl[t] &&
+			   !memcmp(res.bytes + res.off[t], R.tb[t], R.tl[t]);
+	if (ok)
+		tap_ok(bytes_ok, "%s: token bytes identical", what);
+	free(m);
+	ref_free(&R);
+	lmt_bpe_result_release(&res);
+	return ok;
+}
+
+static uint64_t rs = 1;
+static uint64_t rnd(void)
+{
+	rs += 0x9e3779b97f4a7c15ULL;
+	return lmt_mix64(rs);
+}
+
+int main(void)
+{
+	struct lmt_wordcount wc;
+	char what[160];
+
+	/* ties everywhere: three pairs of count 2 */
+	lmt_wordcount_init(&wc);
+	lmt_wordcount_add(&wc, "ab", 2, 2);
+	lmt_wordcount_add(&wc, "cd", 2, 2);
+	lmt_wordcount_add(&wc, "ba", 2, 2);
+	compare(&wc, 300, 0, 1, "three tied pairs");
+	lmt_wordcount_release(&wc);
+
+	/* overlapping runs: (a,a) counts twice in "aaa" but merges once */
+	lmt_wordcount_init(&wc);
+	lmt_wordcount_add(&wc, "aaaa", 4, 3);
+	lmt_wordcount_add(&wc, "aaa", 3, 5);
+	lmt_wordcount_add(&wc, "abababab", 8, 2);
+	lmt_wordcount_add(&wc, "bbbbbbbbb", 9, 1);
+	compare(&wc, 300, 0, 1, "overlapping runs");
+	compare(&wc, 300, 3, 1, "overlapping runs, tokens of at most 3 bytes");
+	lmt_wordcount_release(&wc);
+
+	/* a result that already exists: "abc" from (ab, c) and from (a, bc) */
+	lmt_wordcount_init(&wc);
+	lmt_wordcount_add(&wc, "abcx", 4, 10);
+	lmt_wordcount_add(&wc, "ab", 2, 9);
+	lmt_wordcount_add(&wc, "ybc", 3, 8);
+	lmt_wordcount_add(&wc, "bc", 2, 8);
+	lmt_wordcount_add(&wc, "ybcab", 5, 4);
+	lmt_wordcount_add(&wc, "abc", 3, 3);
+	compare(&wc, 300, 0, 1, "merge results that already exist");
+	lmt_wordcount_release(&wc);
+
+	/* random words over small alphabets: many ties, many overlaps */
+	for (int trial = 0; trial < 12; trial++) {
+		lmt_wordcount_init(&wc);
+		int alpha = 2 + trial % 5, nwords = 50 + 40 * trial;
+		for (int w = 0; w < nwords; w++) {
+			char s[32];
+			int n = 1 + (int)(rnd() % 12);
+			for (int i = 0; i < n; i++)
+				s[i] = (char)('a' + rnd() % (uint64_t)alpha);
+			lmt_wordcount_add(&wc, s, (size_t)n, 1 + rnd() % (trial % 2 ? 3 : 1000));
+		}
+		uint32_t target = 256 + 20 + 30 * (uint32_t)trial;
+		uint32_t maxlen = trial % 3 == 2 ? 4 : 0;
+		uint64_t minc = trial % 4 == 3 ? 3 : 1;
+		snprintf(what, sizeof what, "random corpus %d (alphabet %d, %d words, vocab %u, maxlen %u, min %llu)",
+			 trial, alpha, nwords, target, maxlen, (unsigned long long)minc);
+		compare(&wc, target, maxlen, minc, what);
+		lmt_wordcount_release(&wc);
+	}
+
+	/* the text fixtures, split by the gpt2 pattern, counted in 1 table or in 3 */
+	static const char *texts[] = { "en.txt", "code.c", "edge.txt", "te.txt", "ws.txt", "numbers.txt",
+				       "cjk.txt", "emoji.txt" };
+	struct lmt_pretok pt;
+	struct lmt_pretok_iter it;
+	struct lmt_err err;
+	lmt_pretok_init(&pt, "gpt2", NULL, &err);
+	lmt_pretok_iter_init(&it, &pt);
+	struct lmt_wordcount one, part[3];
+	lmt_wordcount_init(&one);
+	for (int i = 0; i < 3; i++)
+		lmt_wordcount_init(&part[i]);
+	for (size_t k = 0; k < LMT_ARRAY_SIZE(texts); k++) {
+		char path[128], *d;
+		size_t n;
+		snprintf(path, sizeof path, "tests/data/text/%s", texts[k]);
+		if (lmt_read_file(path, &d, &n, &err)) {
+			tap_ok(0, "read %s", path);
+			continue;
+		}
+		lmt_wordcount_add_text(&one, &it, d, n);
+		lmt_wordcount_add_text(&part[k % 3], &it, d, n);
+		free(d);
+	}
+	lmt_wordcount_merge(&part[0], &part[2]);
+	lmt_wordcount_merge(&part[0], &part[1]);
+	tap_ok(part[0].n == one.n && part[0].total == one.total,
+	       "3 merged tables hold the same words as one (%zu distinct, %llu total)", one.n,
+	       (unsigned long long)one.total);
+	for (uint32_t v = 300; v <= 700; v += 200) {
+		snprintf(what, sizeof what, "text fixtures, vocab %u", v);
+		compare(&one, v, 0, 1, what);
+		snprintf(what, sizeof what, "text fixtures counted in 3 tables, vocab %u", v);
+		compare(&part[0], v, 0, 2, what);
+	}
+	compare(&one, 2000, 0, 1, "text fixtures until no pair is left");
+	for (int i = 0; i < 3; i++)
+		lmt_wordcount_release(&part[i]);
+	lmt_wordcount_release(&one);
+	lmt_pretok_iter_release(&it);
+	lmt_pretok_release(&pt);
+	return tap_done();
+}

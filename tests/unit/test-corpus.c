@@ -1,0 +1,306 @@
+/*
+ * test-corpus: the document reader on every input form it promises.
+ *
+ * The archives and compressed files are written here with libarchive's writer, so
+ * the test needs no external tools. Each form must yield the same documents with
+ * stable source names, ordinals and line numbers; bad input must fail with a message
+ * naming the file (and line or member).
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "afile.h"
+#include "corpus.h"
+#include "tap.h"
+#include "util.h"
+
+static char dir[] = "/tmp/lmt-test-corpus.XXXXXX";
+
+static void writef(const char *name, const void *data, size_t n)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "wb");
+	fwrite(data, 1, n, f);
+	fclose(f);
+}
+
+struct member {
+	const char *name;
+	const void *data;
+	size_t n;
+};
+
+/* format: "tar", "zip", "raw"; filter: NULL, "gzip", "zstd", "xz" */
+static int write_archive(const char *name, const char *format, const char *filter,
+			 const struct member *m, int nm)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	struct archive *a = archive_write_new();
+	int rc = ARCHIVE_OK;
+	if (filter && !strcmp(filter, "gzip")) rc = archive_write_add_filter_gzip(a);
+	if (filter && !strcmp(filter, "zstd")) rc = archive_write_add_filter_zstd(a);
+	if (filter && !strcmp(filter, "xz")) rc = archive_write_add_filter_xz(a);
+	if (rc != ARCHIVE_OK) {
+		tap_diag("filter %s: %s", filter, archive_error_string(a));
+		archive_write_free(a);
+		return -1;
+	}
+	if (!strcmp(format, "tar")) archive_write_set_format_pax_restricted(a);
+	if (!strcmp(format, "zip")) archive_write_set_format_zip(a);
+	if (!strcmp(format, "raw")) archive_write_set_format_raw(a);
+	if (archive_write_open_filename(a, p) != ARCHIVE_OK) {
+		tap_diag("open %s: %s", p, archive_error_string(a));
+		archive_write_free(a);
+		return -1;
+	}
+	for (int i = 0; i < nm; i++) {
+		struct archive_entry *e = archive_entry_new();
+		archive_entry_set_pathname(e, m[i].name);
+		archive_entry_set_size(e, (la_int64_t)m[i].n);
+		archive_entry_set_filetype(e, m[i].data ? AE_IFREG : AE_IFDIR);
+		archive_entry_set_perm(e, 0644);
+		archive_write_header(a, e);
+		if (m[i].data)
+			archive_write_data(a, m[i].data, m[i].n);
+		archive_entry_free(e);
+	}
+	archive_write_close(a);
+	archive_write_free(a);
+	return 0;
+}
+
+/* Read everything; the documents rendered as "source|ordinal|line|text\n". */
+static int read_all(const char *const *names, int n, const struct lmt_corpus_opts *o, char **out,
+		    struct lmt_err *err)
+{
+	char *paths[16];
+	for (int i = 0; i < n; i++) {
+		paths[i] = malloc(512);
+		if (!strcmp(names[i], "-"))
+			strcpy(paths[i], "-");
+		else
+			snprintf(paths[i], 512, "%s/%s", dir, names[i]);
+	}
+	struct lmt_corpus *c;
+	size_t len = 0, cap = 0;
+	*out = NULL;
+	int rc = lmt_corpus_open(&c, (const char *const *)paths, n, o, err);
+	if (!rc) {
+		struct lmt_doc d;
+		while ((rc = lmt_corpus_next(c, &d, err)) == 1) {
+			const char *src = lmt_corpus_source_name(c, d.source);
+			const char *base = strstr(src, dir) == src ? src + strlen(dir) + 1 : src;
+			char head[600];
+			int hl = snprintf(head, sizeof head, "%s|%llu|%llu|", base, (unsigned long long)d.ordinal,
+					  (unsigned long long)d.line);
+			LMT_GROW(*out, cap, len + (size_t)hl + d.len + 2);
+			memcpy(*out + len, head, (size_t)hl);
+			len += (size_t)hl;
+			memcpy(*out + len, d.text, d.len);
+			len += d.len;
+			(*out)[len++] = '\n';
+		}
+		lmt_corpus_close(c);
+	}
+	LMT_GROW(*out, cap, len + 1);
+	(*out)[len] = 0;
+	for (int i = 0; i < n; i++)
+		free(paths[i]);
+	return rc;
+}
+
+static void expect(const char *what, const char *const *names, int n, const struct lmt_corpus_opts *o,
+		   const char *want)
+{
+	char *got;
+	struct lmt_err err = { 0 };
+	int rc = read_all(names, n, o, &got, &err);
+	if (!tap_ok(rc == 0 && !strcmp(got, want), "%s", what)) {
+		if (rc)
+			tap_diag("error: %s", err.msg);
+		tap_diag("got:\n%s", got);
+		tap_diag("want:\n%s", want);
+	}
+	free(got);
+}
+
+static void expect_error(const char *what, const char *const *names, int n, const struct lmt_corpus_opts *o,
+			 const char *needle1, const char *needle2)
+{
+	char *got;
+	struct lmt_err err = { 0 };
+	int rc = read_all(names, n, o, &got, &err);
+	int ok = rc < 0 && strstr(err.msg, needle1) && (!needle2 || strstr(err.msg, needle2));
+	tap_ok(ok, "%s: %s", what, rc < 0 ? err.msg : "(no error)");
+	free(got);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	struct lmt_corpus_opts o = { 0 };
+	const char *text = "first line\r\nsecond line\n\n\nthird para\nstill third\n";
+	const char *jsonl = "{\"text\": \"alpha\", \"id\": 1}\n\n{\"text\": \"be\\u0000ta\\n\", \"other\": \"x\"}\r\n"
+			    "{\"body\": \"gamma\", \"text\": \"\"}\n{\"text\": \"delta\"}";
+	writef("a.txt", text, strlen(text));
+	writef("b.jsonl", jsonl, strlen(jsonl));
+	const char *n1[] = { "a.txt" };
+	expect("a text file is one document", n1, 1, &o,
+	       "a.txt|0|0|first line\r\nsecond line\n\n\nthird para\nstill third\n\n");
+	o.txt_docs = LMT_TXT_LINE;
+	expect("line mode: one document per line, CR stripped, empty lines skipped, line numbers", n1, 1, &o,
+	       "a.txt|0|1|first line\na.txt|1|2|second line\na.txt|2|5|third para\na.txt|3|6|still third\n");
+	o.txt_docs = LMT_TXT_BLANK;
+	expect("blank mode: paragraphs keep their inner line breaks", n1, 1, &o,
+	       "a.txt|0|1|first line\r\nsecond line\na.txt|1|5|third para\nstill third\n");
+	o.txt_docs = LMT_TXT_FILE;
+	o.keep_empty = 0;
+	const char *n2[] = { "b.jsonl" };
+	char want_jsonl[] = "b.jsonl|0|1|alpha\nb.jsonl|1|3|be\0ta\n\nb.jsonl|2|5|delta\n";
+	char *got;
+	struct lmt_err err = { 0 };
+	read_all(n2, 1, &o, &got, &err);
+	tap_ok(!memcmp(got, want_jsonl, sizeof want_jsonl - 1), "JSONL: text field, NUL kept, blank lines and empty text skipped");
+	free(got);
+	o.keep_empty = 1;
+	char want_keep[] = "b.jsonl|0|1|alpha\nb.jsonl|1|3|be\0ta\n\nb.jsonl|2|4|\nb.jsonl|3|5|delta\n";
+	read_all(n2, 1, &o, &got, &err);
+	tap_ok(!memcmp(got, want_keep, sizeof want_keep), "JSONL with --keep-empty keeps the empty text");
+	free(got);
+	o.keep_empty = 0;
+	o.text_field = "body";
+	expect_error("a record without the chosen field", n2, 1, &o, "b.jsonl': line 1", "no field 'body'");
+	o.text_field = NULL;
+	const char *bad = "{\"text\": \"ok\"}\n{\"text\": \"ok\"}\n{\"text\": oops}\n";
+	writef("bad.jsonl", bad, strlen(bad));
+	const char *n3[] = { "bad.jsonl" };
+	expect_error("malformed JSONL names file and line", n3, 1, &o, "bad.jsonl': line 3", "invalid JSON");
+	const char *n4[] = { "missing.txt" };
+	expect_error("a missing file is an error at open", n4, 1, &o, "missing.txt", "No such file");
+
+	/* separators, also across the reader's 1 MiB buffer */
+	size_t big = 3u << 20;
+	char *sep = malloc(big + 64);
+	size_t k = 0, docs = 0;
+	while (k < big) {
+		int l = snprintf(sep + k, 64, "doc %zu body<|endoftext|>", docs++);
+		k += (size_t)l;
+	}
+	writef("sep.txt", sep, k);
+	o.doc_sep = "<|endoftext|>";
+	const char *n5[] = { "sep.txt" };
+	struct lmt_corpus *c;
+	struct lmt_doc d;
+	char p[512];
+	snprintf(p, sizeof p, "%s/sep.txt", dir);
+	const char *pp = p;
+	lmt_corpus_open(&c, &pp, 1, &o, &err);
+	size_t nd = 0;
+	int ok = 1;
+	while (lmt_corpus_next(c, &d, &err) == 1) {
+		char w[64];
+		int l = snprintf(w, sizeof w, "doc %zu body", nd);
+		if (d.len != (size_t)l || memcmp(d.text, w, d.len))
+			ok = 0;
+		nd++;
+	}
+	lmt_corpus_close(c);
+	tap_ok(ok && nd == docs, "separator split over 3 MiB: %zu of %zu documents intact", nd, docs);
+	(void)n5;
+	o.doc_sep = NULL;
+	free(sep);
+
+	/* compressed files and archives give the same documents */
+	struct member one = { "x", text, strlen(text) };
+	write_archive("a.txt.gz", "raw", "gzip", &one, 1);
+	write_archive("a.txt.zst", "raw", "zstd", &one, 1);
+	write_archive("a.txt.xz", "raw", "xz", &one, 1);
+	struct member js = { "x", jsonl, strlen(jsonl) };
+	write_archive("b.jsonl.gz", "raw", "gzip", &js, 1);
+	const char *n6[] = { "a.txt.gz", "a.txt.zst", "a.txt.xz" };
+	o.txt_docs = LMT_TXT_LINE;
+	expect("gz, zst and xz files decompress; sources are the files", n6, 3, &o,
+	       "a.txt.gz|0|1|first line\na.txt.gz|1|2|second line\na.txt.gz|2|5|third para\na.txt.gz|3|6|still third\n"
+	       "a.txt.zst|0|1|first line\na.txt.zst|1|2|second line\na.txt.zst|2|5|third para\na.txt.zst|3|6|still third\n"
+	       "a.txt.xz|0|1|first line\na.txt.xz|1|2|second line\na.txt.xz|2|5|third para\na.txt.xz|3|6|still third\n");
+	const char *n7[] = { "b.jsonl.gz" };
+	expect("a .jsonl.gz is JSONL", n7, 1, &o, "b.jsonl.gz|0|1|alpha\nb.jsonl.gz|1|3|be");
+
+	/* archives: tar.gz with a nested compressed member and a directory entry */
+	char gzjs[4096];
+	FILE *tmp;
+	snprintf(p, sizeof p, "%s/b.jsonl.gz", dir);
+	tmp = fopen(p, "rb");
+	size_t gzn = fread(gzjs, 1, sizeof gzjs, tmp);
+	fclose(tmp);
+	struct member mem[] = {
+		{ "docs/", NULL, 0 },
+		{ "docs/one.txt", "one\ntwo\n", 8 },
+		{ "docs/two.jsonl", "{\"text\":\"three\"}\n", 17 },
+		{ "docs/three.jsonl.gz", gzjs, gzn },
+	};
+	write_archive("arch.tar.gz", "tar", "gzip", mem, 4);
+	write_archive("arch.tar.zst", "tar", "zstd", mem, 4);
+	write_archive("arch.zip", "zip", NULL, mem, 4);
+	const char *want_arch =
+		"arch.%s:docs/one.txt|0|1|one\narch.%s:docs/one.txt|1|2|two\narch.%s:docs/two.jsonl|0|1|three\n"
+		"arch.%s:docs/three.jsonl.gz|0|1|alpha\narch.%s:docs/three.jsonl.gz|1|3|be";
+	const char *kinds[] = { "tar.gz", "tar.zst", "zip" };
+	for (int i = 0; i < 3; i++) {
+		char name[64], want[1024];
+		snprintf(name, sizeof name, "arch.%s", kinds[i]);
+		snprintf(want, sizeof want, want_arch, kinds[i], kinds[i], kinds[i], kinds[i], kinds[i]);
+		const char *n8[] = { name };
+		read_all(n8, 1, &o, &got, &err);
+		tap_ok(strncmp(got, want, strlen(want)) == 0, "%s: members are sources, nested .jsonl.gz is read", name);
+		free(got);
+	}
+
+	/* a truncated archive: the error names archive and member */
+	snprintf(p, sizeof p, "%s/arch.tar.gz", dir);
+	char *full;
+	size_t fn;
+	lmt_read_file(p, &full, &fn, &err);
+	char *big2 = malloc(200000);
+	for (int i = 0; i < 200000; i++)
+		big2[i] = (char)('a' + (lmt_mix64((uint64_t)i) % 26));
+	struct member m2[] = { { "long.txt", big2, 200000 } };
+	write_archive("long.tar.gz", "tar", "gzip", m2, 1);
+	snprintf(p, sizeof p, "%s/long.tar.gz", dir);
+	free(full);
+	lmt_read_file(p, &full, &fn, &err);
+	writef("cut.tar.gz", full, fn / 2);
+	const char *n9[] = { "cut.tar.gz" };
+	o.txt_docs = LMT_TXT_FILE;
+	expect_error("a truncated tar.gz names the archive and member", n9, 1, &o, "cut.tar.gz' member 'long.txt'", NULL);
+	free(full);
+	free(big2);
+
+	/* directories: byte order, recursion, hidden files skipped */
+	snprintf(p, sizeof p, "%s/tree", dir);
+	mkdir(p, 0755);
+	snprintf(p, sizeof p, "%s/tree/sub", dir);
+	mkdir(p, 0755);
+	writef("tree/b.txt", "B", 1);
+	writef("tree/A.txt", "A", 1);
+	writef("tree/.hidden", "H", 1);
+	writef("tree/sub/c.txt", "C", 1);
+	const char *n10[] = { "tree" };
+	expect("a directory: files in byte order, recursively, dot files skipped", n10, 1, &o,
+	       "tree/A.txt|0|0|A\ntree/b.txt|0|0|B\ntree/sub/c.txt|0|0|C\n");
+	const char *n11[] = { "a.txt", "-", "-" };
+	expect_error("stdin twice is refused", n11, 3, &o, "more than once", NULL);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		tap_diag("could not remove %s", dir);
+	return tap_done();
+}

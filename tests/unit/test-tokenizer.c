@@ -1,0 +1,354 @@
+/*
+ * test-tokenizer: the tokenizer against tiktoken and the reference pattern engine.
+ *
+ * Fixtures (tests/data, made by scripts/gen-fixtures from the real libraries):
+ *   tiktoken/ENC-3000.tiktoken   the first 3000 ranks of gpt2, cl100k_base, o200k_base
+ *   tiktoken/TEXT.ENC-3000       the ids tiktoken gives for each text with that file
+ *   pretok/TEXT.PATTERN          the pieces the reference regex splits each text into
+ * Checks: identical ids and pieces; tiktoken -> lmt -> HF tokenizer.json -> lmt gives
+ * identical ids; save/load keeps the identity; encode/decode round-trips arbitrary
+ * bytes (NUL, invalid UTF-8, long runs); the array and heap BPE agree; special
+ * tokens appear only when allowed.
+ */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "afile.h"
+#include "tap.h"
+#include "tokenizer.h"
+#include "tokformats.h"
+#include "util.h"
+
+int lmt_tok_bpe_impl(struct lmt_tok_state *s, const uint8_t *p, size_t n, int heap,
+		     struct lmt_u32vec *out);
+
+static const char *texts[] = { "cjk.txt", "code.c", "edge.txt", "emoji.txt",
+			       "en.txt", "numbers.txt", "te.txt", "ws.txt" };
+static const char *encs[][2] = { { "gpt2", "gpt2" }, { "cl100k", "cl100k" }, { "o200k", "o200k" } };
+
+static char *slurp(const char *path, size_t *n)
+{
+	char *d;
+	struct lmt_err err;
+	if (lmt_read_file(path, &d, n, &err)) {
+		tap_diag("%s", err.msg);
+		return NULL;
+	}
+	return d;
+}
+
+static size_t parse_ids(const char *s, uint32_t **out)
+{
+	size_t n = 0, cap = 0;
+	*out = NULL;
+	while (*s) {
+		char *e;
+		unsigned long v = strtoul(s, &e, 10);
+		if (e == s)
+			break;
+		LMT_GROW(*out, cap, n + 1);
+		(*out)[n++] = (uint32_t)v;
+		s = e;
+	}
+	return n;
+}
+
+static int encode_all(const struct lmt_tokenizer *t, const char *text, size_t len, int special,
+		      struct lmt_u32vec *v)
+{
+	struct lmt_tok_state *s = lmt_tok_state_new(t);
+	v->n = 0;
+	int rc = lmt_tok_encode(t, s, text, len, special, v);
+	lmt_tok_state_free(s);
+	return rc;
+}
+
+static int same_ids(const uint32_t *a, size_t na, const uint32_t *b, size_t nb, const char *what)
+{
+	if (na == nb && !memcmp(a, b, na * 4))
+		return 1;
+	size_t i = 0;
+	while (i < na && i < nb && a[i] == b[i])
+		i++;
+	tap_diag("%s: %zu vs %zu ids, first difference at %zu (%u vs %u)", what, na, nb, i,
+		 i < na ? a[i] : 0, i < nb ? b[i] : 0);
+	return 0;
+}
+
+static void check_pretok(void)
+{
+	for (size_t e = 0; e < LMT_ARRAY_SIZE(encs); e++) {
+		struct lmt_pretok pt;
+		struct lmt_err err;
+		if (!tap_ok(lmt_pretok_init(&pt, encs[e][0], NULL, &err) == 0, "compile pattern %s", encs[e][0]))
+			continue;
+		struct lmt_pretok_iter it;
+		lmt_pretok_iter_init(&it, &pt);
+		for (size_t k = 0; k < LMT_ARRAY_SIZE(texts); k++) {
+			char path[256];
+			size_t tn, en;
+			snprintf(path, sizeof path, "tests/data/text/%s", texts[k]);
+			char *text = slurp(path, &tn);
+			snprintf(path, sizeof path, "tests/data/pretok/%s.%s", texts[k], encs[e][1]);
+			char *exp = slurp(path, &en);
+			if (!text || !exp) {
+				tap_ok(0, "fixtures for %s/%s", texts[k], encs[e][0]);
+				continue;
+			}
+			/* render our pieces in the fixture's format: hex per line */
+			size_t cap = tn * 3 + 64, o = 0;
+			char *got = malloc(cap);
+			size_t st, n;
+			lmt_pretok_iter_reset(&it, text, tn);
+			while (lmt_pretok_next(&it, &st, &n)) {
+				for (size_t i = 0; i < n; i++)
+					o += (size_t)sprintf(got + o, "%02x", (unsigned char)text[st + i]);
+				got[o++] = '\n';
+			}
+			got[o] = 0;
+			int ok = o == en && !memcmp(got, exp, en);
+			if (!tap_ok(ok, "pieces of %s with %s match the reference regex", texts[k], encs[e][0])) {
+				size_t i = 0;
+				while (i < o && i < en && got[i] == exp[i])
+					i++;
+				size_t ls = i;
+				while (ls > 0 && got[ls - 1] != '\n')
+					ls--;
+				tap_diag("first difference at byte %zu: got '%.40s' expected '%.40s'", i, got + ls, exp + ls);
+			}
+			free(got);
+			free(text);
+			free(exp);
+		}
+		lmt_pretok_iter_release(&it);
+		lmt_pretok_release(&pt);
+	}
+}
+
+static void check_tiktoken(void)
+{
+	char tmpdir[] = "/tmp/lmt-test-tok.XXXXXX";
+	if (!mkdtemp(tmpdir)) {
+		tap_ok(0, "mkdtemp");
+		return;
+	}
+	for (size_t e = 0; e < LMT_ARRAY_SIZE(encs); e++) {
+		char path[512], hf[512], saved[512];
+		struct lmt_err err = { 0 };
+		struct lmt_tokenizer t, h, l;
+		snprintf(path, sizeof path, "tests/data/tiktoken/%s-3000.tiktoken", encs[e][1]);
+		const char *spec[] = { "<|endoftext|>=3000" };
+		int rc = lmt_tok_import_tiktoken(&t, path, encs[e][0], spec, 1, &err);
+		if (!tap_ok(rc == 0, "import %s", path)) {
+			tap_diag("%s", err.msg);
+			continue;
+		}
+		tap_ok(t.n_vocab == 3001 && t.eos == 3000 && (t.flags & LMT_TOK_IGNORE_MERGES),
+		       "%s: 3001 tokens, <|endoftext|> is EOS, tiktoken semantics", encs[e][1]);
+		snprintf(hf, sizeof hf, "%s/%s.json", tmpdir, encs[e][1]);
+		snprintf(saved, sizeof saved, "%s/%s.lmtok", tmpdir, encs[e][1]);
+		rc = lmt_tok_export_hf(&t, hf, &err) || lmt_tok_import_hf(&h, hf, &err);
+		if (!tap_ok(rc == 0, "%s: export to tokenizer.json and import it back", encs[e][1])) {
+			tap_diag("%s", err.msg);
+			lmt_tok_release(&t);
+			continue;
+		}
+		rc = lmt_tok_save(&t, saved, &err) || lmt_tok_load(&l, saved, &err);
+		if (!tap_ok(rc == 0, "%s: save and load", encs[e][1])) {
+			tap_diag("%s", err.msg);
+			lmt_tok_release(&t);
+			lmt_tok_release(&h);
+			continue;
+		}
+		tap_ok(!memcmp(t.sha256, l.sha256, 32), "%s: loaded file has the saved identity", encs[e][1]);
+		tap_ok(h.n_vocab == t.n_vocab && h.n_special == 1 && h.eos == 3000 &&
+		       !strcmp(h.pt.name, t.pt.name),
+		       "%s: HF round trip keeps vocab, specials, roles and pattern (%s)", encs[e][1], h.pt.name);
+		struct lmt_u32vec v = { 0 }, vh = { 0 }, vl = { 0 };
+		for (size_t k = 0; k < LMT_ARRAY_SIZE(texts); k++) {
+			size_t tn, en;
+			snprintf(path, sizeof path, "tests/data/text/%s", texts[k]);
+			char *text = slurp(path, &tn);
+			snprintf(path, sizeof path, "tests/data/tiktoken/%s.%s-3000", texts[k], encs[e][1]);
+			char *exp = slurp(path, &en);
+			if (!text || !exp) {
+				tap_ok(0, "fixtures for %s", texts[k]);
+				continue;
+			}
+			uint32_t *ids;
+			size_t ni = parse_ids(exp, &ids);
+			encode_all(&t, text, tn, 0, &v);
+			encode_all(&h, text, tn, 0, &vh);
+			encode_all(&l, text, tn, 0, &vl);
+			char what[128];
+			snprintf(what, sizeof what, "%s %s", encs[e][1], texts[k]);
+			tap_ok(same_ids(v.v, v.n, ids, ni, what), "%s: ids equal tiktoken's", what);
+			tap_ok(same_ids(vh.v, vh.n, ids, ni, what) && same_ids(vl.v, vl.n, ids, ni, what),
+			       "%s: ids equal after HF and file round trips", what);
+			/* decode gives the text back */
+			size_t need = lmt_tok_decode(&t, v.v, v.n, 0, NULL, 0);
+			uint8_t *back = malloc(need + 1);
+			lmt_tok_decode(&t, v.v, v.n, 0, back, need);
+			tap_ok(need == tn && !memcmp(back, text, tn), "%s: decode restores the bytes", what);
+			free(back);
+			free(ids);
+			free(text);
+			free(exp);
+		}
+		free(v.v);
+		free(vh.v);
+		free(vl.v);
+		lmt_tok_release(&t);
+		lmt_tok_release(&h);
+		lmt_tok_release(&l);
+		unlink(hf);
+		unlink(saved);
+	}
+	rmdir(tmpdir);
+}
+
+static uint64_t rng = 0x243f6a8885a308d3ULL;
+static uint64_t next_rand(void)
+{
+	rng += 0x9e3779b97f4a7c15ULL;
+	return lmt_mix64(rng);
+}
+
+/* random bytes biased towards what breaks tokenizers: NUL, invalid UTF-8, runs */
+static void random_bytes(uint8_t *p, size_t n)
+{
+	static const char *frags[] = { " ", "  ", "\n", "\r\n", "\t", "'s", "'LL", "12345", "e\xcc\x81",
+				       "\xe0\xb0\xa4\xe0\xb1\x86", "\xf0\x9f\x98\x80", "\xc3", "\xff\xfe",
+				       "\xed\xa0\x80", "\xf4\x90\x80\x80", "the", "The", "\0", "\xc0\xaf" };
+	size_t i = 0;
+	while (i < n) {
+		uint64_t r = next_rand();
+		if (r % 3 == 0) {
+			p[i++] = (uint8_t)(r >> 8);
+		} else {
+			const char *f = frags[(r >> 8) % LMT_ARRAY_SIZE(frags)];
+			size_t fl = (r >> 8) % LMT_ARRAY_SIZE(frags) == 17 ? 1 : strlen(f);
+			for (size_t k = 0; k < fl && i < n; k++)
+				p[i++] = (uint8_t)f[k];
+		}
+	}
+}
+
+static void check_roundtrip(void)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_tokenizer t;
+	const char *spec[] = { "<|endoftext|>=3000" };
+	if (!tap_ok(lmt_tok_import_tiktoken(&t, "tests/data/tiktoken/cl100k-3000.tiktoken", "cl100k", spec, 1,
+					    &err) == 0, "import cl100k fixture for round trips"))
+		return;
+	const char *pats[] = { "gpt2", "cl100k", "o200k", "none" };
+	struct lmt_tok_state *s;
+	struct lmt_u32vec v = { 0 }, a = { 0 }, b = { 0 };
+	size_t maxn = 1 << 16;
+	uint8_t *buf = malloc(maxn), *back = malloc(maxn);
+	for (size_t pi = 0; pi < LMT_ARRAY_SIZE(pats); pi++) {
+		lmt_tok_set_pattern(&t, pats[pi], NULL, &err);
+		s = lmt_tok_state_new(&t);
+		int ok = 1, ok_impl = 1;
+		for (int trial = 0; trial < 200 && ok; trial++) {
+			size_t n = trial < 100 ? next_rand() % 64 : next_rand() % maxn;
+			random_bytes(buf, n);
+			v.n = 0;
+			lmt_tok_encode(&t, s, (const char *)buf, n, 0, &v);
+			size_t m = lmt_tok_decode(&t, v.v, v.n, 0, back, maxn);
+			if (m != n || memcmp(buf, back, n)) {
+				tap_diag("pattern %s trial %d: %zu bytes decode to %zu", pats[pi], trial, n, m);
+				ok = 0;
+			}
+			if (n <= 4096) { /* both BPE implementations on the whole buffer as one piece */
+				a.n = b.n = 0;
+				lmt_tok_bpe_impl(s, buf, n, 0, &a);
+				lmt_tok_bpe_impl(s, buf, n, 1, &b);
+				if (a.n != b.n || memcmp(a.v, b.v, a.n * 4)) {
+					tap_diag("trial %d: array BPE gives %zu ids, heap BPE %zu", trial, a.n, b.n);
+					ok_impl = 0;
+				}
+			}
+		}
+		tap_ok(ok, "pattern %s: encode/decode round-trips 200 random byte strings (NUL, invalid UTF-8)",
+		       pats[pi]);
+		if (pi == 0)
+			tap_ok(ok_impl, "array and heap BPE agree on 200 random byte strings");
+		lmt_tok_state_free(s);
+	}
+	/* a long run: the heap path must finish and agree with the array path */
+	memset(buf, ' ', 20000);
+	lmt_tok_set_pattern(&t, "cl100k", NULL, &err);
+	s = lmt_tok_state_new(&t);
+	a.n = b.n = 0;
+	lmt_tok_bpe_impl(s, buf, 20000, 0, &a);
+	lmt_tok_bpe_impl(s, buf, 20000, 1, &b);
+	tap_ok(a.n == b.n && !memcmp(a.v, b.v, a.n * 4) && a.n < 20000,
+	       "20000 spaces: array and heap BPE agree (%zu tokens)", a.n);
+	/* special tokens: only when allowed */
+	const char *txt = "a<|endoftext|>b";
+	v.n = 0;
+	lmt_tok_encode(&t, s, txt, strlen(txt), 0, &v);
+	int has = 0;
+	for (size_t i = 0; i < v.n; i++)
+		has |= v.v[i] == 3000;
+	tap_ok(!has && v.n > 3, "special token text is ordinary text by default (%zu tokens)", v.n);
+	v.n = 0;
+	lmt_tok_encode(&t, s, txt, strlen(txt), 1, &v);
+	tap_ok(v.n == 3 && v.v[1] == 3000, "with allow_special it becomes the special token");
+	lmt_tok_state_free(s);
+	free(buf);
+	free(back);
+	free(v.v);
+	free(a.v);
+	free(b.v);
+	lmt_tok_release(&t);
+}
+
+static void check_bad_models(void)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_tokenizer t;
+	/* missing byte tokens */
+	lmt_tok_init(&t);
+	for (int i = 0; i < 255; i++) {
+		uint8_t c = (uint8_t)i;
+		lmt_tok_add_token(&t, &c, 1, 0, NULL, &err);
+	}
+	lmt_tok_set_pattern(&t, "gpt2", NULL, &err);
+	tap_ok(lmt_tok_finalize(&t, &err) == LMT_EFORMAT && strstr(err.msg, "0xff"),
+	       "a vocabulary without byte 0xff is rejected: %s", err.msg);
+	/* a merge that is not a concatenation */
+	uint8_t c = 255;
+	uint32_t id;
+	lmt_tok_add_token(&t, &c, 1, 0, NULL, &err);
+	lmt_tok_add_token(&t, "ab", 2, 0, &id, &err);
+	lmt_tok_add_merge(&t, 'a', 'c', id, 0, &err);
+	tap_ok(lmt_tok_finalize(&t, &err) == LMT_EFORMAT && strstr(err.msg, "concatenation"),
+	       "a merge whose result is not a+b is rejected: %s", err.msg);
+	lmt_tok_release(&t);
+	/* a merge producing a special token */
+	lmt_tok_init(&t);
+	for (int i = 0; i < 256; i++) {
+		c = (uint8_t)i;
+		lmt_tok_add_token(&t, &c, 1, 0, NULL, &err);
+	}
+	lmt_tok_add_token(&t, "ab", 2, 1, &id, &err);
+	lmt_tok_add_merge(&t, 'a', 'b', id, 0, &err);
+	tap_ok(lmt_tok_finalize(&t, &err) == LMT_EFORMAT && strstr(err.msg, "special"),
+	       "a merge that produces a special token is rejected: %s", err.msg);
+	lmt_tok_release(&t);
+}
+
+int main(void)
+{
+	check_pretok();
+	check_tiktoken();
+	check_roundtrip();
+	check_bad_models();
+	return tap_done();
+}
