@@ -605,8 +605,8 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 		lmt_bpe_result_release(res);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory during training");
 	}
-	if (o->progress)
-		o->progress(o->ctx, res->n_merges, T.ntok, (uint64_t)best);
+	if (o->progress && !(o->every && res->n_merges && res->n_merges % o->every == 0))
+		o->progress(o->ctx, res->n_merges, T.ntok, (uint64_t)best); /* the last, if not just sent */
 	res->n_tokens = T.ntok;
 	res->bytes = T.tb;
 	res->off = T.toff;

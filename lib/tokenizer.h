@@ -14,9 +14,9 @@
  * input or the result of a merge, so text can never produce them by merging.
  * Encoding treats their strings as ordinary text unless asked to recognise them.
  * Roles: EOS ends a document (tok-encode --eos), BOS starts one (--bos), PAD fills
- * unused positions (shard-pack's pad mode); each is a special token or none. When a
- * tokenizer has exactly one special token and no role is given, it is EOS (the
- * GPT-2 convention for <|endoftext|>).
+ * unused positions (shard-pack's pad mode); each is a special token or none. When EOS
+ * is not named, a tokenizer's only special token, or else its <|endoftext|>, is EOS
+ * (the GPT-2 convention), unless that token already has another role.
  *
  * File (lmt tokenizer, magic "\x89LMTTOK\n", version 1.0), after the common 64-byte
  * header of binfile.h, 64 bytes of fields:

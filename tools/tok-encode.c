@@ -95,7 +95,7 @@ static void usage(void)
 
 struct opts {
 	const char *tokenizer, *out;
-	int llmc, ids, bos, eos, no_eos, allow_special, decode, skip_special, threads;
+	int llmc, ids, format_given, threads_given, bos, eos, no_eos, allow_special, decode, skip_special, threads;
 	struct lmt_corpus_opts corpus;
 };
 
@@ -318,7 +318,8 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		lmt_json_u64(&j, "sources", lmt_corpus_nsources(c));
 		lmt_json_u64(&j, "bytes", bytes);
 		lmt_json_u64(&j, "tokens", ntok);
-		lmt_json_u64(&j, "token_bytes", o->llmc ? 2 : tsinfo.token_bytes);
+		if (!o->ids)
+			lmt_json_u64(&j, "token_bytes", o->llmc ? 2 : tsinfo.token_bytes);
 		lmt_json_num(&j, "bytes_per_token", ntok ? (double)bytes / ntok : 0);
 		lmt_json_u64(&j, "threads", (uint64_t)nt);
 		lmt_json_num(&j, "seconds", secs);
@@ -430,12 +431,11 @@ int main(int argc, char **argv)
 		case 't': o.tokenizer = optarg; break;
 		case 'o': o.out = optarg; break;
 		case OPT_FORMAT:
-			if (!strcmp(optarg, "llmc"))
-				o.llmc = 1;
-			else if (!strcmp(optarg, "ids"))
-				o.ids = 1;
-			else if (strcmp(optarg, "lmt"))
+			o.llmc = !strcmp(optarg, "llmc");
+			o.ids = !strcmp(optarg, "ids");
+			if (!o.llmc && !o.ids && strcmp(optarg, "lmt"))
 				usage_error("option '--format': '%s' is not lmt, llmc or ids", optarg);
+			o.format_given = 1;
 			break;
 		case OPT_BOS: o.bos = 1; break;
 		case OPT_EOS: o.eos = 1; break;
@@ -443,7 +443,10 @@ int main(int argc, char **argv)
 		case OPT_ALLOW_SPECIAL: o.allow_special = 1; break;
 		case OPT_DECODE: o.decode = 1; break;
 		case OPT_SKIP_SPECIAL: o.skip_special = 1; break;
-		case 'j': o.threads = (int)opt_int("threads", optarg, 1, 1024); break;
+		case 'j':
+			o.threads = (int)opt_int("threads", optarg, 1, 1024);
+			o.threads_given = 1;
+			break;
 		case 'q': tool_quiet = 1; break;
 		default: usage_error("unknown option");
 		}
@@ -454,13 +457,17 @@ int main(int argc, char **argv)
 		usage_error("--no-eos applies to --format llmc only");
 	if (o.no_eos && o.eos)
 		usage_error("--eos and --no-eos exclude each other");
+	if (o.llmc && o.bos)
+		usage_error("--format llmc has no BOS: llm.c marks documents with one EOS token before each");
 	if (o.skip_special && !o.decode)
 		usage_error("--skip-special applies to --decode only");
 	const char *const *inputs = (const char *const *)argv + optind;
 	int ninputs = argc - optind;
 	if (o.decode) {
-		if (o.llmc || o.bos || o.eos || o.allow_special)
-			usage_error("--decode takes no encoding options");
+		if (o.format_given || o.bos || o.eos || o.allow_special || o.threads_given)
+			usage_error("--decode takes no encoding options (--format, --bos, --eos, --allow-special, -j)");
+		if (o.corpus.format || o.corpus.txt_docs || o.corpus.text_field || o.corpus.keep_empty)
+			usage_error("--decode reads a token stream: of the input options only --doc-sep applies");
 		return decode(&o, inputs, ninputs);
 	}
 	return encode(&o, inputs, ninputs);

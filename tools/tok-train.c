@@ -91,7 +91,8 @@ static void usage(void)
 	       "  -v, --vocab-size N      vocabulary size, special tokens included (32768)\n"
 	       "  -p, --pattern NAME      pre-tokenizer: gpt2, cl100k (default), o200k, none\n"
 	       "      --regex RE          a custom PCRE2 pre-tokenizer pattern instead\n"
-	       "  -s, --special STR       a special token (repeatable; default <|endoftext|>)\n"
+	       "  -s, --special STR       a special token (repeatable; training's default is\n"
+	       "                          <|endoftext|>; imports take STR=ID)\n"
 	       "      --no-special        no special tokens at all\n"
 	       "      --eos/--bos/--pad STR  the special token with that role\n"
 	       "      --max-token-len N   never create tokens longer than N bytes (no limit)\n"
@@ -142,6 +143,8 @@ struct opts {
 	int nevals;
 	uint32_t progress_every;
 	struct lmt_corpus_opts corpus;
+	const char *train_opt;   /* the first training-only option given, for messages */
+	int pattern_given;
 };
 
 /* ---- document selection (--max-bytes, --sample) ---- */
@@ -224,8 +227,6 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 	struct lmt_err err = { 0 };
 	struct lmt_corpus *c;
 	int nspec = o->no_special ? 0 : o->nspecials;
-	if (o->vocab < 256u + (uint32_t)nspec)
-		die("vocabulary size %u is smaller than 256 byte tokens + %d special tokens", o->vocab, nspec);
 	struct lmt_pretok pt;
 	if (lmt_pretok_init(&pt, o->regex ? "custom" : o->pattern, o->regex, &err))
 		usage_error("%s", err.msg);
@@ -348,9 +349,9 @@ static void import(const struct opts *o, struct lmt_tokenizer *tok)
 		specials[i] = o->specials[i];
 	int rc;
 	if (fl == 8 && !strncmp(o->import, "tiktoken", 8)) {
-		if (o->regex)
-			usage_error("--import tiktoken takes --pattern NAME, not --regex");
-		rc = lmt_tok_import_tiktoken(tok, path, o->pattern, specials, ns, &err);
+		rc = lmt_tok_import_tiktoken(tok, path, o->regex ? "none" : o->pattern, specials, ns, &err);
+		if (!rc && o->regex)
+			rc = lmt_tok_set_pattern(tok, "custom", o->regex, &err);
 	} else if (fl == 4 && !strncmp(o->import, "gpt2", 4)) {
 		const char *comma = strchr(path, ',');
 		if (!comma)
@@ -468,9 +469,6 @@ static void fertility(const struct opts *o, const struct lmt_tokenizer *tok, con
 	struct lmt_err err = { 0 };
 	int nt = tool_threads(o->threads);
 	if (o->fertility && ninputs) {
-		for (int i = 0; i < ninputs; i++)
-			if (!strcmp(inputs[i], "-"))
-				die("--fertility cannot re-read stdin; give the inputs as files");
 		struct lmt_corpus *c;
 		if (lmt_corpus_open(&c, inputs, ninputs, &o->corpus, &err))
 			die_err(&err);
@@ -547,8 +545,11 @@ int main(int argc, char **argv)
 		case 'h': usage(); return 0;
 		case 'V': print_version(); return 0;
 		case 'o': o.out = optarg; break;
-		case 'v': o.vocab = (uint32_t)opt_int("vocab-size", optarg, 1, 1u << 30); break;
-		case 'p': o.pattern = optarg; break;
+		case 'v':
+			o.vocab = (uint32_t)opt_int("vocab-size", optarg, 1, 1u << 30);
+			o.train_opt = o.train_opt ? o.train_opt : "--vocab-size";
+			break;
+		case 'p': o.pattern = optarg; o.pattern_given = 1; break;
 		case OPT_REGEX: o.regex = optarg; break;
 		case 's':
 			if (o.nspecials == (int)LMT_ARRAY_SIZE(o.specials))
@@ -559,11 +560,26 @@ int main(int argc, char **argv)
 		case OPT_EOS: o.eos = optarg; break;
 		case OPT_BOS: o.bos = optarg; break;
 		case OPT_PAD: o.pad = optarg; break;
-		case OPT_MAX_TOKEN_LEN: o.max_token_len = (uint32_t)opt_int("max-token-len", optarg, 2, 1 << 24); break;
-		case OPT_MIN_COUNT: o.min_count = (uint64_t)opt_int("min-count", optarg, 1, INT64_MAX); break;
-		case OPT_MAX_BYTES: o.max_bytes = opt_size("max-bytes", optarg); break;
-		case OPT_SAMPLE: o.sample = opt_double("sample", optarg, 0, 1); break;
-		case OPT_SEED: o.seed = (uint64_t)opt_int("seed", optarg, 0, INT64_MAX); break;
+		case OPT_MAX_TOKEN_LEN:
+			o.max_token_len = (uint32_t)opt_int("max-token-len", optarg, 2, 1 << 24);
+			o.train_opt = o.train_opt ? o.train_opt : "--max-token-len";
+			break;
+		case OPT_MIN_COUNT:
+			o.min_count = (uint64_t)opt_int("min-count", optarg, 1, INT64_MAX);
+			o.train_opt = o.train_opt ? o.train_opt : "--min-count";
+			break;
+		case OPT_MAX_BYTES:
+			o.max_bytes = opt_size("max-bytes", optarg);
+			o.train_opt = o.train_opt ? o.train_opt : "--max-bytes";
+			break;
+		case OPT_SAMPLE:
+			o.sample = opt_double("sample", optarg, 0, 1);
+			o.train_opt = o.train_opt ? o.train_opt : "--sample";
+			break;
+		case OPT_SEED:
+			o.seed = (uint64_t)opt_int("seed", optarg, 0, INT64_MAX);
+			o.train_opt = o.train_opt ? o.train_opt : "--seed";
+			break;
 		case 'j': o.threads = (int)opt_int("threads", optarg, 1, 1024); break;
 		case OPT_IMPORT: o.import = optarg; break;
 		case 't': o.tokenizer = optarg; break;
@@ -574,7 +590,10 @@ int main(int argc, char **argv)
 				usage_error("too many --eval options");
 			o.evals[o.nevals++] = optarg;
 			break;
-		case OPT_PROGRESS_EVERY: o.progress_every = (uint32_t)opt_int("progress-every", optarg, 0, 1u << 30); break;
+		case OPT_PROGRESS_EVERY:
+			o.progress_every = (uint32_t)opt_int("progress-every", optarg, 0, 1u << 30);
+			o.train_opt = o.train_opt ? o.train_opt : "--progress-every";
+			break;
 		case 'q': tool_quiet = 1; break;
 		default: usage_error("unknown option");
 		}
@@ -586,7 +605,7 @@ int main(int argc, char **argv)
 		usage_error("--import and --tokenizer exclude each other");
 	if (o.no_special && o.nspecials)
 		usage_error("--no-special and --special exclude each other");
-	if (!o.no_special && o.nspecials == 0 && !o.import)
+	if (!o.no_special && o.nspecials == 0 && !modes)
 		o.specials[o.nspecials++] = "<|endoftext|>";
 	if (!modes && !o.out)
 		usage_error("no output: give -o FILE (or -t/--import to work on an existing tokenizer)");
@@ -602,6 +621,41 @@ int main(int argc, char **argv)
 		usage_error("-t given with nothing to do (--export-hf, --fertility or --eval)");
 	if (o.fertility && ninputs == 0)
 		usage_error("--fertility needs inputs");
+	if (modes && o.train_opt)
+		usage_error("%s applies to training, not to %s", o.train_opt, o.import ? "--import" : "-t");
+	if (o.tokenizer && (o.pattern_given || o.regex || o.nspecials || o.no_special || o.eos || o.bos || o.pad))
+		usage_error("-t uses the tokenizer as it is: no --pattern, --regex, --special or roles");
+	if (o.tokenizer && ninputs && !o.fertility)
+		usage_error("inputs given with -t but no --fertility to use them");
+	if (o.fertility)
+		for (int i = 0; i < ninputs; i++)
+			if (!strcmp(inputs[i], "-"))
+				usage_error("--fertility reads its inputs twice; give files, not stdin");
+	if (o.regex && o.pattern_given)
+		usage_error("--pattern and --regex exclude each other");
+	if (!o.regex && strcmp(o.pattern, "none") && !lmt_pretok_builtin(o.pattern))
+		usage_error("option '--pattern': unknown pattern '%s' (gpt2, cl100k, o200k, none; or --regex)", o.pattern);
+	if (o.import && !strncmp(o.import, "hf:", 3) && (o.pattern_given || o.regex || o.nspecials || o.no_special))
+		usage_error("--import hf takes pattern and special tokens from the file");
+	if (o.import && !strncmp(o.import, "gpt2:", 5) && (o.pattern_given || o.regex))
+		usage_error("--import gpt2 always uses the gpt2 pattern");
+	if (o.import && !strncmp(o.import, "tiktoken:", 9) && !o.pattern_given && !o.regex)
+		usage_error("--import tiktoken needs --pattern (the rank file does not name it)");
+	if (!modes) {
+		/* what training would only find out at the end */
+		int nspec = o.no_special ? 0 : o.nspecials;
+		if (o.vocab < 256u + (uint32_t)nspec)
+			usage_error("vocabulary size %u is smaller than 256 byte tokens + %d special tokens",
+				    o.vocab, nspec);
+		const char *roles[3] = { o.eos, o.bos, o.pad }, *names[3] = { "--eos", "--bos", "--pad" };
+		for (int r = 0; r < 3; r++) {
+			int found = 0;
+			for (int k = 0; roles[r] && k < nspec; k++)
+				found |= !strcmp(roles[r], o.specials[k]);
+			if (roles[r] && !found)
+				usage_error("%s '%s' is not one of the special tokens (--special)", names[r], roles[r]);
+		}
+	}
 
 	struct lmt_json j;
 	lmt_json_init(&j);

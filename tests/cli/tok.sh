@@ -140,9 +140,18 @@ cp "$T/a.lmtok" "$T/v2.lmtok"
 printf '\002' | dd of="$T/v2.lmtok" bs=1 seek=8 conv=notrunc 2>/dev/null
 check_fail "a newer major version is refused" 1 "tokenizer format version 2.0, this build reads 1.x" \
 	$TE -t "$T/v2.lmtok" -o "$T/out/x.lmtoks" "$DATA/text/en.txt"
-check_fail "vocabulary below 256 + specials" 1 "smaller than 256 byte tokens + 2 special" \
+check_fail "asking for a vocabulary below 256 + specials is a usage error" 2 "smaller than 256 byte tokens + 2 special" \
 	$TT -v 257 -s '<|a|>' -s '<|b|>' -o "$T/out/v.lmtok" "$DATA/text"
 nothing_left "no tokenizer written" "$T/out" v.lmtok
+printf '{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]},\n "pre_tokenizer": {"type": "ByteLevel", "use_regex": true}}\n' > "$T/small.json"
+check_fail "a tokenizer with fewer than 256 byte tokens is refused, naming the file" 1 "small.json': byte 0x00 has no token" \
+	$TT --import "hf:$T/small.json" -o "$T/out/small.lmtok"
+nothing_left "no tokenizer written from it" "$T/out" small.lmtok
+check_fail "a bad role is a usage error found before any work" 2 "'<|x|>' is not one of the special tokens" \
+	$TT -v 300 --eos '<|x|>' -o "$T/out/r.lmtok" "$DATA/text"
+check_fail "--fertility cannot read stdin twice" 2 "not stdin" $TT -v 300 --fertility -o "$T/out/f.lmtok" -
+check_fail "training options with -t are refused" 2 "--vocab-size applies to training" $TT -t "$T/a.lmtok" -v 300 --fertility "$DATA/text"
+check_fail "--decode refuses encoding options" 2 "--decode takes no encoding options" $TE -t "$T/a.lmtok" --decode --format ids "$T/s1.lmtoks"
 printf '{"text":"fine"}\n{"text": "also fine"}\n{"text": broken\n' > "$T/bad.jsonl"
 check_fail "malformed JSONL names file and line (tok-train)" 1 "bad.jsonl': line 3: invalid JSON" \
 	$TT -v 300 -o "$T/out/j.lmtok" "$T/bad.jsonl"
