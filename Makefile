@@ -6,7 +6,8 @@
 #   make -j         works; CUDA objects are built only where nvcc exists
 #
 # Variables: CC, CFLAGS_OPT (default -O2), CUDA_HOME (default /usr/local/cuda),
-# NVCC (default $(CUDA_HOME)/bin/nvcc if it exists), B (build directory).
+# NVCC (default $(CUDA_HOME)/bin/nvcc if it exists), B (build directory), V=1 to
+# see the full commands.
 
 CC ?= gcc
 B ?= build
@@ -38,6 +39,14 @@ LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
 NVCCFLAGS ?= -O2 -std=c++17 --compiler-options -Wall,-Werror,-fPIC
 endif
 
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = @printf '  %-6s %s\n' $(1) $(2);
+endif
+
 UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
@@ -47,27 +56,26 @@ all: $(TOOLS)
 
 $(B)/liblmt.a: $(LIB_OBJ) $(CU_OBJ)
 	@mkdir -p $(@D)
-	rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
 $(B)/lib/version.o: CFLAGS += -DLMT_REVISION='"$(REVISION)"'
 $(B)/lib/version.o: .git/HEAD $(wildcard .git/index)
 
 $(B)/%.o: %.c $(wildcard lib/*.h) tools/tool.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(B)/kernels/%.o: kernels/%.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) -c -o $@ $<
 
 $(B)/bin/%: $(B)/tools/%.o $(TOOL_COMMON) $(B)/liblmt.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $< $(TOOL_COMMON) $(B)/liblmt.a $(LDLIBS)
+	$(call say,LINK,$@)$(CC) $(CFLAGS) -o $@ $< $(TOOL_COMMON) $(B)/liblmt.a $(LDLIBS)
 
 $(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/liblmt.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(B)/liblmt.a $(LDLIBS)
+	$(call say,TEST,$@)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(B)/liblmt.a $(LDLIBS)
 
 tests: $(TOOLS) $(UNIT_BIN)
 
@@ -80,7 +88,7 @@ check: deps
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@B=$(B) scripts/demo
+	@$(MAKE) --no-print-directory -C examples BIN=$(abspath $(B))/bin OUT=$(abspath $(B))/demo
 
 clean:
 	rm -rf $(B)

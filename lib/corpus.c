@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -790,4 +791,124 @@ void lmt_docbatch_release(struct lmt_docbatch *b)
 	free(b->text);
 	free(b->docs);
 	memset(b, 0, sizeof *b);
+}
+
+/* ---- read-ahead queue: two batches, one being filled while the other is used ---- */
+
+struct lmt_batchq {
+	struct lmt_corpus *c;
+	size_t max_bytes, max_docs;
+	int (*keep)(void *ctx, const struct lmt_doc *d);
+	void *ctx;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct lmt_docbatch slot[2];
+	int full[2];             /* 1: filled, not yet taken */
+	int busy[2];             /* 1: handed to the caller */
+	int count[2];            /* documents in the slot */
+	int fill, take;          /* next slot to fill / to take */
+	int done, stop, rc;
+	struct lmt_err err;
+};
+
+static void *batchq_main(void *arg)
+{
+	struct lmt_batchq *q = arg;
+	for (;;) {
+		pthread_mutex_lock(&q->mu);
+		while (!q->stop && (q->full[q->fill] || q->busy[q->fill]))
+			pthread_cond_wait(&q->cv, &q->mu);
+		int i = q->fill;
+		int stop = q->stop;
+		pthread_mutex_unlock(&q->mu);
+		if (stop)
+			break;
+		struct lmt_err err = { 0 };
+		int n = lmt_corpus_read_batch(q->c, &q->slot[i], q->max_bytes, q->max_docs, q->keep, q->ctx, &err);
+		pthread_mutex_lock(&q->mu);
+		if (n > 0) {
+			q->count[i] = n;
+			q->full[i] = 1;
+			q->fill = 1 - i;
+		} else {
+			q->done = 1;
+			q->rc = n;
+			q->err = err;
+		}
+		pthread_cond_broadcast(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+		if (n <= 0)
+			break;
+	}
+	return NULL;
+}
+
+struct lmt_batchq *lmt_batchq_start(struct lmt_corpus *c, size_t max_bytes, size_t max_docs,
+				    int (*keep)(void *ctx, const struct lmt_doc *d), void *ctx)
+{
+	struct lmt_batchq *q = calloc(1, sizeof *q);
+	if (!q)
+		return NULL;
+	q->c = c;
+	q->max_bytes = max_bytes;
+	q->max_docs = max_docs;
+	q->keep = keep;
+	q->ctx = ctx;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv, NULL);
+	if (pthread_create(&q->th, NULL, batchq_main, q)) {
+		pthread_mutex_destroy(&q->mu);
+		pthread_cond_destroy(&q->cv);
+		free(q);
+		return NULL;
+	}
+	return q;
+}
+
+int lmt_batchq_get(struct lmt_batchq *q, struct lmt_docbatch **b, struct lmt_err *err)
+{
+	pthread_mutex_lock(&q->mu);
+	while (!q->full[q->take] && !q->done)
+		pthread_cond_wait(&q->cv, &q->mu);
+	int rc;
+	if (q->full[q->take]) {
+		int i = q->take;
+		q->full[i] = 0;
+		q->busy[i] = 1;
+		q->take = 1 - i;
+		*b = &q->slot[i];
+		rc = 1;
+	} else {
+		rc = q->rc;
+		if (rc < 0 && err)
+			*err = q->err;
+		*b = NULL;
+	}
+	pthread_mutex_unlock(&q->mu);
+	return rc;
+}
+
+void lmt_batchq_put(struct lmt_batchq *q, struct lmt_docbatch *b)
+{
+	pthread_mutex_lock(&q->mu);
+	q->busy[b == &q->slot[1]] = 0;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+}
+
+void lmt_batchq_stop(struct lmt_batchq *q)
+{
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->mu);
+	q->stop = 1;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	pthread_join(q->th, NULL);
+	pthread_mutex_destroy(&q->mu);
+	pthread_cond_destroy(&q->cv);
+	lmt_docbatch_release(&q->slot[0]);
+	lmt_docbatch_release(&q->slot[1]);
+	free(q);
 }

@@ -95,4 +95,22 @@ int lmt_corpus_read_batch(struct lmt_corpus *c, struct lmt_docbatch *b, size_t m
 			  void *ctx, struct lmt_err *err);
 void lmt_docbatch_release(struct lmt_docbatch *b);
 
+/*
+ * Read-ahead: a thread fills the next batch while the caller works on the current
+ * one, so reading and decompressing overlap with encoding. Batches come in input
+ * order. The corpus must not be used directly while the queue runs.
+ *
+ *	struct lmt_batchq *q = lmt_batchq_start(c, 8 << 20, 1 << 15, keep, ctx);
+ *	struct lmt_docbatch *b;
+ *	while ((rc = lmt_batchq_get(q, &b, &err)) > 0) { ...; lmt_batchq_put(q, b); }
+ *	lmt_batchq_stop(q);
+ */
+struct lmt_batchq;
+struct lmt_batchq *lmt_batchq_start(struct lmt_corpus *c, size_t max_bytes, size_t max_docs,
+				    int (*keep)(void *ctx, const struct lmt_doc *d), void *ctx);
+/* 1: *b holds a batch; 0: end of input; < 0: the reader's error (in err). */
+int lmt_batchq_get(struct lmt_batchq *q, struct lmt_docbatch **b, struct lmt_err *err);
+void lmt_batchq_put(struct lmt_batchq *q, struct lmt_docbatch *b);
+void lmt_batchq_stop(struct lmt_batchq *q);
+
 #endif

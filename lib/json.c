@@ -181,7 +181,9 @@ void lmt_json_u64(struct lmt_json *j, const char *key, uint64_t v)
 
 char *lmt_fmt_double(double v, char *buf)
 {
-	for (int prec = 6; prec <= 17; prec++) {
+	/* %g drops trailing zeros, so the first of 15, 16, 17 digits that reads back is
+	 * also the shortest form (a shorter one would print the same at 15 digits) */
+	for (int prec = 15; prec <= 17; prec++) {
 		snprintf(buf, 32, "%.*g", prec, v);
 		if (strtod(buf, NULL) == v)
 			break;

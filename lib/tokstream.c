@@ -28,6 +28,7 @@ int lmt_tsw_open(struct lmt_tsw *w, const char *path, const struct lmt_ts_info *
 {
 	memset(w, 0, sizeof *w);
 	w->info = *info;
+	w->written = 0;
 	w->info.n_tokens = w->info.n_docs = 0;
 	w->info.n_sources = 0;
 	w->info.text_bytes = 0;
@@ -36,8 +37,7 @@ int lmt_tsw_open(struct lmt_tsw *w, const char *path, const struct lmt_ts_info *
 	return lmt_binw_open(&w->w, path, &lmt_format_tokens, err);
 }
 
-int lmt_tsw_doc(struct lmt_tsw *w, const uint32_t *toks, size_t n, uint64_t nbytes,
-		uint32_t source, uint64_t ordinal, struct lmt_err *err)
+int lmt_tsw_tokens(struct lmt_tsw *w, const uint32_t *toks, size_t n, struct lmt_err *err)
 {
 	int rc;
 	if (w->info.token_bytes == 2) {
@@ -50,22 +50,38 @@ int lmt_tsw_doc(struct lmt_tsw *w, const uint32_t *toks, size_t n, uint64_t nbyt
 	} else {
 		rc = lmt_binw_write(&w->w, toks, n * 4, err);
 	}
-	if (rc)
-		return rc;
+	if (!rc)
+		w->written += n;
+	return rc;
+}
+
+int lmt_tsw_index(struct lmt_tsw *w, uint64_t ntok, uint64_t nbytes, uint32_t source,
+		  uint64_t ordinal, struct lmt_err *err)
+{
+	if (ntok > w->written - w->info.n_tokens)
+		return lmt_err_set(err, LMT_EINVAL, "index record for %llu tokens, only %llu written",
+				   (unsigned long long)ntok, (unsigned long long)(w->written - w->info.n_tokens));
 	size_t at = (size_t)w->info.n_docs * LMT_TS_INDEX_REC;
 	if (LMT_GROW(w->index, w->index_cap, at + LMT_TS_INDEX_REC))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory for the document index");
 	uint8_t *r = w->index + at;
 	lmt_store_u64(r, w->info.n_tokens);
-	lmt_store_u64(r + 8, n);
+	lmt_store_u64(r + 8, ntok);
 	lmt_store_u64(r + 16, nbytes);
 	lmt_store_u32(r + 24, source);
 	lmt_store_u32(r + 28, 0);
 	lmt_store_u64(r + 32, ordinal);
-	w->info.n_tokens += n;
+	w->info.n_tokens += ntok;
 	w->info.n_docs++;
 	w->info.text_bytes += nbytes;
 	return 0;
+}
+
+int lmt_tsw_doc(struct lmt_tsw *w, const uint32_t *toks, size_t n, uint64_t nbytes,
+		uint32_t source, uint64_t ordinal, struct lmt_err *err)
+{
+	int rc = lmt_tsw_tokens(w, toks, n, err);
+	return rc ? rc : lmt_tsw_index(w, n, nbytes, source, ordinal, err);
 }
 
 int lmt_tsw_finish(struct lmt_tsw *w, const char *const *sources, uint32_t nsources,
@@ -74,6 +90,11 @@ int lmt_tsw_finish(struct lmt_tsw *w, const char *const *sources, uint32_t nsour
 	static const uint8_t zero[8];
 	uint64_t tb = w->info.n_tokens * w->info.token_bytes;
 	int rc = 0;
+	if (w->written != w->info.n_tokens) {
+		rc = lmt_err_set(err, LMT_EINVAL, "%llu tokens written but %llu indexed",
+				 (unsigned long long)w->written, (unsigned long long)w->info.n_tokens);
+		goto fail;
+	}
 	size_t pad = (size_t)((8 - tb % 8) % 8);
 	if ((rc = lmt_binw_write(&w->w, zero, pad, err)))
 		goto fail;

@@ -54,12 +54,18 @@ struct lmt_tsw {
 	size_t index_cap;
 	uint8_t *conv;           /* scratch for narrowing to uint16 */
 	size_t conv_cap;
+	uint64_t written;        /* tokens written; n_tokens counts indexed ones */
 };
 
 int lmt_tsw_open(struct lmt_tsw *w, const char *path, const struct lmt_ts_info *info,
 		 struct lmt_err *err);
 int lmt_tsw_doc(struct lmt_tsw *w, const uint32_t *toks, size_t n, uint64_t nbytes,
 		uint32_t source, uint64_t ordinal, struct lmt_err *err);
+/* The same in two steps, for writers that batch: the tokens of any number of
+ * documents, then one index record per document, in the same order. */
+int lmt_tsw_tokens(struct lmt_tsw *w, const uint32_t *toks, size_t n, struct lmt_err *err);
+int lmt_tsw_index(struct lmt_tsw *w, uint64_t ntok, uint64_t nbytes, uint32_t source,
+		  uint64_t ordinal, struct lmt_err *err);
 /* Writes index and source names, then the header; sha_out gets the file's SHA-256. */
 int lmt_tsw_finish(struct lmt_tsw *w, const char *const *sources, uint32_t nsources,
 		   uint8_t *sha_out, struct lmt_err *err);

@@ -222,19 +222,24 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		if (!(st[i] = lmt_tok_state_new(&tok)))
 			die("out of memory");
 
-	struct lmt_docbatch b = { 0 };
 	struct lmt_progress bar;
+	struct lmt_u32vec all = { 0 };
 	uint64_t done, total, docs = 0, bytes = 0, ntok = 0;
 	lmt_corpus_progress(c, &done, &total);
 	lmt_progress_init(&bar, "encoding", "B", total, tool_quiet);
 	double t0 = lmt_now();
+	struct lmt_batchq *q = lmt_batchq_start(c, 8u << 20, 1u << 15, NULL, NULL);
+	struct lmt_docbatch *b;
+	if (!q)
+		die("cannot start the reader thread");
 	int n;
-	while ((n = lmt_corpus_read_batch(c, &b, 8u << 20, 1u << 15, NULL, NULL, &err)) > 0) {
-		if (LMT_GROW(recs, rcap, (size_t)n))
+	while ((n = lmt_batchq_get(q, &b, &err)) > 0) {
+		int nd = (int)b->n;
+		if (LMT_GROW(recs, rcap, (size_t)nd))
 			die("out of memory");
 		int failed = 0;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 4) reduction(| : failed)
-		for (int i = 0; i < n; i++) {
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 16) reduction(| : failed)
+		for (int i = 0; i < nd; i++) {
 			int tid = omp_get_thread_num();
 			struct lmt_u32vec *v = &vec[tid];
 			size_t start = v->n;
@@ -246,7 +251,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 				v->v[v->n++] = bos;
 			if (llmc_first)
 				v->v[v->n++] = eos;
-			failed |= lmt_tok_encode(&tok, st[tid], b.docs[i].text, b.docs[i].len, o->allow_special, v) != 0;
+			failed |= lmt_tok_encode(&tok, st[tid], b->docs[i].text, b->docs[i].len, o->allow_special, v) != 0;
 			if (eos != LMT_NO_TOKEN && !llmc_first) {
 				if (LMT_GROW(v->v, v->cap, v->n + 1))
 					failed = 1;
@@ -257,23 +262,38 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		}
 		if (failed)
 			die("out of memory encoding");
-		for (int i = 0; i < n; i++) {
-			const uint32_t *t = vec[recs[i].tid].v + recs[i].start;
-			if (o->llmc)
-				llmc_write(&l, t, recs[i].n);
-			else if (o->ids)
-				ids_write(idout, t, recs[i].n);
-			else if (lmt_tsw_doc(&w, t, recs[i].n, b.docs[i].len, b.docs[i].source, b.docs[i].ordinal, &err))
-				die_err(&err);
-			ntok += recs[i].n;
-			bytes += b.docs[i].len;
+		/* gather the batch in document order, then write it in one go */
+		all.n = 0;
+		for (int i = 0; i < nd; i++) {
+			if (LMT_GROW(all.v, all.cap, all.n + recs[i].n))
+				die("out of memory");
+			memcpy(all.v + all.n, vec[recs[i].tid].v + recs[i].start, recs[i].n * sizeof *all.v);
+			all.n += recs[i].n;
 		}
-		docs += (uint64_t)n;
+		if (o->llmc) {
+			llmc_write(&l, all.v, all.n);
+		} else if (o->ids) {
+			for (int i = 0, at = 0; i < nd; at += (int)recs[i].n, i++)
+				ids_write(idout, all.v + at, recs[i].n);
+		} else {
+			if (lmt_tsw_tokens(&w, all.v, all.n, &err))
+				die_err(&err);
+			for (int i = 0; i < nd; i++)
+				if (lmt_tsw_index(&w, recs[i].n, b->docs[i].len, b->docs[i].source, b->docs[i].ordinal, &err))
+					die_err(&err);
+		}
+		ntok += all.n;
+		for (int i = 0; i < nd; i++)
+			bytes += b->docs[i].len;
+		docs += (uint64_t)nd;
 		for (int i = 0; i < nt; i++)
 			vec[i].n = 0;
+		lmt_batchq_put(q, b);
 		lmt_corpus_progress(c, &done, &total);
 		lmt_progress_update(&bar, done);
 	}
+	lmt_batchq_stop(q);
+	free(all.v);
 	if (n < 0)
 		die_err(&err);
 	lmt_progress_done(&bar);
@@ -339,7 +359,6 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	free(st);
 	free(vec);
 	free(recs);
-	lmt_docbatch_release(&b);
 	lmt_corpus_close(c);
 	lmt_tok_release(&tok);
 	return 0;
@@ -448,7 +467,7 @@ int main(int argc, char **argv)
 			o.threads_given = 1;
 			break;
 		case 'q': tool_quiet = 1; break;
-		default: usage_error("unknown option");
+		default: bad_option(argv);
 		}
 	}
 	if (!o.tokenizer)

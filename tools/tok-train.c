@@ -244,27 +244,32 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 
 	double t0 = lmt_now();
 	struct select sel = { o, c, 0, 0 };
-	struct lmt_docbatch b = { 0 };
 	struct lmt_progress bar;
 	uint64_t done, total;
 	lmt_corpus_progress(c, &done, &total);
-	lmt_progress_init(&bar, "counting", "B", o->max_bytes && (!total || o->max_bytes < total) ?
-			  o->max_bytes : total, tool_quiet);
+	lmt_progress_init(&bar, "counting", "B", total, tool_quiet);
 	int n;
 	struct opts ospec = *o;
 	ospec.nspecials = nspec;
-	while ((n = lmt_corpus_read_batch(c, &b, 16u << 20, 1u << 16, keep_doc, &sel, &err)) > 0) {
-		int failed = 0;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 8) reduction(| : failed)
-		for (int i = 0; i < n; i++) {
+	/* the reader thread applies keep_doc; sel is read only after it stops */
+	struct lmt_batchq *q = lmt_batchq_start(c, 16u << 20, 1u << 16, keep_doc, &sel);
+	struct lmt_docbatch *bp;
+	if (!q)
+		die("cannot start the reader thread");
+	while ((n = lmt_batchq_get(q, &bp, &err)) > 0) {
+		int failed = 0, nd = (int)bp->n;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 16) reduction(| : failed)
+		for (int i = 0; i < nd; i++) {
 			int tid = omp_get_thread_num();
-			failed |= count_doc(&wcs[tid], &its[tid], b.docs[i].text, b.docs[i].len, &ospec) != 0;
+			failed |= count_doc(&wcs[tid], &its[tid], bp->docs[i].text, bp->docs[i].len, &ospec) != 0;
 		}
 		if (failed)
 			die("out of memory counting words");
+		lmt_batchq_put(q, bp);
 		lmt_corpus_progress(c, &done, &total);
-		lmt_progress_update(&bar, o->max_bytes ? sel.bytes : done);
+		lmt_progress_update(&bar, done);
 	}
+	lmt_batchq_stop(q);
 	if (n < 0)
 		die_err(&err);
 	lmt_progress_done(&bar);
@@ -330,7 +335,6 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 	lmt_wordcount_release(&wcs[0]);
 	free(wcs);
 	free(its);
-	lmt_docbatch_release(&b);
 	lmt_corpus_close(c);
 	lmt_pretok_release(&pt);
 }
@@ -595,7 +599,7 @@ int main(int argc, char **argv)
 			o.train_opt = o.train_opt ? o.train_opt : "--progress-every";
 			break;
 		case 'q': tool_quiet = 1; break;
-		default: usage_error("unknown option");
+		default: bad_option(argv);
 		}
 	}
 	const char *const *inputs = (const char *const *)argv + optind;

@@ -4,6 +4,7 @@
 #include "tool.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,6 +29,7 @@ static void on_signal(int sig)
 void tool_init(const char *name)
 {
 	tool_name = name;
+	opterr = 0;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
@@ -69,6 +71,14 @@ void usage_error(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "Try '%s --help'.\n", tool_name);
 	exit(2);
+}
+
+void bad_option(char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+	if (optopt && optopt < 256 && arg[0] == '-' && arg[1] != '-')
+		usage_error("unknown option or missing argument: '-%c'", optopt);
+	usage_error("unknown option or missing argument: '%s'", arg);
 }
 
 void warn(const char *fmt, ...)

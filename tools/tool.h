@@ -17,9 +17,12 @@
 extern const char *tool_name;
 extern int tool_quiet;
 
-/* Record the tool's name, install SIGINT/SIGTERM/SIGHUP handlers that delete
- * temporaries before dying, and make stdout line-buffered-free (we flush). */
+/* Record the tool's name, install SIGINT/SIGTERM/SIGHUP/SIGPIPE handlers that
+ * delete temporaries before dying, and silence getopt's own messages (the tools
+ * report bad options through bad_option()). */
 void tool_init(const char *name);
+/* The usage error for getopt's '?': an unknown option or a missing argument. */
+void bad_option(char **argv) __attribute__((noreturn));
 
 void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void die_err(const struct lmt_err *err) __attribute__((noreturn));
