@@ -93,8 +93,7 @@ void lmt_tok_release(struct lmt_tokenizer *t)
 	free(t->special);
 	free(t->special_ids);
 	free(t->merges);
-	free(t->pair_key);
-	free(t->pair_idx);
+	free(t->pairs);
 	free(t->str_hash);
 	free(t->str_id);
 	lmt_pretok_release(&t->pt);
@@ -221,16 +220,17 @@ static inline uint64_t pair_hash(uint64_t key)
 	return lmt_mix64(key);
 }
 
-static inline uint32_t pair_lookup(const struct lmt_tokenizer *t, uint32_t a, uint32_t b)
+static inline const struct lmt_pair_ent *pair_lookup(const struct lmt_tokenizer *t, uint32_t a,
+						     uint32_t b)
 {
 	uint64_t key = ((uint64_t)a << 32 | b) + 1;
 	size_t i = pair_hash(key) & t->pair_mask;
 	for (;;) {
-		uint64_t k = t->pair_key[i];
-		if (k == key)
-			return t->pair_idx[i];
-		if (!k)
-			return LMT_NO_TOKEN;
+		const struct lmt_pair_ent *e = &t->pairs[i];
+		if (e->key == key)
+			return e;
+		if (!e->key)
+			return NULL;
 		i = (i + 1) & t->pair_mask;
 	}
 }
@@ -262,13 +262,11 @@ static int cmp_u32(const void *a, const void *b)
 
 int lmt_tok_finalize(struct lmt_tokenizer *t, struct lmt_err *err)
 {
-	free(t->pair_key);
-	free(t->pair_idx);
+	free(t->pairs);
 	free(t->str_hash);
 	free(t->str_id);
 	free(t->special_ids);
-	t->pair_key = NULL;
-	t->pair_idx = NULL;
+	t->pairs = NULL;
 	t->str_hash = NULL;
 	t->str_id = NULL;
 	t->special_ids = NULL;
@@ -325,9 +323,8 @@ int lmt_tok_finalize(struct lmt_tokenizer *t, struct lmt_err *err)
 
 	/* merges: in range, not special, consistent, no pair twice */
 	t->pair_mask = pow2_at_least(2 * (size_t)t->n_merges + 2) - 1;
-	t->pair_key = calloc(t->pair_mask + 1, sizeof *t->pair_key);
-	t->pair_idx = malloc((t->pair_mask + 1) * sizeof *t->pair_idx);
-	if (!t->pair_key || !t->pair_idx)
+	t->pairs = calloc(t->pair_mask + 1, sizeof *t->pairs);
+	if (!t->pairs)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	for (uint32_t m = 0; m < t->n_merges; m++) {
 		const struct lmt_merge *g = &t->merges[m];
@@ -346,14 +343,13 @@ int lmt_tok_finalize(struct lmt_tokenizer *t, struct lmt_err *err)
 				m, g->c, g->a, g->b);
 		uint64_t key = ((uint64_t)g->a << 32 | g->b) + 1;
 		size_t i = pair_hash(key) & t->pair_mask;
-		while (t->pair_key[i]) {
-			if (t->pair_key[i] == key)
+		while (t->pairs[i].key) {
+			if (t->pairs[i].key == key)
 				return lmt_err_set(err, LMT_EFORMAT, "merge %u repeats the pair (%u, %u)",
 						   m, g->a, g->b);
 			i = (i + 1) & t->pair_mask;
 		}
-		t->pair_key[i] = key;
-		t->pair_idx[i] = m;
+		t->pairs[i] = (struct lmt_pair_ent){ key, g->c, g->prio };
 	}
 	uint32_t roles[3] = { t->eos, t->bos, t->pad };
 	for (int r = 0; r < 3; r++)
@@ -577,16 +573,19 @@ struct lmt_tok_state {
 	uint32_t *toks;
 	size_t toks_len, toks_cap;
 	/* scratch for BPE */
-	uint32_t *sym, *pr, *nxt, *prv;
+	uint32_t *sym, *pr, *res, *nxt, *prv;
 	uint64_t *heap;
 	size_t scap, hcap;
 };
 
 struct lmt_tok_state *lmt_tok_state_new(const struct lmt_tokenizer *t)
 {
-	struct lmt_tok_state *s = calloc(1, sizeof *s);
+	/* its own cache lines: threads update their state for every piece */
+	size_t sz = (sizeof(struct lmt_tok_state) + 63) & ~(size_t)63;
+	struct lmt_tok_state *s = aligned_alloc(64, sz);
 	if (!s)
 		return NULL;
+	memset(s, 0, sz);
 	s->t = t;
 	s->ent = calloc((size_t)1 << CACHE_BITS, sizeof *s->ent);
 	if (!s->ent || lmt_pretok_iter_init(&s->it, &t->pt)) {
@@ -606,6 +605,7 @@ void lmt_tok_state_free(struct lmt_tok_state *s)
 	free(s->toks);
 	free(s->sym);
 	free(s->pr);
+	free(s->res);
 	free(s->nxt);
 	free(s->prv);
 	free(s->heap);
@@ -634,34 +634,34 @@ static int scratch(struct lmt_tok_state *s, size_t n)
 	if (n <= s->scap)
 		return 0;
 	size_t c = pow2_at_least(n);
-	uint32_t *a = realloc(s->sym, c * 4), *b = a ? realloc(s->pr, c * 4) : NULL;
-	if (a)
-		s->sym = a;
-	if (b)
-		s->pr = b;
-	uint32_t *d = b ? realloc(s->nxt, c * 4) : NULL;
-	if (d)
-		s->nxt = d;
-	uint32_t *e = d ? realloc(s->prv, c * 4) : NULL;
-	if (e)
-		s->prv = e;
-	if (!e)
-		return LMT_ENOMEM;
+	uint32_t **arrs[] = { &s->sym, &s->pr, &s->res, &s->nxt, &s->prv };
+	for (size_t k = 0; k < LMT_ARRAY_SIZE(arrs); k++) {
+		uint32_t *a = realloc(*arrs[k], c * sizeof *a);
+		if (!a)
+			return LMT_ENOMEM; /* the arrays already grown stay valid */
+		*arrs[k] = a;
+	}
 	s->scap = c;
 	return 0;
 }
 
-static inline uint32_t prio_of(const struct lmt_tokenizer *t, uint32_t a, uint32_t b)
+/* Priority of merging a and b, LMT_NO_TOKEN if no rule; *c gets the result. */
+static inline uint32_t prio_of(const struct lmt_tokenizer *t, uint32_t a, uint32_t b, uint32_t *c)
 {
-	uint32_t m = pair_lookup(t, a, b);
-	return m == LMT_NO_TOKEN ? LMT_NO_TOKEN : t->merges[m].prio;
+	const struct lmt_pair_ent *e = pair_lookup(t, a, b);
+	if (!e)
+		return LMT_NO_TOKEN;
+	*c = e->c;
+	return e->prio;
 }
 
-/* Array version: O(n^2) worst case, fastest for the short pieces of real text. */
-static size_t bpe_short(const struct lmt_tokenizer *t, uint32_t *sym, uint32_t *pr, size_t n)
+/* Array version: O(n^2) worst case, fastest for the short pieces of real text.
+ * pr[i] and res[i] hold the priority and result of merging sym[i] and sym[i+1]. */
+static size_t bpe_short(const struct lmt_tokenizer *t, uint32_t *sym, uint32_t *pr, uint32_t *res,
+			size_t n)
 {
 	for (size_t i = 0; i + 1 < n; i++)
-		pr[i] = prio_of(t, sym[i], sym[i + 1]);
+		pr[i] = prio_of(t, sym[i], sym[i + 1], &res[i]);
 	while (n > 1) {
 		uint32_t best = LMT_NO_TOKEN;
 		size_t bi = 0;
@@ -672,15 +672,17 @@ static size_t bpe_short(const struct lmt_tokenizer *t, uint32_t *sym, uint32_t *
 			}
 		if (best == LMT_NO_TOKEN)
 			break;
-		sym[bi] = t->merges[pair_lookup(t, sym[bi], sym[bi + 1])].c;
+		sym[bi] = res[bi];
 		memmove(sym + bi + 1, sym + bi + 2, (n - bi - 2) * sizeof *sym);
-		if (bi + 2 < n)
+		if (bi + 2 < n) {
 			memmove(pr + bi + 1, pr + bi + 2, (n - bi - 3) * sizeof *pr);
+			memmove(res + bi + 1, res + bi + 2, (n - bi - 3) * sizeof *res);
+		}
 		n--;
 		if (bi > 0)
-			pr[bi - 1] = prio_of(t, sym[bi - 1], sym[bi]);
+			pr[bi - 1] = prio_of(t, sym[bi - 1], sym[bi], &res[bi - 1]);
 		if (bi + 1 < n)
-			pr[bi] = prio_of(t, sym[bi], sym[bi + 1]);
+			pr[bi] = prio_of(t, sym[bi], sym[bi + 1], &res[bi]);
 	}
 	return n;
 }
@@ -737,7 +739,7 @@ static int bpe_long(struct lmt_tok_state *s, size_t n, size_t *out_n)
 		prv[i] = i > 0 ? (uint32_t)(i - 1) : END;
 	}
 	for (size_t i = 0; i + 1 < n; i++) {
-		uint32_t p = prio_of(t, sym[i], sym[i + 1]);
+		uint32_t c, p = prio_of(t, sym[i], sym[i + 1], &c);
 		if (p != END)
 			heap_push(h, &hn, (uint64_t)p << 32 | i);
 	}
@@ -748,10 +750,10 @@ static int bpe_long(struct lmt_tok_state *s, size_t n, size_t *out_n)
 		if (prv[i] == i || nxt[i] == END)
 			continue;
 		uint32_t j = nxt[i];
-		uint32_t m = pair_lookup(t, sym[i], sym[j]);
-		if (m == END || t->merges[m].prio != p)
+		const struct lmt_pair_ent *e = pair_lookup(t, sym[i], sym[j]);
+		if (!e || e->prio != p)
 			continue;
-		sym[i] = t->merges[m].c;
+		sym[i] = e->c;
 		nxt[i] = nxt[j];
 		if (nxt[j] != END)
 			prv[nxt[j]] = i;
@@ -761,13 +763,14 @@ static int bpe_long(struct lmt_tok_state *s, size_t n, size_t *out_n)
 				return LMT_ENOMEM;
 			h = s->heap;
 		}
+		uint32_t c;
 		if (prv[i] != END) {
-			uint32_t q = prio_of(t, sym[prv[i]], sym[i]);
+			uint32_t q = prio_of(t, sym[prv[i]], sym[i], &c);
 			if (q != END)
 				heap_push(h, &hn, (uint64_t)q << 32 | prv[i]);
 		}
 		if (nxt[i] != END) {
-			uint32_t q = prio_of(t, sym[i], sym[nxt[i]]);
+			uint32_t q = prio_of(t, sym[i], sym[nxt[i]], &c);
 			if (q != END)
 				heap_push(h, &hn, (uint64_t)q << 32 | i);
 		}
@@ -835,7 +838,7 @@ static int bpe(struct lmt_tok_state *s, const uint8_t *p, size_t n, size_t *out_
 	for (size_t i = 0; i < n; i++)
 		s->sym[i] = t->byte_id[p[i]];
 	if (n <= SHORT_PIECE && !force_long) {
-		*out_n = bpe_short(t, s->sym, s->pr, n);
+		*out_n = bpe_short(t, s->sym, s->pr, s->res, n);
 		return 0;
 	}
 	return bpe_long(s, n, out_n);
@@ -887,7 +890,7 @@ int lmt_tok_bpe_impl(struct lmt_tok_state *s, const uint8_t *p, size_t n, int he
 	if (!heap) {
 		for (size_t i = 0; i < n; i++)
 			s->sym[i] = s->t->byte_id[p[i]];
-		k = bpe_short(s->t, s->sym, s->pr, n);
+		k = bpe_short(s->t, s->sym, s->pr, s->res, n);
 		rc = 0;
 	} else {
 		rc = bpe(s, p, n, &k, 1);

@@ -66,8 +66,10 @@ struct lmt_tokenizer {
 	uint8_t sha256[LMT_SHA256_LEN]; /* of the file it was loaded from or saved to */
 
 	/* lookup tables built by lmt_tok_finalize */
-	uint64_t *pair_key;       /* (a << 32 | b) + 1, 0 = empty */
-	uint32_t *pair_idx;       /* index into merges */
+	struct lmt_pair_ent {     /* one cache line holds all a lookup needs */
+		uint64_t key;     /* (a << 32 | b) + 1, 0 = empty */
+		uint32_t c, prio;
+	} *pairs;
 	size_t pair_mask;
 	uint64_t *str_hash;       /* bytes -> id, for ignore_merges and imports */
 	uint32_t *str_id;

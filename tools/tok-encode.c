@@ -164,6 +164,11 @@ struct rec {
 	size_t start, n;
 };
 
+/* per-thread output, one cache line each: threads bump v.n for every token */
+struct tvec {
+	struct lmt_u32vec v;
+} __attribute__((aligned(64)));
+
 static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 {
 	struct lmt_err err = { 0 };
@@ -213,11 +218,12 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 
 	int nt = tool_threads(o->threads);
 	struct lmt_tok_state **st = calloc((size_t)nt, sizeof *st);
-	struct lmt_u32vec *vec = calloc((size_t)nt, sizeof *vec);
+	struct tvec *vec = aligned_alloc(64, (size_t)nt * sizeof *vec);
 	struct rec *recs = NULL;
 	size_t rcap = 0;
 	if (!st || !vec)
 		die("out of memory");
+	memset(vec, 0, (size_t)nt * sizeof *vec);
 	for (int i = 0; i < nt; i++)
 		if (!(st[i] = lmt_tok_state_new(&tok)))
 			die("out of memory");
@@ -241,7 +247,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 16) reduction(| : failed)
 		for (int i = 0; i < nd; i++) {
 			int tid = omp_get_thread_num();
-			struct lmt_u32vec *v = &vec[tid];
+			struct lmt_u32vec *v = &vec[tid].v;
 			size_t start = v->n;
 			if (LMT_GROW(v->v, v->cap, v->n + 2)) {
 				failed = 1;
@@ -267,7 +273,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		for (int i = 0; i < nd; i++) {
 			if (LMT_GROW(all.v, all.cap, all.n + recs[i].n))
 				die("out of memory");
-			memcpy(all.v + all.n, vec[recs[i].tid].v + recs[i].start, recs[i].n * sizeof *all.v);
+			memcpy(all.v + all.n, vec[recs[i].tid].v.v + recs[i].start, recs[i].n * sizeof *all.v);
 			all.n += recs[i].n;
 		}
 		if (o->llmc) {
@@ -287,7 +293,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 			bytes += b->docs[i].len;
 		docs += (uint64_t)nd;
 		for (int i = 0; i < nt; i++)
-			vec[i].n = 0;
+			vec[i].v.n = 0;
 		lmt_batchq_put(q, b);
 		lmt_corpus_progress(c, &done, &total);
 		lmt_progress_update(&bar, done);
@@ -354,7 +360,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	     secs > 0 ? bytes / secs / 1e6 : 0, nt);
 	for (int i = 0; i < nt; i++) {
 		lmt_tok_state_free(st[i]);
-		free(vec[i].v);
+		free(vec[i].v.v);
 	}
 	free(st);
 	free(vec);

@@ -216,6 +216,12 @@ static int on_progress(void *ctx, uint32_t merges, uint32_t tokens, uint64_t bes
 	return 0;
 }
 
+/* what each counting thread owns, a cache line apart (they update it per word) */
+struct worker {
+	struct lmt_wordcount wc;
+	struct lmt_pretok_iter it;
+} __attribute__((aligned(64)));
+
 struct train_stats {
 	uint64_t docs, bytes, words, distinct_words;
 	int trained;
@@ -234,12 +240,12 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 		die_err(&err);
 
 	int nt = tool_threads(o->threads);
-	struct lmt_wordcount *wcs = calloc((size_t)nt, sizeof *wcs);
-	struct lmt_pretok_iter *its = calloc((size_t)nt, sizeof *its);
-	if (!wcs || !its)
+	struct worker *W = aligned_alloc(64, (size_t)nt * sizeof *W);
+	if (!W)
 		die("out of memory");
+	memset(W, 0, (size_t)nt * sizeof *W);
 	for (int i = 0; i < nt; i++)
-		if (lmt_wordcount_init(&wcs[i]) || lmt_pretok_iter_init(&its[i], &pt))
+		if (lmt_wordcount_init(&W[i].wc) || lmt_pretok_iter_init(&W[i].it, &pt))
 			die("out of memory");
 
 	double t0 = lmt_now();
@@ -261,7 +267,7 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 16) reduction(| : failed)
 		for (int i = 0; i < nd; i++) {
 			int tid = omp_get_thread_num();
-			failed |= count_doc(&wcs[tid], &its[tid], bp->docs[i].text, bp->docs[i].len, &ospec) != 0;
+			failed |= count_doc(&W[tid].wc, &W[tid].it, bp->docs[i].text, bp->docs[i].len, &ospec) != 0;
 		}
 		if (failed)
 			die("out of memory counting words");
@@ -274,30 +280,31 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 		die_err(&err);
 	lmt_progress_done(&bar);
 	for (int i = 1; i < nt; i++) {
-		if (lmt_wordcount_merge(&wcs[0], &wcs[i]))
+		if (lmt_wordcount_merge(&W[0].wc, &W[i].wc))
 			die("out of memory merging word counts");
-		lmt_wordcount_release(&wcs[i]);
-		lmt_pretok_iter_release(&its[i]);
+		lmt_wordcount_release(&W[i].wc);
+		lmt_pretok_iter_release(&W[i].it);
 	}
-	lmt_pretok_iter_release(&its[0]);
+	lmt_pretok_iter_release(&W[0].it);
+	struct lmt_wordcount *wc = &W[0].wc;
 	double t_count = lmt_now() - t0;
-	*ts = (struct train_stats){ sel.docs, sel.bytes, wcs[0].total, wcs[0].n, 1 };
+	*ts = (struct train_stats){ sel.docs, sel.bytes, wc->total, wc->n, 1 };
 	if (sel.docs == 0)
 		die("no documents in the input");
 	lmt_json_begin(j);
 	lmt_json_str(j, "event", "counted");
 	lmt_json_u64(j, "documents", sel.docs);
 	lmt_json_u64(j, "bytes", sel.bytes);
-	lmt_json_u64(j, "words", wcs[0].total);
-	lmt_json_u64(j, "distinct_words", wcs[0].n);
-	lmt_json_u64(j, "table_bytes", lmt_wordcount_bytes(&wcs[0]));
+	lmt_json_u64(j, "words", wc->total);
+	lmt_json_u64(j, "distinct_words", wc->n);
+	lmt_json_u64(j, "table_bytes", lmt_wordcount_bytes(wc));
 	lmt_json_u64(j, "threads", (uint64_t)nt);
 	lmt_json_num(j, "seconds", t_count);
 	if (lmt_json_end_line(j, stdout))
 		die("'<stdout>': write error");
 	info("counted %llu documents, %llu bytes, %llu distinct words in %.1f s",
 	     (unsigned long long)sel.docs, (unsigned long long)sel.bytes,
-	     (unsigned long long)wcs[0].n, t_count);
+	     (unsigned long long)wc->n, t_count);
 
 	struct lmt_bpe_opts bo = { 0 };
 	bo.n_tokens = o->vocab - (uint32_t)nspec;
@@ -309,7 +316,7 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 	bo.progress = on_progress;
 	bo.ctx = &tc;
 	struct lmt_bpe_result res;
-	if (lmt_bpe_train(&wcs[0], &bo, &res, &err))
+	if (lmt_bpe_train(wc, &bo, &res, &err))
 		die_err(&err);
 	lmt_progress_done(&bar);
 	double t_merge = lmt_now() - tc.t0;
@@ -327,14 +334,13 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 	lmt_json_u64(j, "tokens", res.n_tokens);
 	lmt_json_num(j, "count_seconds", t_count);
 	lmt_json_num(j, "merge_seconds", t_merge);
-	lmt_json_u64(j, "word_table_bytes", lmt_wordcount_bytes(&wcs[0]));
+	lmt_json_u64(j, "word_table_bytes", lmt_wordcount_bytes(wc));
 	lmt_json_u64(j, "trainer_peak_bytes", res.peak_bytes);
 	if (lmt_json_end_line(j, stdout))
 		die("'<stdout>': write error");
 	lmt_bpe_result_release(&res);
-	lmt_wordcount_release(&wcs[0]);
-	free(wcs);
-	free(its);
+	lmt_wordcount_release(wc);
+	free(W);
 	lmt_corpus_close(c);
 	lmt_pretok_release(&pt);
 }
@@ -391,11 +397,14 @@ static void fertility_of(const struct lmt_tokenizer *tok, struct lmt_corpus *c, 
 	struct lmt_err err = { 0 };
 	struct lmt_docbatch b = { 0 };
 	struct lmt_tok_state **st = calloc((size_t)nt, sizeof *st);
-	struct lmt_u32vec *vec = calloc((size_t)nt, sizeof *vec);
+	struct tvec {
+		struct lmt_u32vec v;
+	} __attribute__((aligned(64))) *vec = aligned_alloc(64, (size_t)nt * sizeof *vec);
 	uint64_t *ntok = NULL, *nword = NULL;
 	size_t cap = 0;
 	if (!st || !vec)
 		die("out of memory");
+	memset(vec, 0, (size_t)nt * sizeof *vec);
 	for (int i = 0; i < nt; i++)
 		if (!(st[i] = lmt_tok_state_new(tok)))
 			die("out of memory");
@@ -411,9 +420,9 @@ static void fertility_of(const struct lmt_tokenizer *tok, struct lmt_corpus *c, 
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 8) reduction(| : failed)
 		for (int i = 0; i < n; i++) {
 			int tid = omp_get_thread_num();
-			vec[tid].n = 0;
-			failed |= lmt_tok_encode(tok, st[tid], b.docs[i].text, b.docs[i].len, 0, &vec[tid]) != 0;
-			ntok[i] = vec[tid].n;
+			vec[tid].v.n = 0;
+			failed |= lmt_tok_encode(tok, st[tid], b.docs[i].text, b.docs[i].len, 0, &vec[tid].v) != 0;
+			ntok[i] = vec[tid].v.n;
 			uint64_t w = 0;
 			const unsigned char *p = (const unsigned char *)b.docs[i].text;
 			for (size_t k = 0; k < b.docs[i].len; k++)
@@ -439,7 +448,7 @@ static void fertility_of(const struct lmt_tokenizer *tok, struct lmt_corpus *c, 
 		die_err(&err);
 	for (int i = 0; i < nt; i++) {
 		lmt_tok_state_free(st[i]);
-		free(vec[i].v);
+		free(vec[i].v.v);
 	}
 	free(st);
 	free(vec);

@@ -12,6 +12,7 @@ is reported single-threaded and on all cores, with lmt's ratio to each peer.
 Timing: the peers' encode calls (tokenizer loading excluded); lmt's wall time of the
 whole tok-encode process minus the time it takes to load the tokenizer (measured
 separately), so reading, encoding and writing the stream are all counted for lmt.
+Every figure is the best of --repeat runs (default 3), each contender alike.
 """
 import argparse
 import os
@@ -45,6 +46,7 @@ def main():
     ap.add_argument('--mb', type=float, default=20)
     ap.add_argument('--encodings', default='gpt2,cl100k,o200k')
     ap.add_argument('--json', help='write the results here')
+    ap.add_argument('--repeat', type=int, default=3)
     a = ap.parse_args()
     import tiktoken
     import tokenizers
@@ -92,34 +94,35 @@ def main():
                                 mergeable_ranks=load_tiktoken_bpe(f'{SHARED}/{name}.tiktoken'),
                                 special_tokens=specials)
         htok = tokenizers.Tokenizer.from_file(hf)
-        # references
-        t0 = time.perf_counter()
+        R = a.repeat
+
+        def best(f):
+            ts = []
+            for _ in range(R):
+                t0 = time.perf_counter()
+                f()
+                ts.append(time.perf_counter() - t0)
+            return min(ts)
         ref = [enc.encode_ordinary(d) for d in docs]
-        tk1 = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        enc.encode_ordinary_batch(docs, num_threads=ncores)
-        tkn = time.perf_counter() - t0
-        # HF: threads through rayon
-        os.environ['RAYON_NUM_THREADS'] = '1'
-        hf1 = hfn = None
-        t0 = time.perf_counter()
+        tk1 = best(lambda: [enc.encode_ordinary(d) for d in docs])
+        tkn = best(lambda: enc.encode_ordinary_batch(docs, num_threads=ncores))
         hout = htok.encode_batch(docs, add_special_tokens=False)
-        hfn = time.perf_counter() - t0
         hf_same = all(h.ids == r for h, r in zip(hout, ref))
-        t0 = time.perf_counter()
-        for d in docs[:len(docs) // 4]:
-            htok.encode(d, add_special_tokens=False)
-        hf1 = (time.perf_counter() - t0) * len(docs) / max(1, len(docs) // 4)
+        hfn = best(lambda: htok.encode_batch(docs, add_special_tokens=False))
+        quarter = docs[:len(docs) // 4]
+        hf1 = best(lambda: [htok.encode(d, add_special_tokens=False) for d in quarter]) * len(docs) / len(quarter)
         # lmt: load time alone (an empty input), then the whole run
         empty = os.path.join(tmp, 'empty.txt')
         open(empty, 'w').close()
         load = min(run([f'{BIN}/tok-encode', '-q', '-t', tok, '-o', os.path.join(tmp, 'e.lmtoks'), empty])[0]
                    for _ in range(3))
         out = os.path.join(tmp, 'out.lmtoks')
-        l1, rss1, _ = run([f'{BIN}/tok-encode', '-q', '-j1', '-t', tok, '--doc-sep', SEP, '-o', out, src])
-        ours = read_stream_ids(out)
-        same = ours == ref
-        ln, rssn, _ = run([f'{BIN}/tok-encode', '-q', f'-j{ncores}', '-t', tok, '--doc-sep', SEP, '-o', out, src])
+        cmd1 = [f'{BIN}/tok-encode', '-q', '-j1', '-t', tok, '--doc-sep', SEP, '-o', out, src]
+        cmdn = [f'{BIN}/tok-encode', '-q', f'-j{ncores}', '-t', tok, '--doc-sep', SEP, '-o', out, src]
+        l1 = min(run(cmd1)[0] for _ in range(R))
+        same = read_stream_ids(out) == ref
+        runs = [run(cmdn) for _ in range(R)]
+        ln, rssn = min(r[0] for r in runs), max(r[1] for r in runs)
         same_n = read_stream_ids(out) == ref
         l1 -= load
         ln -= load
