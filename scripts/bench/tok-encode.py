@@ -126,6 +126,14 @@ def main():
         same_n = read_stream_ids(out) == ref
         l1 -= load
         ln -= load
+        if short == 'gpt2':
+            # GPT-2's original files (encoder.json, vocab.bpe) must encode the same
+            orig = os.path.join(tmp, 'gpt2orig.lmtok')
+            run([f'{BIN}/tok-train', '-q', '--import', f'gpt2:{SHARED}/encoder.json,{SHARED}/vocab.bpe',
+                 '-o', orig])
+            run([f'{BIN}/tok-encode', '-q', '-t', orig, '--doc-sep', SEP, '-o', out, src])
+            print(f'# GPT-2 encoder.json + vocab.bpe import: {"identical" if read_stream_ids(out) == ref else "DIFFERENT"} '
+                  f'to tiktoken gpt2')
         mb = nbytes / 1e6
         r = dict(encoding=short, identical=same and same_n, hf_identical=hf_same,
                  lmt_1=round(mb / l1, 1), tiktoken_1=round(mb / tk1, 1), hf_1=round(mb / hf1, 1),

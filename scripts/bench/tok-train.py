@@ -64,11 +64,22 @@ def main():
                          '--minloglevel=2', '--max_sentence_length=100000'])
         rows.append(dict(trainer='spm_train bpe', seconds=round(w, 2), peak_rss_mb=round(rss / 1e6),
                          vocab=a.vocab))
+    # the same work? compare the two byte-level tokenizers: shared vocabulary and
+    # bytes per token on the first 5 MB of the corpus
+    import tokenizers as tk
+    run([f'{BIN}/tok-train', '-q', '-t', f'{tmp}/lmt.lmtok', '--export-hf', f'{tmp}/lmt.json'])
+    ours, theirs = tk.Tokenizer.from_file(f'{tmp}/lmt.json'), tk.Tokenizer.from_file(f'{tmp}/hf.json')
+    sample = open(a.corpus, encoding='utf-8').read(5_000_000)
+    vo, vt = set(ours.get_vocab()), set(theirs.get_vocab())
+    for r, t in ((rows[0], ours), (rows[1], theirs)):
+        r['bytes_per_token'] = round(len(sample.encode()) / len(t.encode(sample).ids), 3)
+    rows[0]['vocab_shared_with_hf'] = f'{len(vo & vt) / len(vt):.1%}'
     base = rows[0]
     for r in rows:
         r['lmt_speedup'] = round(r['seconds'] / base['seconds'], 2)
         r['rss_vs_lmt'] = round(r['peak_rss_mb'] / max(1, base['peak_rss_mb']), 2)
-    table(rows, ['trainer', 'seconds', 'peak_rss_mb', 'vocab', 'lmt_speedup', 'rss_vs_lmt'])
+    table(rows, ['trainer', 'seconds', 'peak_rss_mb', 'vocab', 'lmt_speedup', 'rss_vs_lmt', 'bytes_per_token',
+                 'vocab_shared_with_hf'])
     save(a.json, dict(machine=machine(), corpus_mb=size / 1e6, vocab=a.vocab, rows=rows))
 
 
