@@ -1,0 +1,34 @@
+#!/bin/sh
+# tests/cli/demo.sh: the README's flow (examples/Makefile, what `make demo` runs) on a
+# tiny configuration: the built-in corpus end to end with its byte-exact round trip,
+# Make redoing nothing on a second run, and the same flow on a user's own files.
+. tests/cli/lib.sh
+
+check "the demo flow on 300 built-in documents" \
+	make -s -C examples BIN="$BIN" OUT="$T/demo" DOCS=300 VOCAB=400
+grep -q "round trip: .* identical to the corpus" "$T/.out" && ok "decoded text is identical to the corpus" \
+	|| notok "round trip line" "$(cat "$T/.out")"
+grep -q '"event":"summary".*"vocab_size":400' "$T/demo/tok-train.jsonl" && ok "tokenizer trained to 400 tokens" \
+	|| notok "tokenizer summary" "$(tail -1 "$T/demo/tok-train.jsonl")"
+grep -q '"documents":300,' "$T/demo/tok-encode.jsonl" && ok "300 documents encoded" || notok "encode summary"
+n=$(grep -c '"event":"fertility"' "$T/demo/fertility.jsonl")
+[ "$n" = 7 ] && ok "fertility for the corpus source, all inputs and 5 labelled samples" || notok "fertility records: $n"
+grep -q '"bits_per_byte":0\.[45]' "$T/demo/corpus.summary.jsonl" && ok "the corpus summary records its entropy floor" \
+	|| notok "corpus summary" "$(cat "$T/demo/corpus.summary.jsonl")"
+check "a second run" make -C examples BIN="$BIN" OUT="$T/demo" DOCS=300 VOCAB=400
+grep -q "tok-train\|tok-encode\|gen-corpus" "$T/.out" && notok "a second run redoes nothing" "$(cat "$T/.out")" \
+	|| ok "a second run redoes nothing"
+touch "$T/demo/corpus.jsonl"
+make -C examples BIN="$BIN" OUT="$T/demo" DOCS=300 VOCAB=400 > "$T/.out" 2>&1
+grep -q "tok-train" "$T/.out" && ok "a newer corpus retrains the tokenizer" || notok "rebuild after touch" "$(cat "$T/.out")"
+check "the flow on the user's own files (CORPUS=)" \
+	make -s -C examples BIN="$BIN" OUT="$T/own" CORPUS="$(pwd)/tests/data/text" VOCAB=300
+[ -f "$T/own/corpus.lmtoks" ] && [ ! -f "$T/own/corpus.jsonl" ] && ok "own corpus encoded, no built-in corpus made" \
+	|| notok "own corpus" "$(ls "$T/own")"
+if command -v jq > /dev/null; then
+	v=$("$BIN/tok-train" -q -v 300 -o "$T/jq.lmtok" tests/data/text | jq -c 'select(.event=="summary") | {vocab_size}')
+	[ "$v" = '{"vocab_size":300}' ] && ok "the README's jq pipeline" || notok "jq pipeline" "$v"
+else
+	ok "# SKIP jq not installed: the README's jq pipeline"
+fi
+finish
