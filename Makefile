@@ -21,15 +21,15 @@ PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 REVISION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
-CFLAGS := -std=c11 -D_GNU_SOURCE -g $(CFLAGS_OPT) $(WARN) -fopenmp -pthread -Ilib \
+CFLAGS := -std=c11 -D_GNU_SOURCE -g $(CFLAGS_OPT) $(WARN) -fopenmp -pthread -Ilib -Itools/common \
 	$(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS := $(PKG_LIBS) -fopenmp -pthread -lm
 
 LIB_SRC := $(wildcard lib/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
-TOOL_SRC := $(filter-out tools/tool.c,$(wildcard tools/*.c))
+TOOL_SRC := $(wildcard tools/*.c)
 TOOLS := $(TOOL_SRC:tools/%.c=$(B)/bin/%)
-TOOL_COMMON := $(B)/tools/tool.o
+TOOL_COMMON := $(B)/tools/common/tool.o
 
 ifneq ($(NVCC),)
 CU_SRC := $(wildcard kernels/*.cu)
@@ -61,7 +61,7 @@ $(B)/liblmt.a: $(LIB_OBJ) $(CU_OBJ)
 $(B)/lib/version.o: CFLAGS += -DLMT_REVISION='"$(REVISION)"'
 $(B)/lib/version.o: .git/HEAD $(wildcard .git/index)
 
-$(B)/%.o: %.c $(wildcard lib/*.h) tools/tool.h
+$(B)/%.o: %.c $(wildcard lib/*.h) tools/common/tool.h
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CFLAGS) -c -o $@ $<
 

@@ -147,6 +147,13 @@ struct opts {
 	int pattern_given;
 };
 
+/* Note a training-only option, so that other modes can refuse it by name. */
+static void train_only(struct opts *o, const char *name)
+{
+	if (!o->train_opt)
+		o->train_opt = name;
+}
+
 /* ---- document selection (--max-bytes, --sample) ---- */
 
 struct select {
@@ -560,7 +567,7 @@ int main(int argc, char **argv)
 		case 'o': o.out = optarg; break;
 		case 'v':
 			o.vocab = (uint32_t)opt_int("vocab-size", optarg, 1, 1u << 30);
-			o.train_opt = o.train_opt ? o.train_opt : "--vocab-size";
+			train_only(&o, "--vocab-size");
 			break;
 		case 'p': o.pattern = optarg; o.pattern_given = 1; break;
 		case OPT_REGEX: o.regex = optarg; break;
@@ -575,23 +582,23 @@ int main(int argc, char **argv)
 		case OPT_PAD: o.pad = optarg; break;
 		case OPT_MAX_TOKEN_LEN:
 			o.max_token_len = (uint32_t)opt_int("max-token-len", optarg, 2, 1 << 24);
-			o.train_opt = o.train_opt ? o.train_opt : "--max-token-len";
+			train_only(&o, "--max-token-len");
 			break;
 		case OPT_MIN_COUNT:
 			o.min_count = (uint64_t)opt_int("min-count", optarg, 1, INT64_MAX);
-			o.train_opt = o.train_opt ? o.train_opt : "--min-count";
+			train_only(&o, "--min-count");
 			break;
 		case OPT_MAX_BYTES:
 			o.max_bytes = opt_size("max-bytes", optarg);
-			o.train_opt = o.train_opt ? o.train_opt : "--max-bytes";
+			train_only(&o, "--max-bytes");
 			break;
 		case OPT_SAMPLE:
 			o.sample = opt_double("sample", optarg, 0, 1);
-			o.train_opt = o.train_opt ? o.train_opt : "--sample";
+			train_only(&o, "--sample");
 			break;
 		case OPT_SEED:
 			o.seed = (uint64_t)opt_int("seed", optarg, 0, INT64_MAX);
-			o.train_opt = o.train_opt ? o.train_opt : "--seed";
+			train_only(&o, "--seed");
 			break;
 		case 'j': o.threads = (int)opt_int("threads", optarg, 1, 1024); break;
 		case OPT_IMPORT: o.import = optarg; break;
@@ -605,7 +612,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_PROGRESS_EVERY:
 			o.progress_every = (uint32_t)opt_int("progress-every", optarg, 0, 1u << 30);
-			o.train_opt = o.train_opt ? o.train_opt : "--progress-every";
+			train_only(&o, "--progress-every");
 			break;
 		case 'q': tool_quiet = 1; break;
 		default: bad_option(argv);

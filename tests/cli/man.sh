@@ -2,7 +2,7 @@
 # tests/cli/man.sh: the manual pages are clean mdoc and document every option.
 #
 #   (a) every man/*.[1-8] page passes `mandoc -Tlint -W warning` without a message;
-#   (b) every tool (tools/*.c except tools/tool.c) has man/TOOL.1, and each long
+#   (b) every tool (tools/*.c) has man/TOOL.1, and each long
 #       option of its longopts[] table appears as --name in the rendered page;
 #   (c) each tool's --help mentions every long option too.
 # The options come from the source, so an option added to a tool without a word in
