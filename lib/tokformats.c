@@ -161,8 +161,12 @@ int lmt_tok_import_tiktoken(struct lmt_tokenizer *t, const char *path, const cha
 	int rc = lmt_read_file(path, &data, &len, err);
 	if (rc)
 		return rc;
-	uint8_t buf[1024];
+	uint8_t *buf = malloc(len / 4 * 3 + 4); /* no token is longer than the file */
 	size_t lineno = 0;
+	if (!buf) {
+		free(data);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
 	for (char *p = data, *end = data + len; p < end;) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
 		char *le = nl ? nl : end;
@@ -176,7 +180,7 @@ int lmt_tok_import_tiktoken(struct lmt_tokenizer *t, const char *path, const cha
 		char *sp = memchr(p, ' ', (size_t)(le - p));
 		char *rend;
 		unsigned long long rank = sp ? strtoull(sp + 1, &rend, 10) : 0;
-		long n = sp && (size_t)(sp - p) <= 4 * sizeof buf / 3 ? b64decode(p, (size_t)(sp - p), buf) : -1;
+		long n = sp ? b64decode(p, (size_t)(sp - p), buf) : -1;
 		if (!sp || rend != le || sp + 1 == le) {
 			rc = lmt_err_set(err, LMT_EFORMAT, "'%s': line %zu: expected 'base64 rank'", path, lineno);
 			goto out;
@@ -217,6 +221,7 @@ int lmt_tok_import_tiktoken(struct lmt_tokenizer *t, const char *path, const cha
 		lmt_err_prefix(err, "'%s'", path);
 out:
 	free(data);
+	free(buf);
 	idtab_free(&T);
 	if (rc)
 		lmt_tok_release(t);
