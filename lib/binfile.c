@@ -20,6 +20,9 @@ const struct lmt_format lmt_format_tokenizer = {
 const struct lmt_format lmt_format_tokens = {
 	"\x89LMTTKS\n", 1, 0, "token stream", 128,
 };
+const struct lmt_format lmt_format_shard = {
+	"\x89LMTSHD\n", 1, 0, "shard", 64,
+};
 
 static const struct { const char *magic, *name; } known[] = {
 	{ "\x89LMTTOK\n", "lmt tokenizer" },
@@ -378,6 +381,7 @@ int lmt_binw_finish(struct lmt_binw *w, const void *ext, uint8_t *sha_out, struc
 	h.header_size = w->header_size;
 	h.payload_size = w->payload_size;
 	lmt_sha256_final(&w->sha, h.payload_sha256);
+	memcpy(w->payload_sha256, h.payload_sha256, LMT_SHA256_LEN);
 	memset(hb, 0, sizeof hb);
 	hdr_encode(&h, hb);
 	memcpy(hb + LMT_HDR_SIZE, ext, w->fmt->ext_size);

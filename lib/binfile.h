@@ -53,6 +53,7 @@ struct lmt_format {
 
 extern const struct lmt_format lmt_format_tokenizer;
 extern const struct lmt_format lmt_format_tokens;
+extern const struct lmt_format lmt_format_shard;
 
 /* A file mapped into memory and checked. */
 struct lmt_binfile {
@@ -113,6 +114,7 @@ struct lmt_binw {
 	uint64_t payload_size;
 	struct lmt_sha256 sha;
 	const char *name;
+	uint8_t payload_sha256[LMT_SHA256_LEN]; /* set by lmt_binw_finish */
 };
 
 int lmt_binw_open(struct lmt_binw *w, const char *path, const struct lmt_format *fmt,

@@ -13,6 +13,8 @@ grep -q '"event":"summary".*"vocab_size":400' "$T/demo/tok-train.jsonl" && ok "t
 grep -q '"documents":300,' "$T/demo/tok-encode.jsonl" && ok "300 documents encoded" || notok "encode summary"
 n=$(grep -c '"event":"fertility"' "$T/demo/fertility.jsonl")
 [ "$n" = 7 ] && ok "fertility for the corpus source, all inputs and 5 labelled samples" || notok "fertility records: $n"
+grep -q '"bad":0' "$T/demo/verify.jsonl" && [ -f "$T/demo/data/manifest.json" ] \
+	&& ok "shards packed and verified" || notok "dataset" "$(ls "$T/demo")"
 grep -q '"bits_per_byte":0\.[45]' "$T/demo/corpus.summary.jsonl" && ok "the corpus summary records its entropy floor" \
 	|| notok "corpus summary" "$(cat "$T/demo/corpus.summary.jsonl")"
 check "a second run" make -C examples BIN="$BIN" OUT="$T/demo" DOCS=300 VOCAB=400

@@ -19,11 +19,29 @@
 const char *tool_name = "lmt";
 int tool_quiet;
 
+volatile int tool_interrupted;
+static volatile sig_atomic_t deferred;
+
 static void on_signal(int sig)
 {
+	if (deferred && !tool_interrupted && sig != SIGPIPE) {
+		tool_interrupted = sig;
+		return;
+	}
 	lmt_afile_cleanup_signal();
 	signal(sig, SIG_DFL);
 	raise(sig);
+}
+
+void tool_defer_signals(void)
+{
+	deferred = 1;
+}
+
+void tool_check_interrupt(void)
+{
+	if (tool_interrupted)
+		die("interrupted by signal %d; nothing written", tool_interrupted);
 }
 
 void tool_init(const char *name)
@@ -97,6 +115,16 @@ void info(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
+}
+
+void path_fmt(char *out, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(out, cap, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= cap)
+		die("path too long: '%.60s...'", out);
 }
 
 void print_version(void)

@@ -9,6 +9,7 @@
 #ifndef LMT_TOOL_H
 #define LMT_TOOL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "corpus.h"
@@ -21,6 +22,16 @@ extern int tool_quiet;
  * delete temporaries before dying, and silence getopt's own messages (the tools
  * report bad options through bad_option()). */
 void tool_init(const char *name);
+/*
+ * For tools that clean up more than temporary files (a staging directory): after
+ * tool_defer_signals(), a first SIGINT/SIGTERM/SIGHUP only sets tool_interrupted,
+ * which the tool polls (tool_check_interrupt() dies cleanly, running atexit
+ * handlers); a second one dies at once.
+ */
+extern volatile int tool_interrupted;
+void tool_defer_signals(void);
+void tool_check_interrupt(void);
+
 /* The usage error for getopt's '?': an unknown option or a missing argument. */
 void bad_option(char **argv) __attribute__((noreturn));
 
@@ -32,6 +43,9 @@ void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 void print_version(void);
+
+/* snprintf for file paths: dies instead of truncating. */
+void path_fmt(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Option values. Each dies with a usage error naming the option on bad input. */
 long long opt_int(const char *opt, const char *s, long long min, long long max);

@@ -1,0 +1,85 @@
+#!/bin/sh
+# tests/cli/shard.sh: shard-pack as a user runs it, and every bad input the issue
+# names: a corrupt shard payload, a truncated shard, a manifest naming a missing
+# shard, a tokenizer that did not make the stream, a sequence length longer than a
+# tiny corpus. Each exits 1 naming the file and leaves nothing half-written.
+# (tests/unit/test-dataset.c checks the token accounting and the loader.)
+. tests/cli/lib.sh
+SP=$BIN/shard-pack
+
+"$BIN/gen-corpus" -q --docs 300 --seed 5 -o "$T/c.jsonl" > /dev/null
+"$BIN/tok-train" -q -v 300 -o "$T/t.lmtok" "$T/c.jsonl" > /dev/null
+"$BIN/tok-train" -q -v 320 -o "$T/other.lmtok" "$T/c.jsonl" > /dev/null
+"$BIN/tok-encode" -q -t "$T/t.lmtok" -o "$T/s.lmtoks" "$T/c.jsonl" > /dev/null
+
+check "shard-pack --help exits 0" $SP --help
+check_fail "a bad split is a usage error" 2 "unknown split 'dev'" $SP --split dev=0.1 -o "$T/x" "$T/s.lmtoks"
+check_fail "no output is a usage error" 2 "no output" $SP "$T/s.lmtoks"
+
+check "pack into 64-token sequences" $SP -q -L 64 --split val=0.1,test=0.05 --shard-tokens 2000 -o "$T/d" "$T/s.lmtoks"
+grep -q '"event":"summary"' "$T/.out" && ok "JSONL summary" || notok "JSONL summary" "$(cat "$T/.out")"
+n=$(grep -c '"event":"shard"' "$T/.out")
+[ "$n" = "$(ls "$T/d" | grep -c lmshard)" ] && [ "$n" -gt 3 ] && ok "one shard record per shard file ($n)" || notok "shard records $n"
+msha=$(sed -n 's/.*"manifest_sha256":"\([0-9a-f]*\)".*/\1/p' "$T/.out")
+[ "$msha" = "$(sha256sum "$T/d/manifest.json" | cut -d' ' -f1)" ] && ok "manifest_sha256 is the manifest's" || notok "manifest sha"
+check "pack again, from stdin" sh -c "cat '$T/s.lmtoks' | $SP -q -L 64 --split val=0.1,test=0.05 --shard-tokens 2000 -o '$T/d2'"
+same_all=1
+for f in "$T"/d/*.lmshard; do cmp -s "$f" "$T/d2/$(basename "$f")" || same_all=0; done
+[ $same_all = 1 ] && ok "the same stream gives byte-identical shards (file or stdin)" || notok "deterministic shards"
+grep -q '"path":"<stdin>"' "$T/d2/manifest.json" && ok "the manifest names stdin as the input" || notok "stdin path"
+check "verify a good dataset" $SP --verify "$T/d"
+grep -q '"bad":0' "$T/.out" && ok "verify reports no bad shard" || notok "verify summary" "$(tail -1 "$T/.out")"
+check_fail "an existing output is not replaced without --force" 1 "use --force" $SP -q -L 64 -o "$T/d" "$T/s.lmtoks"
+check "--force replaces it" $SP -q -L 32 --force -o "$T/d2" "$T/s.lmtoks"
+grep -q '"seq_len":32' "$T/d2/manifest.json" && ok "the replaced dataset is the new one" || notok "force"
+nothing_left "no staging or old directories left" "$T" ".partial-"
+nothing_left "no old dataset left" "$T" ".old-"
+
+# corrupt payload, truncated shard, missing shard, edited manifest
+cp -r "$T/d" "$T/bad1"
+printf 'Z' | dd of="$T/bad1/train-00001.lmshard" bs=1 seek=300 conv=notrunc 2>/dev/null
+check_fail "verify names a shard with a corrupt payload" 1 "train-00001.lmshard': payload sha256" $SP --verify "$T/bad1"
+grep -q '"ok":false' "$T/.out" && ok "its JSONL record says ok:false" || notok "verify record"
+cp -r "$T/d" "$T/bad2"
+head -c 1000 "$T/d/train-00000.lmshard" > "$T/bad2/train-00000.lmshard"
+check_fail "verify names a truncated shard" 1 "train-00000.lmshard': file is 1000 bytes" $SP --verify "$T/bad2"
+cp -r "$T/d" "$T/bad3"
+rm "$T/bad3/val-00000.lmshard"
+check_fail "verify names a shard the manifest lists but the directory lacks" 1 "val-00000.lmshard" $SP --verify "$T/bad3"
+cp -r "$T/d" "$T/bad4"
+sed 's/"bytes":\([0-9]*\)/"bytes":1\1/' "$T/d/manifest.json" > "$T/bad4/manifest.json"
+check_fail "a manifest edited to another shard size is caught, naming the shard" 1 "bytes, the manifest says" $SP --verify "$T/bad4"
+sed 's/"sequences":\([0-9]*\),"segments"/"sequences":1\1,"segments"/' "$T/d/manifest.json" > "$T/bad4/manifest.json"
+check_fail "a manifest edited to inconsistent counts is refused" 1 "manifest.json': shards[0] is incomplete or inconsistent" $SP --verify "$T/bad4"
+rm "$T/bad4/manifest.json"
+check_fail "a directory without a manifest is not a dataset" 1 "no manifest.json" $SP --verify "$T/bad4"
+
+# input problems: nothing half-written
+check_fail "a stream from another tokenizer is refused" 1 "was encoded with tokenizer" \
+	$SP -t "$T/other.lmtok" -o "$T/x1" "$T/s.lmtoks"
+[ ! -e "$T/x1" ] && ok "no dataset after the tokenizer mismatch" || notok "x1 exists"
+check "the right tokenizer is accepted" $SP -q -t "$T/t.lmtok" -L 64 -o "$T/x2" "$T/s.lmtoks"
+printf '{"text": "a tiny corpus"}\n' > "$T/tiny.jsonl"
+"$BIN/tok-encode" -q -t "$T/t.lmtok" -o "$T/tiny.lmtoks" "$T/tiny.jsonl" > /dev/null
+check_fail "a sequence longer than a tiny corpus is refused, naming the input" 1 "tiny.lmtoks': " \
+	$SP -L 1024 -o "$T/x3" "$T/tiny.lmtoks"
+[ ! -e "$T/x3" ] && ok "no dataset after the tiny corpus" || notok "x3 exists"
+nothing_left "no staging directory left after failures" "$T" ".partial-"
+check "--tail pad makes the tiny corpus one padded sequence" $SP -q -L 1024 --tail pad --split val=0 -o "$T/x4" "$T/tiny.lmtoks"
+grep -q '"sequences":1,' "$T/x4/manifest.json" && ok "one sequence" || notok "tiny padded"
+head -c 200 "$T/s.lmtoks" > "$T/cut.lmtoks"
+check_fail "a truncated token stream is refused" 1 "cut.lmtoks'" $SP -o "$T/x5" "$T/cut.lmtoks"
+
+# interrupted: no dataset, no staging directory
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do cat "$T/c.jsonl"; done > "$T/big.jsonl"
+for i in 1 2 3 4 5 6 7 8; do cat "$T/big.jsonl"; done > "$T/bigger.jsonl"
+"$BIN/tok-encode" -q -t "$T/t.lmtok" -o "$T/big.lmtoks" "$T/bigger.jsonl" > /dev/null
+$SP -q -L 8 --shard-tokens 64 -o "$T/x6" "$T/big.lmtoks" > /dev/null 2>&1 &
+pid=$!
+sleep 0.2
+kill -TERM $pid 2>/dev/null
+wait $pid 2>/dev/null
+[ ! -e "$T/x6" ] && ok "interrupted (or finished) shard-pack: no half dataset at -o" \
+	|| { [ -f "$T/x6/manifest.json" ] && ok "shard-pack finished before the signal" || notok "half dataset"; }
+nothing_left "no staging directory after SIGTERM" "$T" ".partial-"
+finish
