@@ -87,7 +87,7 @@ int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err
 		json_t *x = json_array_get(shards, i);
 		struct lmt_dataset_shard *s = &d->shards[i];
 		json_t *name = json_object_get(x, "path"), *split = json_object_get(x, "split"),
-		       *sha = json_object_get(x, "sha256");
+		       *sha = json_object_get(x, "payload_sha256");
 		if (!json_is_string(name) || !json_is_string(split) || !json_is_string(sha) ||
 		    (s->split = lmt_split_parse(json_string_value(split))) < 0 ||
 		    lmt_sha256_parse(json_string_value(sha), s->sha256) || get_u64(x, "bytes", &s->bytes) ||
@@ -95,6 +95,10 @@ int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err
 		    get_u64(x, "segments", &s->segments) || strchr(json_string_value(name), '/') ||
 		    s->tokens != s->seqs * (seq_len + 1)) {
 			rc = lmt_err_set(err, LMT_EFORMAT, "'%s': shards[%zu] is incomplete or inconsistent", path, i);
+			goto out;
+		}
+		if (i && s->split < d->shards[i - 1].split) {
+			rc = lmt_err_set(err, LMT_EFORMAT, "'%s': shards are not listed train, val, test", path);
 			goto out;
 		}
 		s->name = strdup(json_string_value(name));
@@ -105,6 +109,7 @@ int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err
 			goto out;
 		}
 		snprintf(s->path, pl, "%s/%s", dir, s->name);
+		s->index = d->split_shards[s->split]++;
 		d->split_seqs[s->split] += s->seqs;
 	}
 out:
@@ -139,6 +144,12 @@ static int check_against(const struct lmt_dataset *d, const struct lmt_dataset_s
 	if (memcmp(sh->f.hdr.payload_sha256, s->sha256, 32))
 		return lmt_err_set(err, LMT_ECHECKSUM, "'%s': payload sha256 %s, the manifest says %s", s->path,
 				   lmt_sha256_hex(sh->f.hdr.payload_sha256, a), lmt_sha256_hex(s->sha256, b));
+	if (sh->info.pad_id != d->pad_id)
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': pad id %u, the manifest says %u", s->path, sh->info.pad_id,
+				   d->pad_id);
+	if (sh->info.shard_index != s->index)
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': shard %u of its split, the manifest lists it as %u", s->path,
+				   sh->info.shard_index, s->index);
 	if (sh->info.n_seqs != s->seqs || sh->info.n_segments != s->segments || sh->info.seq_len != d->seq_len ||
 	    sh->info.token_bytes != d->token_bytes || (int)sh->info.split != s->split)
 		return lmt_err_set(err, LMT_EFORMAT,

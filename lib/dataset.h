@@ -24,6 +24,7 @@ struct lmt_dataset_shard {
 	char *name;              /* as in the manifest, relative to the directory */
 	char *path;              /* directory + name */
 	int split;
+	uint32_t index;          /* position within its split */
 	uint64_t bytes, tokens, seqs, segments;
 	uint8_t sha256[LMT_SHA256_LEN];   /* of the payload, as in the shard header */
 	struct lmt_shard sh;
@@ -36,6 +37,7 @@ struct lmt_dataset {
 	uint8_t tokenizer_sha256[LMT_SHA256_LEN];
 	uint32_t seq_len, token_bytes, vocab_size, pad_id, eos_id;
 	uint64_t split_seqs[3];
+	uint32_t split_shards[3];
 	struct lmt_dataset_shard *shards;
 	size_t nshards;
 	pthread_mutex_t mu;      /* guards opening shards */

@@ -39,6 +39,10 @@
 #include "dataset.h"
 #include "error.h"
 
+/* The version of the order defined above; a saved cursor means something only
+ * under the same version (checkpoints record it). */
+#define LMT_LOADER_ORDER 1
+
 struct lmt_loader_cfg {
 	int split;               /* enum lmt_split */
 	uint64_t seed;

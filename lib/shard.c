@@ -138,6 +138,10 @@ int lmt_shard_open(struct lmt_shard *s, const char *path, int verify, struct lmt
 	in->pad_id = lmt_load_u32(e + 32);
 	in->flags = lmt_load_u32(e + 36);
 	uint64_t si_off = lmt_load_u64(e + 40), seg_off = lmt_load_u64(e + 48), ps = s->f.payload_size;
+	if ((in->flags != LMT_SHARD_PACKED && in->flags != LMT_SHARD_PADDED) || lmt_load_u64(e + 56)) {
+		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': unknown shard flags 0x%x or reserved bytes set", path, in->flags);
+		goto fail;
+	}
 	uint64_t w = (uint64_t)in->seq_len + 1;
 	if ((in->token_bytes != 2 && in->token_bytes != 4) || in->seq_len == 0 || in->split > 2 ||
 	    in->n_seqs > ps / (w * in->token_bytes) || si_off < in->n_seqs * w * in->token_bytes ||

@@ -78,8 +78,8 @@ static void usage(void)
 	       "                          pad: each document starts a sequence, padded\n"
 	       "      --tail T            pack mode, the last partial sequence of each split:\n"
 	       "                          drop (default, counted in the manifest) or pad\n"
-	       "      --split SPEC        val=F,test=F fractions of documents (val=0.01);\n"
-	       "                          the rest is train\n"
+	       "      --split SPEC        val=F,test=F fractions of documents (val=0.01); a\n"
+	       "                          split not named gets none; the rest is train\n"
 	       "      --seed N            seed of the split (0)\n"
 	       "      --eos E             add: end every document with EOS (default; the\n"
 	       "                          stream's own EOS counts), none: as they are\n"
@@ -90,7 +90,7 @@ static void usage(void)
 	       "                          the tokenizer's PAD, else EOS, else 0)\n"
 	       "      --force             replace an existing dataset at -o\n"
 	       "      --verify DIR        re-hash every shard against the manifest\n"
-	       "  -j, --threads N         verify threads (all cores)\n"
+	       "  -j, --threads N         verify threads (OMP_NUM_THREADS, else all cores)\n"
 	       "  -q, --quiet             no progress on stderr\n"
 	       "  -h, --help              this help\n"
 	       "  -V, --version           version and backends\n"
@@ -101,7 +101,7 @@ static void usage(void)
 struct opts {
 	const char *out, *tokenizer, *verify;
 	uint32_t seq_len;
-	int pad_mode, tail_pad, eos_none, force, threads;
+	int pad_mode, tail_pad, tail_given, eos_none, force, threads, pack_opt;
 	double frac[3];
 	uint64_t seed, shard_tokens;
 	int64_t pad_id;
@@ -372,7 +372,7 @@ static void write_manifest(const struct opts *o, const char *dir, const struct l
 		lmt_json_u64(&j, "tokens", recs[i].tokens);
 		lmt_json_u64(&j, "sequences", recs[i].seqs);
 		lmt_json_u64(&j, "segments", recs[i].segments);
-		lmt_json_str(&j, "sha256", lmt_sha256_hex(recs[i].sha, hex));
+		lmt_json_str(&j, "payload_sha256", lmt_sha256_hex(recs[i].sha, hex));
 		lmt_json_obj_end(&j);
 	}
 	lmt_json_arr_end(&j);
@@ -453,8 +453,22 @@ static int pack(const struct opts *o, const char *in)
 
 	/* staging directory next to the output, renamed into place at the end */
 	struct stat st;
-	if (stat(o->out, &st) == 0 && !o->force)
-		die("'%s' exists; use --force to replace it", o->out);
+	if (stat(o->out, &st) == 0) {
+		if (!o->force)
+			die("'%s' exists; use --force to replace it", o->out);
+		char mf[PATH_MAX];
+		path_fmt(mf, sizeof mf, "%s/manifest.json", o->out);
+		DIR *dd = S_ISDIR(st.st_mode) ? opendir(o->out) : NULL;
+		int entries = 0;
+		struct dirent *de;
+		while (dd && (de = readdir(dd)))
+			entries += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+		if (dd)
+			closedir(dd);
+		if (!S_ISDIR(st.st_mode) || (entries && access(mf, F_OK)))
+			die("'%s' is not a dataset (no manifest.json) nor an empty directory; --force replaces only those",
+			    o->out);
+	}
 	path_fmt(staging, sizeof staging, "%s.partial-XXXXXX", o->out);
 	size_t ol = strlen(o->out);
 	while (ol > 1 && o->out[ol - 1] == '/')
@@ -563,7 +577,7 @@ static int pack(const struct opts *o, const char *in)
 		lmt_json_str(&j, "path", path);
 		lmt_json_u64(&j, "sequences", sorted[i].seqs);
 		lmt_json_u64(&j, "bytes", sorted[i].bytes);
-		lmt_json_str(&j, "sha256", lmt_sha256_hex(sorted[i].sha, hex));
+		lmt_json_str(&j, "payload_sha256", lmt_sha256_hex(sorted[i].sha, hex));
 		if (lmt_json_end_line(&j, stdout))
 			die("'<stdout>': write error");
 	}
@@ -678,31 +692,38 @@ int main(int argc, char **argv)
 		case 'h': usage(); return 0;
 		case 'V': print_version(); return 0;
 		case 'o': o.out = optarg; break;
-		case 'L': o.seq_len = (uint32_t)opt_int("seq-len", optarg, 1, 1 << 24); break;
+		case 'L':
+			o.seq_len = (uint32_t)opt_int("seq-len", optarg, 1, 1 << 24);
+			o.pack_opt = 1;
+			break;
 		case OPT_MODE:
+			o.pack_opt = 1;
 			if (!strcmp(optarg, "pad"))
 				o.pad_mode = 1;
 			else if (strcmp(optarg, "pack"))
 				usage_error("option '--mode': '%s' is not pack or pad", optarg);
 			break;
 		case OPT_TAIL:
+			o.tail_given = 1;
+			o.pack_opt = 1;
 			if (!strcmp(optarg, "pad"))
 				o.tail_pad = 1;
 			else if (strcmp(optarg, "drop"))
 				usage_error("option '--tail': '%s' is not drop or pad", optarg);
 			break;
-		case OPT_SPLIT: parse_split(&o, optarg); break;
-		case OPT_SEED: o.seed = (uint64_t)opt_int("seed", optarg, 0, INT64_MAX); break;
+		case OPT_SPLIT: parse_split(&o, optarg); o.pack_opt = 1; break;
+		case OPT_SEED: o.seed = (uint64_t)opt_int("seed", optarg, 0, INT64_MAX); o.pack_opt = 1; break;
 		case OPT_EOS:
+			o.pack_opt = 1;
 			if (!strcmp(optarg, "none"))
 				o.eos_none = 1;
 			else if (strcmp(optarg, "add"))
 				usage_error("option '--eos': '%s' is not add or none", optarg);
 			break;
-		case OPT_SHARD_TOKENS: o.shard_tokens = opt_size("shard-tokens", optarg); break;
-		case 't': o.tokenizer = optarg; break;
-		case OPT_PAD_ID: o.pad_id = opt_int("pad-id", optarg, 0, UINT32_MAX - 1); break;
-		case OPT_FORCE: o.force = 1; break;
+		case OPT_SHARD_TOKENS: o.shard_tokens = opt_size("shard-tokens", optarg); o.pack_opt = 1; break;
+		case 't': o.tokenizer = optarg; o.pack_opt = 1; break;
+		case OPT_PAD_ID: o.pad_id = opt_int("pad-id", optarg, 0, UINT32_MAX - 1); o.pack_opt = 1; break;
+		case OPT_FORCE: o.force = 1; o.pack_opt = 1; break;
 		case OPT_VERIFY: o.verify = optarg; break;
 		case 'j': o.threads = (int)opt_int("threads", optarg, 1, 1024); break;
 		case 'q': tool_quiet = 1; break;
@@ -710,10 +731,12 @@ int main(int argc, char **argv)
 		}
 	}
 	if (o.verify) {
-		if (o.out || optind < argc)
-			usage_error("--verify DIR takes no other input or output");
+		if (o.out || optind < argc || o.pack_opt)
+			usage_error("--verify DIR takes no other input, output or packing option");
 		return verify(&o);
 	}
+	if (o.threads)
+		usage_error("-j applies to --verify (packing is one pass in input order)");
 	if (!o.out)
 		usage_error("no output: give -o DIR");
 	if (argc - optind > 1)
@@ -721,7 +744,7 @@ int main(int argc, char **argv)
 	if (o.shard_tokens < (uint64_t)o.seq_len + 1)
 		usage_error("--shard-tokens %llu is smaller than one sequence (%u tokens)",
 			    (unsigned long long)o.shard_tokens, o.seq_len + 1);
-	if (o.pad_mode && o.tail_pad)
+	if (o.pad_mode && o.tail_given)
 		usage_error("--tail applies to --mode pack (pad mode always pads)");
 	return pack(&o, optind < argc ? argv[optind] : NULL);
 }
