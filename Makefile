@@ -15,7 +15,7 @@ CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(wildcard $(CUDA_HOME)/bin/nvcc)
 CFLAGS_OPT ?= -O2
 
-PKGS := libpcre2-8 jansson libarchive libcrypto
+PKGS := libpcre2-8 jansson libarchive libcrypto openblas
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 REVISION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
@@ -59,6 +59,8 @@ $(B)/liblmt.a: $(LIB_OBJ) $(CU_OBJ)
 	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
 $(B)/lib/version.o: CFLAGS += -DLMT_REVISION='"$(REVISION)"'
+# the compute kernels: full vectorisation (the rest of the code stays at -O2)
+$(B)/lib/backend_cpu.o: CFLAGS += -O3
 $(B)/lib/version.o: .git/HEAD $(wildcard .git/index)
 
 $(B)/%.o: %.c $(wildcard lib/*.h) tools/common/tool.h

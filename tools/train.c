@@ -1,0 +1,766 @@
+/*
+ * train: GPT-2 training on a shard-pack dataset, one JSONL record per update.
+ *
+ *	train --data data/ --out run/ --layers 4 --heads 4 --channels 256 \
+ *	      --micro-batch 8 --accum 4 --updates 2000 --lr 1e-3 | jq -c '{update, loss}'
+ *
+ * The model, the step and the optimizer live in the library (model.c, trainer.c)
+ * and run on a backend (backend.h) and a communicator (comm.h); this file parses
+ * options, wires them together, and reports. stdout: JSONL (updates, evaluations,
+ * samples, summary); stderr: human progress. The run directory holds the resolved
+ * configuration, the parameter breakdown, the metrics and the events.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "afile.h"
+#include "backend.h"
+#include "comm.h"
+#include "dataset.h"
+#include "json.h"
+#include "model.h"
+#include "tokenizer.h"
+#include "tool.h"
+#include "trainer.h"
+#include "util.h"
+#include "version.h"
+
+enum {
+	OPT_DATA = OPT_TOOL_BASE,
+	OPT_CONFIG,
+	OPT_LAYERS,
+	OPT_HEADS,
+	OPT_CHANNELS,
+	OPT_CONTEXT,
+	OPT_UNTIE,
+	OPT_MICRO_BATCH,
+	OPT_ACCUM,
+	OPT_UPDATES,
+	OPT_LR,
+	OPT_MIN_LR,
+	OPT_WARMUP,
+	OPT_SCHEDULE,
+	OPT_BETA1,
+	OPT_BETA2,
+	OPT_EPS,
+	OPT_WD,
+	OPT_DECAY_EMB,
+	OPT_CLIP,
+	OPT_NONFINITE,
+	OPT_SEED,
+	OPT_INIT_SEED,
+	OPT_SEG_MASK,
+	OPT_DOC_TARGETS,
+	OPT_EVAL_EVERY,
+	OPT_EVAL_SEQS,
+	OPT_SAMPLE_EVERY,
+	OPT_SAMPLE_TOKENS,
+	OPT_TEMPERATURE,
+	OPT_TOP_K,
+	OPT_PROMPT,
+	OPT_PEAK,
+	OPT_INIT_LLMC,
+	OPT_EXPORT_LLMC,
+	OPT_BACKEND,
+	OPT_WINDOW,
+};
+
+static const struct option longopts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "data", required_argument, NULL, OPT_DATA },
+	{ "out", required_argument, NULL, 'o' },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "tokenizer", required_argument, NULL, 't' },
+	{ "layers", required_argument, NULL, OPT_LAYERS },
+	{ "heads", required_argument, NULL, OPT_HEADS },
+	{ "channels", required_argument, NULL, OPT_CHANNELS },
+	{ "context", required_argument, NULL, OPT_CONTEXT },
+	{ "untie", no_argument, NULL, OPT_UNTIE },
+	{ "micro-batch", required_argument, NULL, OPT_MICRO_BATCH },
+	{ "accum", required_argument, NULL, OPT_ACCUM },
+	{ "updates", required_argument, NULL, OPT_UPDATES },
+	{ "lr", required_argument, NULL, OPT_LR },
+	{ "min-lr", required_argument, NULL, OPT_MIN_LR },
+	{ "warmup", required_argument, NULL, OPT_WARMUP },
+	{ "schedule", required_argument, NULL, OPT_SCHEDULE },
+	{ "beta1", required_argument, NULL, OPT_BETA1 },
+	{ "beta2", required_argument, NULL, OPT_BETA2 },
+	{ "eps", required_argument, NULL, OPT_EPS },
+	{ "weight-decay", required_argument, NULL, OPT_WD },
+	{ "decay-embeddings", no_argument, NULL, OPT_DECAY_EMB },
+	{ "clip", required_argument, NULL, OPT_CLIP },
+	{ "on-nonfinite", required_argument, NULL, OPT_NONFINITE },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "init-seed", required_argument, NULL, OPT_INIT_SEED },
+	{ "segment-mask", no_argument, NULL, OPT_SEG_MASK },
+	{ "doc-targets", required_argument, NULL, OPT_DOC_TARGETS },
+	{ "shuffle-window", required_argument, NULL, OPT_WINDOW },
+	{ "eval-every", required_argument, NULL, OPT_EVAL_EVERY },
+	{ "eval-seqs", required_argument, NULL, OPT_EVAL_SEQS },
+	{ "sample-every", required_argument, NULL, OPT_SAMPLE_EVERY },
+	{ "sample-tokens", required_argument, NULL, OPT_SAMPLE_TOKENS },
+	{ "temperature", required_argument, NULL, OPT_TEMPERATURE },
+	{ "top-k", required_argument, NULL, OPT_TOP_K },
+	{ "prompt", required_argument, NULL, OPT_PROMPT },
+	{ "peak-flops", required_argument, NULL, OPT_PEAK },
+	{ "init-llmc", required_argument, NULL, OPT_INIT_LLMC },
+	{ "export-llmc", required_argument, NULL, OPT_EXPORT_LLMC },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "threads", required_argument, NULL, 'j' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(void)
+{
+	printf("usage: train --data DIR [options]\n"
+	       "\n"
+	       "Train a GPT-2 model on a shard-pack dataset; one JSONL record per update.\n"
+	       "\n"
+	       "  --data DIR              the dataset (shard-pack's output)\n"
+	       "  -o, --out RUN           run directory: config, parameters, metrics, events\n"
+	       "  --config FILE           'key = value' lines, keys as the long options\n"
+	       "                          (read where it appears: later options win)\n"
+	       "  -t, --tokenizer FILE    the dataset's tokenizer (checked against the\n"
+	       "                          manifest; needed to show samples as text)\n"
+	       "Model:\n"
+	       "  --layers N --heads N --channels N   (4, 4, 256)\n"
+	       "  --context N             context length (the dataset's sequence length)\n"
+	       "  --untie                 an output head separate from the token embedding\n"
+	       "  --init-llmc FILE        start from an llm.c GPT-2 checkpoint\n"
+	       "  --export-llmc FILE      write the final model in llm.c's format\n"
+	       "Batch and optimizer:\n"
+	       "  --micro-batch B         sequences per micro-batch (8)\n"
+	       "  --accum N               micro-batches per update (1)\n"
+	       "  --updates N             optimizer updates (1000)\n"
+	       "  --lr X --min-lr F       peak learning rate (6e-4); floor as a fraction (0.1)\n"
+	       "  --warmup N              warm-up updates (updates/20)\n"
+	       "  --schedule S            cosine (default), linear or constant\n"
+	       "  --beta1 --beta2 --eps   AdamW (0.9, 0.95, 1e-8)\n"
+	       "  --weight-decay X        on weight matrices (0.1)\n"
+	       "  --decay-embeddings      decay wte and wpe too\n"
+	       "  --clip X                global gradient-norm clip (1.0; 0: none)\n"
+	       "  --on-nonfinite P        stop (default) or skip the update\n"
+	       "  --seed N --init-seed N  data order (1); initialisation (the seed)\n"
+	       "  --segment-mask          attention stays within each document\n"
+	       "  --doc-targets T         keep (default) or drop targets crossing documents\n"
+	       "  --shuffle-window N      shuffle window in sequences (8192)\n"
+	       "Evaluation and samples:\n"
+	       "  --eval-every N --eval-seqs N     validation loss (every 100; 64 sequences)\n"
+	       "  --sample-every N --sample-tokens N --temperature X --top-k N --prompt TEXT\n"
+	       "                          fixed-seed samples (0: never; 32; 1.0; 40)\n"
+	       "Running:\n"
+	       "  --backend cpu           the compute backend (cpu)\n"
+	       "  -j, --threads N         CPU threads (OMP_NUM_THREADS, else all cores)\n"
+	       "  --peak-flops X          FLOP/s for MFU (default: measured sgemm peak)\n"
+	       "  -q, --quiet             no progress on stderr\n"
+	       "  -h, --help  -V, --version\n"
+	       "\n"
+	       "Exit status: 0 success, 1 error, 2 usage error. See train(1).\n");
+}
+
+struct opts {
+	const char *data, *out, *tokenizer, *init_llmc, *export_llmc, *prompt, *backend;
+	struct lmt_gpt_config model;
+	struct lmt_train_cfg tc;
+	int context, threads;
+	uint64_t init_seed;
+	int init_seed_given, warmup_given;
+	uint64_t eval_every, eval_seqs, sample_every;
+	int sample_tokens, top_k;
+	double temperature, peak;
+};
+
+static void set_option(struct opts *o, int c, const char *arg, const char *where);
+
+/* --config FILE: "key = value" lines, '#' comments; keys are long option names. */
+static void read_config(struct opts *o, const char *path)
+{
+	char *data;
+	size_t n;
+	struct lmt_err err = { 0 };
+	if (lmt_read_file(path, &data, &n, &err))
+		die_err(&err);
+	int lineno = 0;
+	for (char *line = data, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		lineno++;
+		char *h = strchr(line, '#');
+		if (h)
+			*h = 0;
+		char *k = line;
+		while (*k == ' ' || *k == '\t' || *k == '\r')
+			k++;
+		if (!*k)
+			continue;
+		char *eq = strchr(k, '=');
+		char *ke = eq ? eq : k + strlen(k);
+		while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
+			ke--;
+		char key[64];
+		snprintf(key, sizeof key, "%.*s", (int)(ke - k), k);
+		char *v = eq ? eq + 1 : NULL;
+		while (v && (*v == ' ' || *v == '\t'))
+			v++;
+		if (v) {
+			char *ve = v + strlen(v);
+			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r'))
+				*--ve = 0;
+		}
+		const struct option *opt = NULL;
+		for (const struct option *x = longopts; x->name; x++)
+			if (!strcmp(x->name, key))
+				opt = x;
+		char where[600];
+		snprintf(where, sizeof where, "'%s': line %d", path, lineno);
+		if (!opt || !strcmp(key, "config") || !strcmp(key, "help") || !strcmp(key, "version"))
+			usage_error("%s: unknown key '%s'", where, key);
+		if (opt->has_arg == required_argument && (!v || !*v))
+			usage_error("%s: key '%s' needs a value", where, key);
+		if (opt->has_arg == no_argument && v && strcmp(v, "true") && strcmp(v, "1"))
+			usage_error("%s: key '%s' takes no value (or true)", where, key);
+		set_option(o, opt->val, v ? strdup(v) : NULL, where);
+	}
+	free(data);
+}
+
+static void set_option(struct opts *o, int c, const char *arg, const char *where)
+{
+	(void)where;
+	switch (c) {
+	case OPT_DATA: o->data = arg; break;
+	case 'o': o->out = arg; break;
+	case OPT_CONFIG: read_config(o, arg); break;
+	case 't': o->tokenizer = arg; break;
+	case OPT_LAYERS: o->model.L = (int)opt_int("layers", arg, 1, 1024); break;
+	case OPT_HEADS: o->model.NH = (int)opt_int("heads", arg, 1, 1024); break;
+	case OPT_CHANNELS: o->model.C = (int)opt_int("channels", arg, 1, 1 << 16); break;
+	case OPT_CONTEXT: o->context = (int)opt_int("context", arg, 1, 1 << 20); break;
+	case OPT_UNTIE: o->model.untied = 1; break;
+	case OPT_MICRO_BATCH: o->tc.B = (int)opt_int("micro-batch", arg, 1, 1 << 20); break;
+	case OPT_ACCUM: o->tc.accum = (int)opt_int("accum", arg, 1, 1 << 20); break;
+	case OPT_UPDATES: o->tc.updates = (uint64_t)opt_int("updates", arg, 1, INT64_MAX); break;
+	case OPT_LR: o->tc.lr = opt_double("lr", arg, 0, 10); break;
+	case OPT_MIN_LR: o->tc.min_lr_frac = opt_double("min-lr", arg, 0, 1); break;
+	case OPT_WARMUP:
+		o->tc.warmup = (uint64_t)opt_int("warmup", arg, 0, INT64_MAX);
+		o->warmup_given = 1;
+		break;
+	case OPT_SCHEDULE:
+		if (!strcmp(arg, "cosine"))
+			o->tc.schedule = LMT_SCHED_COSINE;
+		else if (!strcmp(arg, "linear"))
+			o->tc.schedule = LMT_SCHED_LINEAR;
+		else if (!strcmp(arg, "constant"))
+			o->tc.schedule = LMT_SCHED_CONSTANT;
+		else
+			usage_error("option '--schedule': '%s' is not cosine, linear or constant", arg);
+		break;
+	case OPT_BETA1: o->tc.beta1 = opt_double("beta1", arg, 0, 0.999999); break;
+	case OPT_BETA2: o->tc.beta2 = opt_double("beta2", arg, 0, 0.999999999); break;
+	case OPT_EPS: o->tc.eps = opt_double("eps", arg, 0, 1); break;
+	case OPT_WD: o->tc.weight_decay = opt_double("weight-decay", arg, 0, 10); break;
+	case OPT_DECAY_EMB: o->tc.decay_embeddings = 1; break;
+	case OPT_CLIP: o->tc.clip = opt_double("clip", arg, 0, 1e30); break;
+	case OPT_NONFINITE:
+		if (!strcmp(arg, "stop"))
+			o->tc.on_nonfinite = LMT_NONFINITE_STOP;
+		else if (!strcmp(arg, "skip"))
+			o->tc.on_nonfinite = LMT_NONFINITE_SKIP;
+		else
+			usage_error("option '--on-nonfinite': '%s' is not stop or skip", arg);
+		break;
+	case OPT_SEED: o->tc.seed = (uint64_t)opt_int("seed", arg, 0, INT64_MAX); break;
+	case OPT_INIT_SEED:
+		o->init_seed = (uint64_t)opt_int("init-seed", arg, 0, INT64_MAX);
+		o->init_seed_given = 1;
+		break;
+	case OPT_SEG_MASK: o->tc.seg_mask = 1; break;
+	case OPT_DOC_TARGETS:
+		if (!strcmp(arg, "keep"))
+			o->tc.cross_doc_targets = 1;
+		else if (!strcmp(arg, "drop"))
+			o->tc.cross_doc_targets = 0;
+		else
+			usage_error("option '--doc-targets': '%s' is not keep or drop", arg);
+		break;
+	case OPT_WINDOW: o->tc.shuffle_window = (uint64_t)opt_int("shuffle-window", arg, 1, INT64_MAX); break;
+	case OPT_EVAL_EVERY: o->eval_every = (uint64_t)opt_int("eval-every", arg, 0, INT64_MAX); break;
+	case OPT_EVAL_SEQS: o->eval_seqs = (uint64_t)opt_int("eval-seqs", arg, 1, INT64_MAX); break;
+	case OPT_SAMPLE_EVERY: o->sample_every = (uint64_t)opt_int("sample-every", arg, 0, INT64_MAX); break;
+	case OPT_SAMPLE_TOKENS: o->sample_tokens = (int)opt_int("sample-tokens", arg, 1, 1 << 20); break;
+	case OPT_TEMPERATURE: o->temperature = opt_double("temperature", arg, 0, 100); break;
+	case OPT_TOP_K: o->top_k = (int)opt_int("top-k", arg, 0, 1 << 30); break;
+	case OPT_PROMPT: o->prompt = arg; break;
+	case OPT_PEAK: o->peak = opt_double("peak-flops", arg, 1, 1e20); break;
+	case OPT_INIT_LLMC: o->init_llmc = arg; break;
+	case OPT_EXPORT_LLMC: o->export_llmc = arg; break;
+	case OPT_BACKEND:
+		if (strcmp(arg, "cpu"))
+			usage_error("option '--backend': '%s' is not available in this build (cpu)", arg);
+		o->backend = arg;
+		break;
+	case 'j': o->threads = (int)opt_int("threads", arg, 1, 4096); break;
+	case 'q': tool_quiet = 1; break;
+	}
+}
+
+/* ---- the run directory ---- */
+
+struct run {
+	char dir[PATH_MAX];
+	FILE *metrics, *events;
+};
+
+static FILE *open_append(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+	path_fmt(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "a");
+	if (!f)
+		die("'%s': %s", p, strerror(errno));
+	return f;
+}
+
+/* Write j's record to stdout and, if there is a run, to f. */
+static void emit(struct lmt_json *j, FILE *f)
+{
+	if (lmt_json_end_line(j, stdout))
+		die("'<stdout>': write error");
+	if (f && (fwrite(j->buf, 1, j->len, f) != j->len || fflush(f)))
+		die("run directory: write error");
+}
+
+static void event(struct run *r, const char *what, const char *detail, uint64_t update)
+{
+	struct lmt_json j;
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_str(&j, "event", what);
+	lmt_json_u64(&j, "update", update);
+	if (detail)
+		lmt_json_str(&j, "detail", detail);
+	lmt_json_end(&j);
+	if (r->events) {
+		if (LMT_GROW(j.buf, j.cap, j.len + 2))
+			die("out of memory");
+		j.buf[j.len++] = '\n';
+		if (fwrite(j.buf, 1, j.len, r->events) != j.len || fflush(r->events))
+			die("run directory: write error");
+	}
+	lmt_json_release(&j);
+}
+
+static void write_config(const struct run *r, const struct opts *o, const struct lmt_dataset *d,
+			 const struct lmt_gpt *g, const struct lmt_backend *be)
+{
+	struct lmt_json j;
+	struct lmt_err err = { 0 };
+	char hex[LMT_SHA256_HEX], p[PATH_MAX];
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_str(&j, "tool", "train");
+	lmt_json_str(&j, "tool_version", LMT_VERSION);
+	lmt_json_str(&j, "revision", lmt_revision());
+	lmt_json_str(&j, "backend", be->name);
+	lmt_json_u64(&j, "threads", (uint64_t)be->threads);
+	lmt_json_obj(&j, "data");
+	lmt_json_str(&j, "dir", o->data);
+	lmt_json_str(&j, "manifest_sha256", lmt_sha256_hex(d->manifest_sha256, hex));
+	lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(d->tokenizer_sha256, hex));
+	lmt_json_u64(&j, "seq_len", d->seq_len);
+	lmt_json_obj_end(&j);
+	lmt_json_obj(&j, "model");
+	lmt_json_u64(&j, "layers", (uint64_t)g->cfg.L);
+	lmt_json_u64(&j, "heads", (uint64_t)g->cfg.NH);
+	lmt_json_u64(&j, "channels", (uint64_t)g->cfg.C);
+	lmt_json_u64(&j, "context", (uint64_t)g->cfg.max_T);
+	lmt_json_u64(&j, "vocab", (uint64_t)g->cfg.V);
+	lmt_json_u64(&j, "vocab_padded", (uint64_t)g->cfg.Vp);
+	lmt_json_bool(&j, "untied", g->cfg.untied);
+	lmt_json_str(&j, "init", o->init_llmc ? o->init_llmc : "gpt2-normal");
+	lmt_json_u64(&j, "init_seed", o->init_seed);
+	lmt_json_obj_end(&j);
+	lmt_json_obj(&j, "optimization");
+	lmt_json_u64(&j, "micro_batch", (uint64_t)o->tc.B);
+	lmt_json_u64(&j, "accum", (uint64_t)o->tc.accum);
+	lmt_json_u64(&j, "global_batch_sequences", (uint64_t)o->tc.B * o->tc.accum);
+	lmt_json_u64(&j, "global_batch_positions", (uint64_t)o->tc.B * o->tc.accum * d->seq_len);
+	lmt_json_u64(&j, "updates", o->tc.updates);
+	lmt_json_num(&j, "lr", o->tc.lr);
+	lmt_json_num(&j, "min_lr_frac", o->tc.min_lr_frac);
+	lmt_json_u64(&j, "warmup", o->tc.warmup);
+	lmt_json_str(&j, "schedule", o->tc.schedule == LMT_SCHED_COSINE ? "cosine" :
+				     o->tc.schedule == LMT_SCHED_LINEAR ? "linear" : "constant");
+	lmt_json_num(&j, "beta1", o->tc.beta1);
+	lmt_json_num(&j, "beta2", o->tc.beta2);
+	lmt_json_num(&j, "eps", o->tc.eps);
+	lmt_json_num(&j, "weight_decay", o->tc.weight_decay);
+	lmt_json_bool(&j, "decay_embeddings", o->tc.decay_embeddings);
+	lmt_json_num(&j, "clip", o->tc.clip);
+	lmt_json_str(&j, "on_nonfinite", o->tc.on_nonfinite == LMT_NONFINITE_STOP ? "stop" : "skip");
+	lmt_json_u64(&j, "seed", o->tc.seed);
+	lmt_json_bool(&j, "segment_mask", o->tc.seg_mask);
+	lmt_json_str(&j, "doc_targets", o->tc.cross_doc_targets ? "keep" : "drop");
+	lmt_json_u64(&j, "shuffle_window", o->tc.shuffle_window);
+	lmt_json_str(&j, "precision", "fp32");
+	lmt_json_obj_end(&j);
+	lmt_json_obj(&j, "eval");
+	lmt_json_u64(&j, "every", o->eval_every);
+	lmt_json_u64(&j, "sequences", o->eval_seqs);
+	lmt_json_u64(&j, "sample_every", o->sample_every);
+	lmt_json_u64(&j, "sample_tokens", (uint64_t)o->sample_tokens);
+	lmt_json_num(&j, "temperature", o->temperature);
+	lmt_json_u64(&j, "top_k", (uint64_t)o->top_k);
+	lmt_json_obj_end(&j);
+	lmt_json_end(&j);
+	if (LMT_GROW(j.buf, j.cap, j.len + 2))
+		die("out of memory");
+	j.buf[j.len++] = '\n';
+	path_fmt(p, sizeof p, "%s/config.json", r->dir);
+	if (lmt_write_file_atomic(p, j.buf, j.len, &err))
+		die_err(&err);
+	lmt_json_release(&j);
+}
+
+static void param_record(struct lmt_json *j, const struct lmt_gpt *g)
+{
+	struct lmt_gpt_counts c;
+	lmt_gpt_count(g, &c);
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "parameters");
+	lmt_json_u64(j, "total", c.total);
+	lmt_json_u64(j, "embedding", c.embedding);
+	lmt_json_u64(j, "matrix", c.matrix);
+	lmt_json_u64(j, "bias", c.bias);
+	lmt_json_u64(j, "norm", c.norm);
+	lmt_json_u64(j, "vocab_padding", c.padding);
+	lmt_json_bool(j, "tied", !g->cfg.untied);
+	lmt_json_obj(j, "tensors");
+	for (int i = 0; i < g->nt; i++) {
+		lmt_json_arr(j, g->t[i].name);
+		for (int k = 0; k < g->t[i].ndim; k++)
+			lmt_json_u64(j, NULL, (uint64_t)g->t[i].shape[k]);
+		lmt_json_arr_end(j);
+	}
+	lmt_json_obj_end(j);
+}
+
+/* Text to token ids with the tokenizer, or the EOS/BOS token alone. */
+static int32_t *make_prompt(const struct opts *o, struct lmt_tokenizer *tok, int have_tok, uint32_t eos, int *np)
+{
+	int32_t *p = NULL;
+	if (o->prompt && have_tok) {
+		struct lmt_tok_state *s = lmt_tok_state_new(tok);
+		struct lmt_u32vec v = { 0 };
+		if (!s || lmt_tok_encode(tok, s, o->prompt, strlen(o->prompt), 0, &v))
+			die("out of memory");
+		lmt_tok_state_free(s);
+		p = malloc((v.n + 1) * sizeof *p);
+		for (size_t i = 0; i < v.n; i++)
+			p[i] = (int32_t)v.v[i];
+		*np = (int)v.n;
+		free(v.v);
+	}
+	if (!p || *np == 0) {
+		free(p);
+		p = malloc(sizeof *p);
+		p[0] = (int32_t)(eos != UINT32_MAX ? eos : 0);
+		*np = 1;
+	}
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	memset(&o, 0, sizeof o);
+	o.model = (struct lmt_gpt_config){ 0, 0, 0, 4, 4, 256, 0 };
+	o.tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
+				       1.0, LMT_NONFINITE_STOP, 1, 8192 };
+	o.eval_every = 100;
+	o.eval_seqs = 64;
+	o.sample_tokens = 32;
+	o.temperature = 1.0;
+	o.top_k = 40;
+	tool_init("train");
+	int c;
+	while ((c = getopt_long(argc, argv, "hVo:t:j:q", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			usage();
+			return 0;
+		}
+		if (c == 'V') {
+			print_version();
+			return 0;
+		}
+		if (c == '?' || c == ':')
+			bad_option(argv);
+		set_option(&o, c, optarg, NULL);
+	}
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+	if (!o.data)
+		usage_error("no dataset: give --data DIR (shard-pack's output)");
+	if (!o.init_seed_given)
+		o.init_seed = o.tc.seed;
+	if (!o.warmup_given)
+		o.tc.warmup = o.tc.updates / 20;
+	if (o.tc.warmup > o.tc.updates)
+		usage_error("--warmup %llu is more than --updates %llu", (unsigned long long)o.tc.warmup,
+			    (unsigned long long)o.tc.updates);
+	if (o.init_llmc && (o.model.untied))
+		usage_error("--init-llmc loads a tied model; --untie does not apply");
+
+	struct lmt_err err = { 0 };
+	struct lmt_dataset d;
+	if (lmt_dataset_open(&d, o.data, &err))
+		die_err(&err);
+	struct lmt_tokenizer tok;
+	int have_tok = 0;
+	if (o.tokenizer) {
+		if (lmt_tok_load(&tok, o.tokenizer, &err))
+			die_err(&err);
+		if (memcmp(tok.sha256, d.tokenizer_sha256, 32)) {
+			char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
+			die("'%s' is tokenizer %.16s..., but the dataset '%s' was made with %.16s...", o.tokenizer,
+			    lmt_sha256_hex(tok.sha256, a), o.data, lmt_sha256_hex(d.tokenizer_sha256, b));
+		}
+		have_tok = 1;
+	}
+	int T = (int)d.seq_len;
+	if (!o.context)
+		o.context = T;
+	if (T > o.context)
+		die("'%s': sequences of %d tokens are longer than the model's context of %d (--context)", o.data, T,
+		    o.context);
+
+	struct lmt_backend be;
+	if (lmt_backend_cpu_init(&be, tool_threads(o.threads), &err))
+		die_err(&err);
+	struct lmt_comm comm;
+	lmt_comm_self_init(&comm);
+
+	struct lmt_gpt g;
+	if (o.init_llmc) {
+		if (lmt_gpt_load_llmc(&g, o.init_llmc, &be, &err))
+			die_err(&err);
+		if (g.cfg.V != (int)d.vocab_size)
+			die("'%s': vocabulary of %d, the dataset's tokenizer has %u", o.init_llmc, g.cfg.V, d.vocab_size);
+		if (g.cfg.max_T < T)
+			die("'%s': context of %d, shorter than the dataset's sequences of %d", o.init_llmc, g.cfg.max_T, T);
+	} else {
+		o.model.max_T = o.context;
+		o.model.V = (int)d.vocab_size;
+		o.model.Vp = lmt_gpt_padded_vocab(o.model.V);
+		if (lmt_gpt_init(&g, &o.model, &be, &err))
+			die_err(&err);
+		if (lmt_gpt_init_weights(&g, o.init_seed, &err))
+			die_err(&err);
+	}
+	if (lmt_gpt_alloc_acts(&g, o.tc.B, T, &err))
+		die_err(&err);
+	struct lmt_trainer tr;
+	if (lmt_trainer_init(&tr, &o.tc, &be, &comm, &g, &d, (uint64_t)comm.rank, &err))
+		die_err(&err);
+
+	/* the run directory */
+	struct run run;
+	memset(&run, 0, sizeof run);
+	if (o.out) {
+		if (mkdir(o.out, 0755) && errno != EEXIST)
+			die("'%s': %s", o.out, strerror(errno));
+		path_fmt(run.dir, sizeof run.dir, "%s", o.out);
+		char ck[PATH_MAX];
+		path_fmt(ck, sizeof ck, "%s/ckpt", o.out);
+		if (mkdir(ck, 0755) && errno != EEXIST)
+			die("'%s': %s", ck, strerror(errno));
+		write_config(&run, &o, &d, &g, &be);
+		run.metrics = open_append(o.out, "metrics.jsonl");
+		run.events = open_append(o.out, "events.jsonl");
+	}
+	double peak = o.peak > 0 ? o.peak : lmt_backend_peak_flops(&be, 1);
+	double fpt = lmt_gpt_flops_per_token(&g.cfg, T);
+	struct lmt_json j;
+	lmt_json_init(&j);
+	param_record(&j, &g);
+	lmt_json_num(&j, "flops_per_token", fpt);
+	lmt_json_num(&j, "peak_flops", peak);
+	lmt_json_str(&j, "peak_source", o.peak > 0 ? "--peak-flops" : "measured sgemm");
+	emit(&j, run.metrics);
+	if (o.out) {
+		char p[PATH_MAX];
+		path_fmt(p, sizeof p, "%s/params.json", o.out);
+		lmt_json_end(&j);
+		if (lmt_write_file_atomic(p, j.buf, j.len, &err))
+			die_err(&err);
+	}
+	event(&run, "start", NULL, 0);
+	struct lmt_gpt_counts pc;
+	lmt_gpt_count(&g, &pc);
+	info("%s: %zu parameters (%d layers, %d heads, %d channels, vocabulary %d), %d x %d x %d tokens per update",
+	     be.name, pc.total, g.cfg.L, g.cfg.NH, g.cfg.C, g.cfg.V, o.tc.accum, o.tc.B, T);
+
+	size_t bytes_params = g.nparams * 4, bytes_acts = g.nacts * 4;
+	double t_start = lmt_now();
+	int32_t *sample = malloc((size_t)o.sample_tokens * sizeof *sample);
+	int np = 0;
+	int32_t *prompt = make_prompt(&o, &tok, have_tok, d.eos_id, &np);
+	int status = 0;
+	for (uint64_t u = 0; u < o.tc.updates; u++) {
+		struct lmt_step_stats st;
+		int rc = lmt_trainer_step(&tr, &st, &err);
+		if (rc && !st.nonfinite_what)
+			die_err(&err);
+		double wall = lmt_now() - t_start;
+		lmt_json_begin(&j);
+		lmt_json_str(&j, "event", "update");
+		lmt_json_u64(&j, "update", st.update);
+		lmt_json_u64(&j, "microsteps", (uint64_t)o.tc.accum);
+		lmt_json_u64(&j, "tokens", st.valid_tokens);
+		lmt_json_u64(&j, "tokens_total", tr.tokens);
+		lmt_json_num(&j, "loss", st.loss);
+		lmt_json_num(&j, "lr", st.lr);
+		lmt_json_num(&j, "grad_norm", st.grad_norm);
+		lmt_json_bool(&j, "clipped", st.clipped);
+		lmt_json_num(&j, "clipped_fraction", (double)tr.clipped_updates / (double)tr.update);
+		lmt_json_bool(&j, "skipped", st.skipped);
+		lmt_json_num(&j, "tokens_per_s", st.valid_tokens / st.t_total);
+		lmt_json_num(&j, "flops_per_s", fpt * (double)st.positions / st.t_total);
+		lmt_json_num(&j, "mfu", fpt * (double)st.positions / st.t_total / peak);
+		lmt_json_obj(&j, "time");
+		lmt_json_num(&j, "data", st.t_data);
+		lmt_json_num(&j, "data_wait", tr.loader.wait_seconds);
+		lmt_json_num(&j, "forward", st.t_forward);
+		lmt_json_num(&j, "backward", st.t_backward);
+		lmt_json_num(&j, "optimizer", st.t_optimizer);
+		lmt_json_num(&j, "comm", st.t_comm);
+		lmt_json_num(&j, "step", st.t_total);
+		lmt_json_obj_end(&j);
+		lmt_json_obj(&j, "clocks");
+		lmt_json_num(&j, "wall_s", wall);
+		lmt_json_u64(&j, "updates", tr.update);
+		lmt_json_u64(&j, "tokens", tr.tokens);
+		lmt_json_num(&j, "device_s", wall * comm.world);
+		lmt_json_obj_end(&j);
+		lmt_json_obj(&j, "memory");
+		lmt_json_u64(&j, "params", bytes_params);
+		lmt_json_u64(&j, "grads", bytes_params);
+		lmt_json_u64(&j, "optimizer", 2 * bytes_params);
+		lmt_json_u64(&j, "activations", bytes_acts);
+		lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
+		lmt_json_obj_end(&j);
+		if (st.nonfinite_what) {
+			lmt_json_str(&j, "nonfinite", st.nonfinite_what);
+			if (st.nonfinite_tensor)
+				lmt_json_str(&j, "nonfinite_tensor", st.nonfinite_tensor);
+		}
+		emit(&j, run.metrics);
+		if (st.nonfinite_what) {
+			char detail[256];
+			snprintf(detail, sizeof detail, "non-finite %s%s%s", st.nonfinite_what,
+				 st.nonfinite_tensor ? " in " : "", st.nonfinite_tensor ? st.nonfinite_tensor : "");
+			event(&run, "nonfinite", detail, st.update);
+			if (rc) {
+				event(&run, "stop", err.msg, st.update);
+				fprintf(stderr, "train: %s (--on-nonfinite stop)\n", err.msg);
+				status = 1;
+				break;
+			}
+			warn("update %llu skipped: %s", (unsigned long long)st.update, detail);
+		}
+		if (!tool_quiet && isatty(STDERR_FILENO))
+			fprintf(stderr, "\rtrain: update %llu/%llu loss %.4f lr %.2e %.0f tok/s mfu %.1f%%   ",
+				(unsigned long long)st.update, (unsigned long long)o.tc.updates, st.loss, st.lr,
+				st.valid_tokens / st.t_total, 100 * fpt * (double)st.positions / st.t_total / peak);
+		int last = st.update == o.tc.updates;
+		if (o.eval_every && d.split_seqs[LMT_SPLIT_VAL] && (st.update % o.eval_every == 0 || last)) {
+			double vl;
+			uint64_t vt;
+			double t0 = lmt_now();
+			if (lmt_evaluate(&g, &comm, &d, LMT_SPLIT_VAL, o.eval_seqs, o.tc.seg_mask, o.tc.cross_doc_targets, &vl,
+					 &vt, &err))
+				die_err(&err);
+			lmt_json_begin(&j);
+			lmt_json_str(&j, "event", "eval");
+			lmt_json_u64(&j, "update", st.update);
+			lmt_json_str(&j, "split", "val");
+			lmt_json_num(&j, "loss", vl);
+			lmt_json_u64(&j, "tokens", vt);
+			lmt_json_u64(&j, "tokens_total", tr.tokens);
+			lmt_json_u64(&j, "sequences", LMT_MIN(o.eval_seqs, d.split_seqs[LMT_SPLIT_VAL]));
+			lmt_json_num(&j, "seconds", lmt_now() - t0);
+			emit(&j, run.metrics);
+		}
+		if (o.sample_every && (st.update % o.sample_every == 0 || last)) {
+			if (lmt_sample_tokens(&g, prompt, np, o.sample_tokens, o.temperature, o.top_k, o.tc.seed, sample, &err))
+				die_err(&err);
+			lmt_json_begin(&j);
+			lmt_json_str(&j, "event", "sample");
+			lmt_json_u64(&j, "update", st.update);
+			lmt_json_arr(&j, "prompt_ids");
+			for (int k = 0; k < np; k++)
+				lmt_json_u64(&j, NULL, (uint64_t)prompt[k]);
+			lmt_json_arr_end(&j);
+			lmt_json_arr(&j, "ids");
+			for (int k = 0; k < o.sample_tokens; k++)
+				lmt_json_u64(&j, NULL, (uint64_t)sample[k]);
+			lmt_json_arr_end(&j);
+			if (have_tok) {
+				uint32_t *ids = malloc((size_t)o.sample_tokens * sizeof *ids);
+				for (int k = 0; k < o.sample_tokens; k++)
+					ids[k] = (uint32_t)sample[k];
+				size_t n = lmt_tok_decode(&tok, ids, (size_t)o.sample_tokens, 0, NULL, 0);
+				uint8_t *txt = malloc(n + 1);
+				lmt_tok_decode(&tok, ids, (size_t)o.sample_tokens, 0, txt, n);
+				lmt_json_strn(&j, "text", (const char *)txt, n);
+				free(txt);
+				free(ids);
+			}
+			emit(&j, run.metrics);
+		}
+	}
+	if (!tool_quiet && isatty(STDERR_FILENO))
+		fputc('\n', stderr);
+	if (!status && o.export_llmc && lmt_gpt_save_llmc(&g, o.export_llmc, &err))
+		die_err(&err);
+	double wall = lmt_now() - t_start;
+	lmt_json_begin(&j);
+	lmt_json_str(&j, "event", "summary");
+	lmt_json_u64(&j, "updates", tr.update);
+	lmt_json_u64(&j, "tokens", tr.tokens);
+	lmt_json_num(&j, "wall_s", wall);
+	lmt_json_num(&j, "device_s", wall * comm.world);
+	lmt_json_num(&j, "tokens_per_s", tr.tokens / wall);
+	lmt_json_u64(&j, "clipped_updates", tr.clipped_updates);
+	lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
+	lmt_json_str(&j, "status", status ? "stopped" : "done");
+	emit(&j, run.metrics);
+	event(&run, status ? "failed" : "end", NULL, tr.update);
+	info("%llu updates, %llu tokens in %.1f s (%.0f tokens/s)", (unsigned long long)tr.update,
+	     (unsigned long long)tr.tokens, wall, tr.tokens / wall);
+	if (run.metrics)
+		fclose(run.metrics);
+	if (run.events)
+		fclose(run.events);
+	free(sample);
+	free(prompt);
+	lmt_json_release(&j);
+	lmt_trainer_release(&tr);
+	lmt_gpt_release(&g);
+	if (have_tok)
+		lmt_tok_release(&tok);
+	be.release(&be);
+	lmt_dataset_close(&d);
+	return status;
+}
