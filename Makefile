@@ -23,7 +23,7 @@ REVISION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unk
 WARN := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CFLAGS := -std=c11 -D_GNU_SOURCE -g $(CFLAGS_OPT) $(WARN) -fopenmp -pthread -Ilib -Itools/common \
 	$(PKG_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS := $(PKG_LIBS) -fopenmp -pthread -lm
+LDLIBS := $(PKG_LIBS) -fopenmp -pthread -lmvec -lm
 
 LIB_SRC := $(wildcard lib/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)

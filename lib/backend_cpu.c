@@ -30,9 +30,13 @@
 
 #include "util.h"
 
-/* Hot loops are compiled for several x86 levels and picked at run time. */
+/* Hot loops are compiled for several x86 levels and picked at run time, and their
+ * expf/tanhf calls vectorised through glibc's libmvec (declared here: glibc's own
+ * declarations do so only under -ffast-math, which would also break isfinite). */
 #if defined(__x86_64__) && !defined(__clang__)
 #define HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+__attribute__((simd("notinbranch"))) float expf(float);
+__attribute__((simd("notinbranch"))) float tanhf(float);
 #else
 #define HOT
 #endif
@@ -218,6 +222,7 @@ static void cpu_bias_grad(struct lmt_backend *be, float *db, const float *dout, 
 
 HOT static void gelu_chunk(float *o, const float *x, size_t n)
 {
+#pragma omp simd
 	for (size_t i = 0; i < n; i++) {
 		float v = x[i];
 		o[i] = 0.5f * v * (1.0f + tanhf(GELU_K * (v + 0.044715f * v * v * v)));
@@ -234,6 +239,7 @@ static void cpu_gelu_fwd(struct lmt_backend *be, float *out, const float *inp, s
 
 HOT static void gelu_bwd_chunk(float *dx, const float *x, const float *dy, size_t n)
 {
+#pragma omp simd
 	for (size_t i = 0; i < n; i++) {
 		float v = x[i], u = GELU_K * (v + 0.044715f * v * v * v), t = tanhf(u);
 		float sech2 = 1.0f - t * t;
@@ -295,11 +301,23 @@ HOT static void axpy_row(float *y, float a, const float *x, int n)
 		y[i] += a * x[i];
 }
 
-/* T floats of scratch per thread for one row of scores; grown before a parallel region. */
+/* s[j] = exp(s[j] * a - b) for j in [j0, j1), returning their sum */
+HOT static float exp_row(float *s, int j0, int j1, float a, float b)
+{
+	float sum = 0;
+#pragma omp simd reduction(+ : sum)
+	for (int j = j0; j < j1; j++) {
+		s[j] = expf(s[j] * a - b);
+		sum += s[j];
+	}
+	return sum;
+}
+
+/* 2T floats of scratch per thread for rows of scores; grown before a parallel region. */
 static int reserve(struct lmt_backend *be, int T)
 {
 	struct cpu *c = be->priv;
-	size_t per = ((size_t)T + 15) & ~(size_t)15;
+	size_t per = ((size_t)2 * T + 15) & ~(size_t)15;
 	if (c->scratch_per >= per)
 		return 0;
 	float *s = NULL;
@@ -348,14 +366,11 @@ static void cpu_attention_fwd(struct lmt_backend *be, float *out, float *lse, co
 					int j0 = seg_start(sg, i);
 					float mx = -INFINITY;
 					for (int j = j0; j <= i; j++) {
-						s[j] = dot(q, base + (size_t)j * C3 + C + h * HS, HS) * scale;
+						s[j] = dot(q, base + (size_t)j * C3 + C + h * HS, HS);
 						mx = s[j] > mx ? s[j] : mx;
 					}
-					float sum = 0;
-					for (int j = j0; j <= i; j++) {
-						s[j] = expf(s[j] - mx);
-						sum += s[j];
-					}
+					float sum = exp_row(s, j0, i + 1, scale, mx * scale);
+					mx *= scale;
 					float *o = out + ((size_t)b * T + i) * C + h * HS, inv = 1.0f / sum;
 					memset(o, 0, (size_t)HS * sizeof *o);
 					for (int j = j0; j <= i; j++)
@@ -368,12 +383,19 @@ static void cpu_attention_fwd(struct lmt_backend *be, float *out, float *lse, co
 static void cpu_attention_bwd(struct lmt_backend *be, float *dqkv, const float *dout, const float *qkv,
 			      const float *out, const float *lse, const int32_t *seg, int B, int T, int NH, int HS)
 {
+	struct cpu *cp = be->priv;
 	int C = NH * HS, C3 = 3 * C;
 	float scale = 1.0f / sqrtf((float)HS);
 	memset(dqkv, 0, (size_t)B * T * C3 * sizeof *dqkv);
+	if (reserve(be, T)) {
+		for (size_t i = 0; i < (size_t)B * T * C3; i++)
+			dqkv[i] = NAN; /* stops the run at the non-finite check, naming the tensor */
+		return;
+	}
 	/* one (b, h) per iteration: its dk, dv accumulate over all queries in one thread */
 #pragma omp parallel num_threads(be->threads)
 	{
+		float *p = cp->scratch + (size_t)omp_get_thread_num() * cp->scratch_per, *ds = p + T;
 #pragma omp for collapse(2) schedule(static)
 		for (int b = 0; b < B; b++)
 			for (int h = 0; h < NH; h++) {
@@ -387,15 +409,16 @@ static void cpu_attention_bwd(struct lmt_backend *be, float *dqkv, const float *
 					float L = lse[((size_t)b * NH + h) * T + i], D = dot(dy, y, HS);
 					float *dq = dbase + (size_t)i * C3 + h * HS;
 					int j0 = seg_start(sg, i);
+					/* the probabilities again, from the saved log-sum-exp */
+					for (int j = j0; j <= i; j++)
+						p[j] = dot(q, base + (size_t)j * C3 + C + h * HS, HS);
+					exp_row(p, j0, i + 1, scale, L);
+					for (int j = j0; j <= i; j++)
+						ds[j] = p[j] * (dot(dy, base + (size_t)j * C3 + 2 * C + h * HS, HS) - D) * scale;
 					for (int j = j0; j <= i; j++) {
-						const float *k = base + (size_t)j * C3 + C + h * HS;
-						const float *v = base + (size_t)j * C3 + 2 * C + h * HS;
-						float pj = expf(dot(q, k, HS) * scale - L);
-						float dpj = dot(dy, v, HS);
-						float ds = pj * (dpj - D) * scale;
-						axpy_row(dq, ds, k, HS);
-						axpy_row(dbase + (size_t)j * C3 + C + h * HS, ds, q, HS);
-						axpy_row(dbase + (size_t)j * C3 + 2 * C + h * HS, pj, dy, HS);
+						axpy_row(dq, ds[j], base + (size_t)j * C3 + C + h * HS, HS);
+						axpy_row(dbase + (size_t)j * C3 + C + h * HS, ds[j], q, HS);
+						axpy_row(dbase + (size_t)j * C3 + 2 * C + h * HS, p[j], dy, HS);
 					}
 				}
 			}
@@ -406,20 +429,25 @@ static void cpu_attention_bwd(struct lmt_backend *be, float *dqkv, const float *
 
 HOT static float xent_row(float *l, int32_t tgt, int V, int Vp, float dscale)
 {
-	float mx = -INFINITY;
+	float mx = -INFINITY, sum = 0, lt = l[tgt];
+#pragma omp simd reduction(max : mx)
 	for (int j = 0; j < V; j++)
 		mx = l[j] > mx ? l[j] : mx;
-	float sum = 0;
+	/* one exp per logit: keep exp(l - max), sum it, then scale to the gradient */
+#pragma omp simd reduction(+ : sum)
+	for (int j = 0; j < V; j++) {
+		float e = expf(l[j] - mx);
+		l[j] = e;
+		sum += e;
+	}
+	float k = dscale / sum;
+#pragma omp simd
 	for (int j = 0; j < V; j++)
-		sum += expf(l[j] - mx);
-	float lsum = logf(sum), loss = lsum + mx - l[tgt];
-	float inv = 1.0f / sum;
-	for (int j = 0; j < V; j++)
-		l[j] = expf(l[j] - mx) * inv * dscale;
+		l[j] *= k;
 	l[tgt] -= dscale;
 	for (int j = V; j < Vp; j++)
 		l[j] = 0;
-	return loss;
+	return logf(sum) + mx - lt;
 }
 
 static void cpu_xent_fwd_bwd(struct lmt_backend *be, float *losses, float *logits, const int32_t *targets, int N,

@@ -647,3 +647,56 @@ int lmt_bpe_to_tokenizer(const struct lmt_bpe_result *r, const char *pattern, co
 		lmt_tok_release(t);
 	return rc;
 }
+
+struct charent {
+	const uint8_t *s;
+	uint32_t n;
+	uint64_t count;
+};
+
+static int cmp_char(const void *x, const void *y)
+{
+	const struct charent *a = x, *b = y;
+	if (a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	int c = memcmp(a->s, b->s, LMT_MIN(a->n, b->n));
+	return c ? c : (a->n < b->n ? -1 : a->n > b->n);
+}
+
+int lmt_chars_to_tokenizer(const struct lmt_wordcount *wc, uint32_t n_tokens, const char *const *specials,
+			   int nspecials, const char *eos, const char *bos, const char *pad,
+			   struct lmt_tokenizer *t, struct lmt_err *err)
+{
+	lmt_tok_init(t);
+	struct charent *ch = malloc((wc->n ? wc->n : 1) * sizeof *ch);
+	if (!ch)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	size_t k = 0;
+	for (size_t i = 0; i <= wc->mask; i++) {
+		if (!wc->h[i] || (wc->key[i] & WC_MAXLEN) < 2)
+			continue; /* single bytes are tokens already */
+		ch[k++] = (struct charent){ wc->arena + (wc->key[i] >> 24), (uint32_t)(wc->key[i] & WC_MAXLEN),
+					    wc->count[i] };
+	}
+	qsort(ch, k, sizeof *ch, cmp_char);
+	int rc = 0;
+	for (uint32_t b = 0; b < 256 && !rc; b++) {
+		uint8_t c = (uint8_t)b;
+		rc = lmt_tok_add_token(t, &c, 1, 0, NULL, err);
+	}
+	for (size_t i = 0; i < k && t->n_vocab < n_tokens && !rc; i++)
+		rc = lmt_tok_add_token(t, ch[i].s, ch[i].n, 0, NULL, err);
+	for (int i = 0; i < nspecials && !rc; i++)
+		rc = lmt_tok_add_token(t, specials[i], strlen(specials[i]), 1, NULL, err);
+	free(ch);
+	t->flags |= LMT_TOK_IGNORE_MERGES;
+	if (!rc)
+		rc = lmt_tok_set_pattern(t, "custom", LMT_CHARS_PATTERN, err);
+	if (!rc)
+		rc = lmt_tok_set_roles(t, eos, bos, pad, err);
+	if (!rc)
+		rc = lmt_tok_finalize(t, err);
+	if (rc)
+		lmt_tok_release(t);
+	return rc;
+}

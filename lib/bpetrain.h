@@ -96,4 +96,17 @@ int lmt_bpe_to_tokenizer(const struct lmt_bpe_result *r, const char *pattern, co
 			 const char *bos, const char *pad, struct lmt_tokenizer *t,
 			 struct lmt_err *err);
 
+/*
+ * A character-level tokenizer (tok-train --chars): ids 0..255 are the bytes (the
+ * fallback for anything unseen or not valid UTF-8), then every multi-byte character
+ * of the counted text (wc must come from the pattern LMT_CHARS_PATTERN, one
+ * character per piece), most frequent first (ties by bytes), up to n_tokens, then the
+ * special tokens. There are no merges: a piece that is a token is that token
+ * (LMT_TOK_IGNORE_MERGES), any other piece falls back to its bytes.
+ */
+#define LMT_CHARS_PATTERN "(?s)."
+int lmt_chars_to_tokenizer(const struct lmt_wordcount *wc, uint32_t n_tokens, const char *const *specials,
+			   int nspecials, const char *eos, const char *bos, const char *pad,
+			   struct lmt_tokenizer *t, struct lmt_err *err);
+
 #endif

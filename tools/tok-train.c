@@ -43,6 +43,7 @@ enum {
 	OPT_FERTILITY,
 	OPT_EVAL,
 	OPT_PROGRESS_EVERY,
+	OPT_CHARS,
 };
 
 static const struct option longopts[] = {
@@ -69,6 +70,7 @@ static const struct option longopts[] = {
 	{ "fertility", no_argument, NULL, OPT_FERTILITY },
 	{ "eval", required_argument, NULL, OPT_EVAL },
 	{ "progress-every", required_argument, NULL, OPT_PROGRESS_EVERY },
+	{ "chars", no_argument, NULL, OPT_CHARS },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "input-format", required_argument, NULL, OPT_INPUT_FORMAT },
 	{ "txt-docs", required_argument, NULL, OPT_TXT_DOCS },
@@ -91,6 +93,8 @@ static void usage(void)
 	       "  -v, --vocab-size N      vocabulary size, special tokens included (32768)\n"
 	       "  -p, --pattern NAME      pre-tokenizer: gpt2, cl100k (default), o200k, none\n"
 	       "      --regex RE          a custom PCRE2 pre-tokenizer pattern instead\n"
+	       "      --chars             a character-level vocabulary: the bytes, then the\n"
+	       "                          characters seen, most frequent first (no merges)\n"
 	       "  -s, --special STR       a special token (repeatable; training's default is\n"
 	       "                          <|endoftext|>; imports take STR=ID)\n"
 	       "      --no-special        no special tokens at all\n"
@@ -138,7 +142,7 @@ struct opts {
 	double sample;
 	int threads;
 	const char *import, *tokenizer, *export_hf;
-	int fertility;
+	int fertility, chars;
 	const char *evals[64];
 	int nevals;
 	uint32_t progress_every;
@@ -241,7 +245,8 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 	struct lmt_corpus *c;
 	int nspec = o->no_special ? 0 : o->nspecials;
 	struct lmt_pretok pt;
-	if (lmt_pretok_init(&pt, o->regex ? "custom" : o->pattern, o->regex, &err))
+	const char *regex = o->chars ? LMT_CHARS_PATTERN : o->regex;
+	if (lmt_pretok_init(&pt, regex ? "custom" : o->pattern, regex, &err))
 		usage_error("%s", err.msg);
 	if (lmt_corpus_open(&c, inputs, ninputs, &o->corpus, &err))
 		die_err(&err);
@@ -313,6 +318,27 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 	     (unsigned long long)sel.docs, (unsigned long long)sel.bytes,
 	     (unsigned long long)wc->n, t_count);
 
+	if (o->chars) {
+		double tc = lmt_now();
+		if (lmt_chars_to_tokenizer(wc, o->vocab - (uint32_t)nspec, o->specials, nspec, o->eos, o->bos, o->pad,
+					   tok, &err))
+			die_err(&err);
+		lmt_json_begin(j);
+		lmt_json_str(j, "event", "trained");
+		lmt_json_str(j, "kind", "chars");
+		lmt_json_u64(j, "merges", 0);
+		lmt_json_u64(j, "tokens", tok->n_vocab - tok->n_special);
+		lmt_json_u64(j, "characters_seen", wc->n);
+		lmt_json_num(j, "count_seconds", t_count);
+		lmt_json_num(j, "merge_seconds", lmt_now() - tc);
+		if (lmt_json_end_line(j, stdout))
+			die("'<stdout>': write error");
+		lmt_wordcount_release(wc);
+		free(W);
+		lmt_corpus_close(c);
+		lmt_pretok_release(&pt);
+		return;
+	}
 	struct lmt_bpe_opts bo = { 0 };
 	bo.n_tokens = o->vocab - (uint32_t)nspec;
 	bo.max_token_len = o->max_token_len;
@@ -605,6 +631,7 @@ int main(int argc, char **argv)
 		case 't': o.tokenizer = optarg; break;
 		case OPT_EXPORT_HF: o.export_hf = optarg; break;
 		case OPT_FERTILITY: o.fertility = 1; break;
+		case OPT_CHARS: o.chars = 1; train_only(&o, "--chars"); break;
 		case OPT_EVAL:
 			if (o.nevals == (int)LMT_ARRAY_SIZE(o.evals))
 				usage_error("too many --eval options");
@@ -653,6 +680,8 @@ int main(int argc, char **argv)
 				usage_error("--fertility reads its inputs twice; give files, not stdin");
 	if (o.regex && o.pattern_given)
 		usage_error("--pattern and --regex exclude each other");
+	if (o.chars && (o.regex || o.pattern_given || o.max_token_len || o.min_count))
+		usage_error("--chars sets its own pattern; --pattern, --regex, --max-token-len and --min-count do not apply");
 	if (!o.regex && strcmp(o.pattern, "none") && !lmt_pretok_builtin(o.pattern))
 		usage_error("option '--pattern': unknown pattern '%s' (gpt2, cl100k, o200k, none; or --regex)", o.pattern);
 	if (o.import && !strncmp(o.import, "hf:", 3) && (o.pattern_given || o.regex || o.nspecials || o.no_special))
