@@ -447,7 +447,7 @@ HOT static float xent_row(float *l, int32_t tgt, int V, int Vp, float dscale)
 	l[tgt] -= dscale;
 	for (int j = V; j < Vp; j++)
 		l[j] = 0;
-	return logf(sum) + mx - lt;
+	return logf(sum) + (mx - lt); /* mx - lt first: both large, their difference exact */
 }
 
 static void cpu_xent_fwd_bwd(struct lmt_backend *be, float *losses, float *logits, const int32_t *targets, int N,

@@ -383,10 +383,18 @@ int lmt_gpt_load_llmc(struct lmt_gpt *g, const char *path, struct lmt_backend *b
 				   h[1], LLMC_FP32);
 	}
 	struct lmt_gpt_config cfg = { h[2], h[3], h[7], h[4], h[5], h[6], 0 };
-	if (cfg.Vp < cfg.V || cfg.max_T <= 0 || cfg.L <= 0 || cfg.C <= 0 || cfg.NH <= 0) {
+	if (cfg.Vp < cfg.V || cfg.max_T <= 0 || cfg.L <= 0 || cfg.C <= 0 || cfg.NH <= 0 || cfg.V <= 0) {
 		free(data);
 		return lmt_err_set(err, LMT_EFORMAT, "'%s': header fields are inconsistent (maxT %d V %d Vp %d L %d NH %d C %d)",
 				   path, cfg.max_T, cfg.V, cfg.Vp, cfg.L, cfg.NH, cfg.C);
+	}
+	/* the size the header implies, checked before allocating anything */
+	double need = (double)cfg.Vp * cfg.C + (double)cfg.max_T * cfg.C + (double)cfg.L * (12.0 * cfg.C * cfg.C + 13.0 * cfg.C) +
+		      2.0 * cfg.C;
+	if (need * 4 + sizeof h != (double)n) {
+		free(data);
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': %zu bytes, the header's model needs %.0f", path, n,
+				   need * 4 + sizeof h);
 	}
 	if ((rc = lmt_gpt_init(g, &cfg, be, err))) {
 		free(data);

@@ -16,7 +16,7 @@ double lmt_lr_at(const struct lmt_train_cfg *c, uint64_t u)
 	if (u < c->warmup)
 		return c->lr * (double)(u + 1) / (double)c->warmup;
 	if (u >= c->updates)
-		return c->schedule == LMT_SCHED_CONSTANT ? c->lr : lo;
+		return lo;
 	double q = (double)(u - c->warmup) / (double)(c->updates - c->warmup);
 	switch (c->schedule) {
 	case LMT_SCHED_LINEAR: return c->lr - (c->lr - lo) * q;
@@ -25,31 +25,33 @@ double lmt_lr_at(const struct lmt_train_cfg *c, uint64_t u)
 	}
 }
 
+/* The segment covering position p, or -1; segments are sorted and disjoint, and p
+ * only grows, so *k walks forward. */
+static int seg_at(const struct lmt_sample *x, uint32_t p, uint32_t *k)
+{
+	while (*k < x->nseg && x->segs[*k].start + x->segs[*k].len <= p)
+		(*k)++;
+	return *k < x->nseg && x->segs[*k].start <= p ? (int)*k : -1;
+}
+
 uint64_t lmt_make_batch(const struct lmt_sample *s, int B, int T, int cross, int32_t *tok, int32_t *tgt,
 			int32_t *seg)
 {
 	uint64_t valid = 0;
-	int *segof = malloc(((size_t)T + 1) * sizeof *segof);
-	if (!segof)
-		return 0;
 	for (int b = 0; b < B; b++) {
 		const struct lmt_sample *x = &s[b];
-		for (int p = 0; p <= T; p++)
-			segof[p] = -1;
-		for (uint32_t k = 0; k < x->nseg; k++)
-			for (uint32_t p = x->segs[k].start; p < x->segs[k].start + x->segs[k].len && p <= (uint32_t)T; p++)
-				segof[p] = (int)k;
+		uint32_t k = 0, k1 = 0;
 		for (int p = 0; p < T; p++) {
 			size_t i = (size_t)b * T + p;
+			int here = seg_at(x, (uint32_t)p, &k), next = seg_at(x, (uint32_t)p + 1, &k1);
 			tok[i] = (int32_t)x->tokens[p];
 			/* padding gets a segment of its own, so it attends only to itself */
-			seg[i] = segof[p] >= 0 ? segof[p] : -(p + 1);
-			int ok = segof[p] >= 0 && segof[p + 1] >= 0 && (cross || segof[p] == segof[p + 1]);
+			seg[i] = here >= 0 ? here : -(p + 1);
+			int ok = here >= 0 && next >= 0 && (cross || here == next);
 			tgt[i] = ok ? (int32_t)x->tokens[p + 1] : -1;
 			valid += ok;
 		}
 	}
-	free(segof);
 	return valid;
 }
 
