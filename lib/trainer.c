@@ -213,8 +213,11 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 	tr->clipped_updates += st->clipped;
 	st->t_total = lmt_now() - t0;
 	if (st->nonfinite_what) {
-		st->skipped = 1;
-		if (c->on_nonfinite == LMT_NONFINITE_STOP)
+		/* a non-finite parameter is already in the weights and moments: skipping
+		 * cannot undo it, so it stops the run under either policy */
+		int param = !strcmp(st->nonfinite_what, "parameter");
+		st->skipped = !param;
+		if (c->on_nonfinite == LMT_NONFINITE_STOP || param)
 			return lmt_err_set(err, LMT_ERANGE, "update %llu: non-finite %s%s%s%s",
 					   (unsigned long long)tr->update, st->nonfinite_what,
 					   st->nonfinite_tensor ? " in '" : "",

@@ -16,7 +16,9 @@
  *   3. runs forward and backward per micro-batch, accumulating gradients;
  *   4. all-reduces the gradients (sum) and the loss;
  *   5. computes the global gradient norm, checks loss, gradients and (after the
- *      step) parameters for non-finite values, clips the norm to clip once;
+ *      step) parameters for non-finite values, clips the norm to clip once; a
+ *      non-finite loss or gradient skips the update under the skip policy, a
+ *      non-finite parameter (already applied) always stops;
  *   6. applies AdamW at the scheduler's learning rate for this update. The
  *      scheduler advances once per update, whatever accum is.
  *

@@ -19,7 +19,9 @@ int lmt_cuda_device_count(int *runtime_version);
 
 const char *lmt_backends(void)
 {
-	return "cpu cuda";
+	/* the CUDA objects are built (device discovery), but no training backend on them
+	 * yet: say so rather than list a backend --backend would refuse */
+	return "cpu";
 }
 
 const char *lmt_cuda_status(void)
@@ -27,7 +29,7 @@ const char *lmt_cuda_status(void)
 	static char buf[96];
 	int rt = 0;
 	int n = lmt_cuda_device_count(&rt);
-	snprintf(buf, sizeof buf, "cuda runtime %d.%d, %d device%s visible", rt / 1000,
+	snprintf(buf, sizeof buf, "kernels built, runtime %d.%d, %d device%s visible; no cuda backend yet", rt / 1000,
 		 (rt % 1000) / 10, n, n == 1 ? "" : "s");
 	return buf;
 }

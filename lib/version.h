@@ -10,7 +10,7 @@
 /* "v0.1.0-12-gabcdef0" style revision, with "-dirty" for a modified tree, or
  * "unknown" outside a git checkout. */
 const char *lmt_revision(void);
-/* Space-separated backends compiled in: "cpu" or "cpu cuda". */
+/* Space-separated training backends compiled in: "cpu" (later "cpu cuda"). */
 const char *lmt_backends(void);
 /* One line describing the CUDA side: "not built", or the runtime version and the
  * number of devices visible now (0 when no driver or GPU is present). */

@@ -173,7 +173,7 @@ struct opts {
 	struct lmt_train_cfg tc;
 	int context, threads;
 	uint64_t init_seed;
-	int init_seed_given, warmup_given;
+	int init_seed_given, warmup_given, shape_given;
 	uint64_t eval_every, eval_seqs, sample_every;
 	int sample_tokens, top_k;
 	double temperature, peak;
@@ -229,7 +229,9 @@ static void read_config(struct opts *o, const char *path)
 			usage_error("%s: key '%s' needs a value", where, key);
 		if (opt->has_arg == no_argument && v && strcmp(v, "true") && strcmp(v, "1"))
 			usage_error("%s: key '%s' takes no value (or true)", where, key);
+		tool_context = where;
 		set_option(o, opt->val, v ? strdup(v) : NULL, where);
+		tool_context = NULL;
 	}
 	free(data);
 }
@@ -242,10 +244,10 @@ static void set_option(struct opts *o, int c, const char *arg, const char *where
 	case 'o': o->out = arg; break;
 	case OPT_CONFIG: read_config(o, arg); break;
 	case 't': o->tokenizer = arg; break;
-	case OPT_LAYERS: o->model.L = (int)opt_int("layers", arg, 1, 1024); break;
-	case OPT_HEADS: o->model.NH = (int)opt_int("heads", arg, 1, 1024); break;
-	case OPT_CHANNELS: o->model.C = (int)opt_int("channels", arg, 1, 1 << 16); break;
-	case OPT_CONTEXT: o->context = (int)opt_int("context", arg, 1, 1 << 20); break;
+	case OPT_LAYERS: o->model.L = (int)opt_int("layers", arg, 1, 1024); o->shape_given = 1; break;
+	case OPT_HEADS: o->model.NH = (int)opt_int("heads", arg, 1, 1024); o->shape_given = 1; break;
+	case OPT_CHANNELS: o->model.C = (int)opt_int("channels", arg, 1, 1 << 16); o->shape_given = 1; break;
+	case OPT_CONTEXT: o->context = (int)opt_int("context", arg, 1, 1 << 20); o->shape_given = 1; break;
 	case OPT_UNTIE: o->model.untied = 1; break;
 	case OPT_MICRO_BATCH: o->tc.B = (int)opt_int("micro-batch", arg, 1, 1 << 20); break;
 	case OPT_ACCUM: o->tc.accum = (int)opt_int("accum", arg, 1, 1 << 20); break;
@@ -332,6 +334,18 @@ static FILE *open_append(const char *dir, const char *name)
 	return f;
 }
 
+static struct run *the_run;
+static int run_finished;
+
+static void event(struct run *r, const char *what, const char *detail, uint64_t update);
+
+/* On any exit before the end (die() included), the events file says the run failed. */
+static void run_atexit(void)
+{
+	if (the_run && the_run->events && !run_finished)
+		event(the_run, "failed", "the run stopped on an error (see stderr)", 0);
+}
+
 /* Write j's record to stdout and, if there is a run, to f. */
 static void emit(struct lmt_json *j, FILE *f)
 {
@@ -362,7 +376,7 @@ static void event(struct run *r, const char *what, const char *detail, uint64_t 
 }
 
 static void write_config(const struct run *r, const struct opts *o, const struct lmt_dataset *d,
-			 const struct lmt_gpt *g, const struct lmt_backend *be)
+			 const struct lmt_gpt *g, const struct lmt_backend *be, double peak)
 {
 	struct lmt_json j;
 	struct lmt_err err = { 0 };
@@ -377,6 +391,7 @@ static void write_config(const struct run *r, const struct opts *o, const struct
 	lmt_json_obj(&j, "data");
 	lmt_json_str(&j, "dir", o->data);
 	lmt_json_str(&j, "manifest_sha256", lmt_sha256_hex(d->manifest_sha256, hex));
+	lmt_json_str(&j, "tokenizer", o->tokenizer);
 	lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(d->tokenizer_sha256, hex));
 	lmt_json_u64(&j, "seq_len", d->seq_len);
 	lmt_json_obj_end(&j);
@@ -389,7 +404,11 @@ static void write_config(const struct run *r, const struct opts *o, const struct
 	lmt_json_u64(&j, "vocab_padded", (uint64_t)g->cfg.Vp);
 	lmt_json_bool(&j, "untied", g->cfg.untied);
 	lmt_json_str(&j, "init", o->init_llmc ? o->init_llmc : "gpt2-normal");
-	lmt_json_u64(&j, "init_seed", o->init_seed);
+	if (o->init_llmc)
+		lmt_json_null(&j, "init_seed");
+	else
+		lmt_json_u64(&j, "init_seed", o->init_seed);
+	lmt_json_str(&j, "export_llmc", o->export_llmc);
 	lmt_json_obj_end(&j);
 	lmt_json_obj(&j, "optimization");
 	lmt_json_u64(&j, "micro_batch", (uint64_t)o->tc.B);
@@ -422,7 +441,10 @@ static void write_config(const struct run *r, const struct opts *o, const struct
 	lmt_json_u64(&j, "sample_tokens", (uint64_t)o->sample_tokens);
 	lmt_json_num(&j, "temperature", o->temperature);
 	lmt_json_u64(&j, "top_k", (uint64_t)o->top_k);
+	lmt_json_str(&j, "prompt", o->prompt);
 	lmt_json_obj_end(&j);
+	lmt_json_num(&j, "peak_flops", peak);
+	lmt_json_str(&j, "peak_source", o->peak > 0 ? "--peak-flops" : "measured sgemm");
 	lmt_json_end(&j);
 	if (LMT_GROW(j.buf, j.cap, j.len + 2))
 		die("out of memory");
@@ -519,8 +541,15 @@ int main(int argc, char **argv)
 	if (o.tc.warmup > o.tc.updates)
 		usage_error("--warmup %llu is more than --updates %llu", (unsigned long long)o.tc.warmup,
 			    (unsigned long long)o.tc.updates);
-	if (o.init_llmc && (o.model.untied))
-		usage_error("--init-llmc loads a tied model; --untie does not apply");
+	if (o.init_llmc && (o.model.untied || o.shape_given))
+		usage_error("--init-llmc sets the model's shape; --layers, --heads, --channels, --context and --untie do "
+			    "not apply");
+	if (o.export_llmc && o.model.untied)
+		usage_error("--export-llmc writes llm.c's format, which has no untied head (--untie)");
+	if (o.prompt && !o.tokenizer)
+		usage_error("--prompt is text: give the tokenizer with -t");
+	if (!o.init_llmc && o.model.C % o.model.NH)
+		usage_error("--channels %d is not a multiple of --heads %d", o.model.C, o.model.NH);
 
 	struct lmt_err err = { 0 };
 	struct lmt_dataset d;
@@ -578,6 +607,10 @@ int main(int argc, char **argv)
 	struct run run;
 	memset(&run, 0, sizeof run);
 	if (o.out) {
+		char prev[PATH_MAX];
+		path_fmt(prev, sizeof prev, "%s/metrics.jsonl", o.out);
+		if (access(prev, F_OK) == 0)
+			die("'%s' holds a previous run (metrics.jsonl); give a new directory", o.out);
 		if (mkdir(o.out, 0755) && errno != EEXIST)
 			die("'%s': %s", o.out, strerror(errno));
 		path_fmt(run.dir, sizeof run.dir, "%s", o.out);
@@ -585,11 +618,14 @@ int main(int argc, char **argv)
 		path_fmt(ck, sizeof ck, "%s/ckpt", o.out);
 		if (mkdir(ck, 0755) && errno != EEXIST)
 			die("'%s': %s", ck, strerror(errno));
-		write_config(&run, &o, &d, &g, &be);
 		run.metrics = open_append(o.out, "metrics.jsonl");
 		run.events = open_append(o.out, "events.jsonl");
+		the_run = &run;
+		atexit(run_atexit);
 	}
 	double peak = o.peak > 0 ? o.peak : lmt_backend_peak_flops(&be, 1);
+	if (o.out)
+		write_config(&run, &o, &d, &g, &be, peak);
 	double fpt = lmt_gpt_flops_per_token(&g.cfg, T);
 	struct lmt_json j;
 	lmt_json_init(&j);
@@ -617,6 +653,7 @@ int main(int argc, char **argv)
 	int np = 0;
 	int32_t *prompt = make_prompt(&o, &tok, have_tok, d.eos_id, &np);
 	int status = 0;
+	double wait_before = 0;
 	for (uint64_t u = 0; u < o.tc.updates; u++) {
 		struct lmt_step_stats st;
 		int rc = lmt_trainer_step(&tr, &st, &err);
@@ -640,7 +677,8 @@ int main(int argc, char **argv)
 		lmt_json_num(&j, "mfu", fpt * (double)st.positions / st.t_total / peak);
 		lmt_json_obj(&j, "time");
 		lmt_json_num(&j, "data", st.t_data);
-		lmt_json_num(&j, "data_wait", tr.loader.wait_seconds);
+		lmt_json_num(&j, "data_wait", tr.loader.wait_seconds - wait_before);
+		wait_before = tr.loader.wait_seconds;
 		lmt_json_num(&j, "forward", st.t_forward);
 		lmt_json_num(&j, "backward", st.t_backward);
 		lmt_json_num(&j, "optimizer", st.t_optimizer);
@@ -747,6 +785,7 @@ int main(int argc, char **argv)
 	lmt_json_str(&j, "status", status ? "stopped" : "done");
 	emit(&j, run.metrics);
 	event(&run, status ? "failed" : "end", NULL, tr.update);
+	run_finished = 1;
 	info("%llu updates, %llu tokens in %.1f s (%.0f tokens/s)", (unsigned long long)tr.update,
 	     (unsigned long long)tr.tokens, wall, tr.tokens / wall);
 	if (run.metrics)

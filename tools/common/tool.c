@@ -18,6 +18,7 @@
 
 const char *tool_name = "lmt";
 int tool_quiet;
+const char *tool_context;
 
 volatile int tool_interrupted;
 static volatile sig_atomic_t deferred;
@@ -85,7 +86,10 @@ void usage_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vmsg("", fmt, ap);
+	char pre[512] = "";
+	if (tool_context)
+		snprintf(pre, sizeof pre, "%s: ", tool_context);
+	vmsg(pre, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "Try '%s --help'.\n", tool_name);
 	exit(2);

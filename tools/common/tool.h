@@ -44,6 +44,10 @@ void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 void print_version(void);
 
+/* Where option values come from when not the command line ("'run.cfg': line 3"):
+ * usage errors are prefixed with it while set. */
+extern const char *tool_context;
+
 /* snprintf for file paths: dies instead of truncating. */
 void path_fmt(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

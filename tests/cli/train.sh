@@ -1,0 +1,99 @@
+#!/bin/sh
+# tests/cli/train.sh: train as a user runs it (the man page's pipeline on a tiny
+# model), its run directory, determinism, the non-finite policies, and the bad
+# inputs the issue names: a tokenizer that did not make the dataset, sequences
+# longer than the model's context, an unknown config key, a batch without valid
+# targets. (tests/unit/test-model.c checks gradients, masking and accumulation.)
+. tests/cli/lib.sh
+TR=$BIN/train
+
+"$BIN/gen-corpus" -q --docs 400 --seed 7 -o "$T/c.jsonl" > /dev/null
+"$BIN/tok-train" -q -v 300 -o "$T/t.lmtok" "$T/c.jsonl" > /dev/null
+"$BIN/tok-train" -q -v 310 -o "$T/other.lmtok" "$T/c.jsonl" > /dev/null
+"$BIN/tok-encode" -q -t "$T/t.lmtok" -o "$T/s.lmtoks" "$T/c.jsonl" > /dev/null
+"$BIN/shard-pack" -q -L 32 --split val=0.1 -o "$T/d" "$T/s.lmtoks" > /dev/null
+TINY="--layers 1 --heads 2 --channels 32 --micro-batch 4 --threads 1"
+
+check "train --help exits 0" $TR --help
+check_fail "no dataset is a usage error" 2 "no dataset" $TR --layers 1
+check_fail "a bad value is a usage error naming the option" 2 "'--lr'" $TR --data "$T/d" --lr fast
+
+check "a tiny model trains, with evaluation and samples" \
+	$TR --data "$T/d" -t "$T/t.lmtok" $TINY --updates 20 --lr 1e-2 --eval-every 10 --sample-every 20 \
+	--sample-tokens 8 --prompt "The" -o "$T/run"
+cp "$T/.out" "$T/out.jsonl"
+n=$(grep -c '"event":"update"' "$T/out.jsonl")
+[ "$n" = 20 ] && ok "one update record per update" || notok "update records: $n"
+first=$(grep '"event":"update"' "$T/out.jsonl" | head -1 | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/')
+last=$(grep '"event":"update"' "$T/out.jsonl" | tail -1 | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/')
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.5) }' && ok "the loss falls ($first -> $last)" \
+	|| notok "loss did not fall" "$first -> $last"
+[ "$(grep -c '"event":"eval"' "$T/out.jsonl")" = 2 ] && ok "evaluations at updates 10 and 20" || notok "eval records"
+grep -q '"event":"sample".*"text":' "$T/out.jsonl" && ok "a sample, with its text" || notok "sample"
+grep -q '"event":"summary".*"status":"done"' "$T/out.jsonl" && ok "summary says done" || notok "summary"
+cmp -s "$T/out.jsonl" "$T/run/metrics.jsonl" && ok "metrics.jsonl holds exactly the stdout records" \
+	|| notok "metrics.jsonl differs from stdout"
+for f in config.json params.json events.jsonl; do
+	[ -s "$T/run/$f" ] && ok "run directory has $f" || notok "run directory lacks $f"
+done
+grep -q '"event":"start"' "$T/run/events.jsonl" && tail -1 "$T/run/events.jsonl" | grep -q '"event":"end"' \
+	&& ok "events: start ... end" || notok "events" "$(cat "$T/run/events.jsonl")"
+grep -q '"global_batch_positions":128' "$T/run/config.json" && ok "config.json records the resolved batch" \
+	|| notok "config.json" "$(cat "$T/run/config.json")"
+check_fail "a run directory is not reused" 1 "holds a previous run" $TR --data "$T/d" $TINY --updates 1 -o "$T/run"
+
+# determinism: same seed, same threads, same losses to the last digit
+$TR --data "$T/d" $TINY --updates 6 --eval-every 0 > "$T/a.jsonl" 2>/dev/null
+$TR --data "$T/d" $TINY --updates 6 --eval-every 0 > "$T/b.jsonl" 2>/dev/null
+grep -o '"loss":[^,]*' "$T/a.jsonl" > "$T/a.loss"
+grep -o '"loss":[^,]*' "$T/b.jsonl" > "$T/b.loss"
+[ -s "$T/a.loss" ] && cmp -s "$T/a.loss" "$T/b.loss" && ok "two runs with the same seed give identical losses" \
+	|| notok "runs differ"
+
+# config files: keys are long options; errors name file and line
+printf '# a tiny run\nlayers = 1\nheads = 2\nchannels = 32\nmicro-batch = 4\nupdates = 2\nsegment-mask\n' > "$T/run.cfg"
+check "a config file" $TR --data "$T/d" --config "$T/run.cfg" --threads 1 --eval-every 0
+grep -c '"event":"update"' "$T/.out" | grep -qx 2 && ok "the config file's updates = 2 applies" || notok "config applied"
+check "options after --config override it" $TR --data "$T/d" --config "$T/run.cfg" --updates 3 --threads 1 --eval-every 0
+grep -c '"event":"update"' "$T/.out" | grep -qx 3 && ok "the later --updates 3 wins" || notok "override"
+printf 'layers = 1\nflux = 3\n' > "$T/bad.cfg"
+check_fail "an unknown config key is a usage error naming file and line" 2 "bad.cfg': line 2: unknown key 'flux'" \
+	$TR --data "$T/d" --config "$T/bad.cfg"
+printf 'layers = many\n' > "$T/bad2.cfg"
+check_fail "a bad config value names file and line" 2 "bad2.cfg': line 1: option '--layers'" \
+	$TR --data "$T/d" --config "$T/bad2.cfg"
+
+# bad inputs
+check_fail "a tokenizer that did not make the dataset is refused" 1 "but the dataset" \
+	$TR --data "$T/d" -t "$T/other.lmtok" $TINY --updates 1
+check_fail "sequences longer than the model's context are refused" 1 "longer than the model's context of 16" \
+	$TR --data "$T/d" $TINY --context 16 --updates 1
+check_fail "channels not a multiple of heads is a usage error" 2 "not a multiple of --heads" \
+	$TR --data "$T/d" --layers 1 --heads 3 --channels 32
+check_fail "--prompt without a tokenizer is a usage error" 2 "give the tokenizer" $TR --data "$T/d" --prompt hi
+printf '{"text": ""}\n{"text": ""}\n{"text": ""}\n{"text": ""}\n' > "$T/empty.jsonl"
+"$BIN/tok-encode" -q --keep-empty --eos -t "$T/t.lmtok" -o "$T/e.lmtoks" "$T/empty.jsonl" > /dev/null
+"$BIN/shard-pack" -q --mode pad -L 8 --split val=0 -o "$T/de" "$T/e.lmtoks" > /dev/null
+check_fail "a batch without valid targets stops the run" 1 "no valid target tokens" \
+	$TR --data "$T/de" $TINY --micro-batch 2 --updates 1 -o "$T/run0"
+tail -1 "$T/run0/events.jsonl" | grep -q '"event":"failed"' && ok "the events file ends with failed" \
+	|| notok "events after failure" "$(cat "$T/run0/events.jsonl")"
+
+# non-finite values: a NaN planted in the position embedding of an llm.c checkpoint
+check "export an llm.c checkpoint" $TR --data "$T/d" $TINY --updates 1 --eval-every 0 --export-llmc "$T/m.bin"
+hdr=$(od -An -t d4 -N 32 "$T/m.bin" | tr -s ' ' | tr '\n' ' ')
+C=$(echo "$hdr" | cut -d' ' -f8)
+Vp=$(echo "$hdr" | cut -d' ' -f9)
+off=$((1024 + Vp * C * 4))
+cp "$T/m.bin" "$T/nan.bin"
+printf '\000\000\300\177' | dd of="$T/nan.bin" bs=1 seek=$off conv=notrunc 2>/dev/null
+check_fail "a non-finite loss stops the run (default policy)" 1 "non-finite loss" \
+	$TR --data "$T/d" --init-llmc "$T/nan.bin" --micro-batch 4 --threads 1 --updates 3 -o "$T/run1"
+grep -q '"event":"nonfinite"' "$T/run1/events.jsonl" && ok "a nonfinite event is recorded" || notok "nonfinite event"
+check "--on-nonfinite skip goes on" $TR --data "$T/d" --init-llmc "$T/nan.bin" --micro-batch 4 --threads 1 \
+	--updates 3 --eval-every 0 --on-nonfinite skip
+[ "$(grep -c '"skipped":true' "$T/.out")" = 3 ] && ok "every poisoned update is skipped, and reported" \
+	|| notok "skips" "$(grep -c '"skipped":true' "$T/.out")"
+check_fail "--init-llmc with a shape option is a usage error" 2 "sets the model's shape" \
+	$TR --data "$T/d" --init-llmc "$T/m.bin" --layers 2
+finish
