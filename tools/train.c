@@ -336,6 +336,13 @@ static FILE *open_append(const char *dir, const char *name)
 
 static struct run *the_run;
 static int run_finished;
+static struct lmt_trainer the_trainer;
+
+static void stop_trainer(void)
+{
+	if (the_trainer.loader.d)
+		lmt_trainer_release(&the_trainer);
+}
 
 static void event(struct run *r, const char *what, const char *detail, uint64_t update);
 
@@ -597,12 +604,6 @@ int main(int argc, char **argv)
 		if (lmt_gpt_init_weights(&g, o.init_seed, &err))
 			die_err(&err);
 	}
-	if (lmt_gpt_alloc_acts(&g, o.tc.B, T, &err))
-		die_err(&err);
-	struct lmt_trainer tr;
-	if (lmt_trainer_init(&tr, &o.tc, &be, &comm, &g, &d, (uint64_t)comm.rank, &err))
-		die_err(&err);
-
 	/* the run directory */
 	struct run run;
 	memset(&run, 0, sizeof run);
@@ -623,6 +624,15 @@ int main(int argc, char **argv)
 		the_run = &run;
 		atexit(run_atexit);
 	}
+	if (lmt_gpt_alloc_acts(&g, o.tc.B, T, &err))
+		die_err(&err);
+	if (lmt_trainer_init(&the_trainer, &o.tc, &be, &comm, &g, &d, (uint64_t)comm.rank, &err))
+		die_err(&err);
+	/* registered last, so it runs first at exit: stop the read-ahead thread before
+	 * the libraries it uses are torn down */
+	atexit(stop_trainer);
+	struct lmt_trainer *tr = &the_trainer;
+
 	double peak = o.peak > 0 ? o.peak : lmt_backend_peak_flops(&be, 1);
 	if (o.out)
 		write_config(&run, &o, &d, &g, &be, peak);
@@ -656,7 +666,7 @@ int main(int argc, char **argv)
 	double wait_before = 0;
 	for (uint64_t u = 0; u < o.tc.updates; u++) {
 		struct lmt_step_stats st;
-		int rc = lmt_trainer_step(&tr, &st, &err);
+		int rc = lmt_trainer_step(tr, &st, &err);
 		if (rc && !st.nonfinite_what)
 			die_err(&err);
 		double wall = lmt_now() - t_start;
@@ -665,20 +675,20 @@ int main(int argc, char **argv)
 		lmt_json_u64(&j, "update", st.update);
 		lmt_json_u64(&j, "microsteps", (uint64_t)o.tc.accum);
 		lmt_json_u64(&j, "tokens", st.valid_tokens);
-		lmt_json_u64(&j, "tokens_total", tr.tokens);
+		lmt_json_u64(&j, "tokens_total", tr->tokens);
 		lmt_json_num(&j, "loss", st.loss);
 		lmt_json_num(&j, "lr", st.lr);
 		lmt_json_num(&j, "grad_norm", st.grad_norm);
 		lmt_json_bool(&j, "clipped", st.clipped);
-		lmt_json_num(&j, "clipped_fraction", (double)tr.clipped_updates / (double)tr.update);
+		lmt_json_num(&j, "clipped_fraction", (double)tr->clipped_updates / (double)tr->update);
 		lmt_json_bool(&j, "skipped", st.skipped);
 		lmt_json_num(&j, "tokens_per_s", st.valid_tokens / st.t_total);
 		lmt_json_num(&j, "flops_per_s", fpt * (double)st.positions / st.t_total);
 		lmt_json_num(&j, "mfu", fpt * (double)st.positions / st.t_total / peak);
 		lmt_json_obj(&j, "time");
 		lmt_json_num(&j, "data", st.t_data);
-		lmt_json_num(&j, "data_wait", tr.loader.wait_seconds - wait_before);
-		wait_before = tr.loader.wait_seconds;
+		lmt_json_num(&j, "data_wait", tr->loader.wait_seconds - wait_before);
+		wait_before = tr->loader.wait_seconds;
 		lmt_json_num(&j, "forward", st.t_forward);
 		lmt_json_num(&j, "backward", st.t_backward);
 		lmt_json_num(&j, "optimizer", st.t_optimizer);
@@ -687,8 +697,8 @@ int main(int argc, char **argv)
 		lmt_json_obj_end(&j);
 		lmt_json_obj(&j, "clocks");
 		lmt_json_num(&j, "wall_s", wall);
-		lmt_json_u64(&j, "updates", tr.update);
-		lmt_json_u64(&j, "tokens", tr.tokens);
+		lmt_json_u64(&j, "updates", tr->update);
+		lmt_json_u64(&j, "tokens", tr->tokens);
 		lmt_json_num(&j, "device_s", wall * comm.world);
 		lmt_json_obj_end(&j);
 		lmt_json_obj(&j, "memory");
@@ -735,7 +745,7 @@ int main(int argc, char **argv)
 			lmt_json_str(&j, "split", "val");
 			lmt_json_num(&j, "loss", vl);
 			lmt_json_u64(&j, "tokens", vt);
-			lmt_json_u64(&j, "tokens_total", tr.tokens);
+			lmt_json_u64(&j, "tokens_total", tr->tokens);
 			lmt_json_u64(&j, "sequences", LMT_MIN(o.eval_seqs, d.split_seqs[LMT_SPLIT_VAL]));
 			lmt_json_num(&j, "seconds", lmt_now() - t0);
 			emit(&j, run.metrics);
@@ -775,19 +785,19 @@ int main(int argc, char **argv)
 	double wall = lmt_now() - t_start;
 	lmt_json_begin(&j);
 	lmt_json_str(&j, "event", "summary");
-	lmt_json_u64(&j, "updates", tr.update);
-	lmt_json_u64(&j, "tokens", tr.tokens);
+	lmt_json_u64(&j, "updates", tr->update);
+	lmt_json_u64(&j, "tokens", tr->tokens);
 	lmt_json_num(&j, "wall_s", wall);
 	lmt_json_num(&j, "device_s", wall * comm.world);
-	lmt_json_num(&j, "tokens_per_s", tr.tokens / wall);
-	lmt_json_u64(&j, "clipped_updates", tr.clipped_updates);
+	lmt_json_num(&j, "tokens_per_s", tr->tokens / wall);
+	lmt_json_u64(&j, "clipped_updates", tr->clipped_updates);
 	lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
 	lmt_json_str(&j, "status", status ? "stopped" : "done");
 	emit(&j, run.metrics);
-	event(&run, status ? "failed" : "end", NULL, tr.update);
+	event(&run, status ? "failed" : "end", NULL, tr->update);
 	run_finished = 1;
-	info("%llu updates, %llu tokens in %.1f s (%.0f tokens/s)", (unsigned long long)tr.update,
-	     (unsigned long long)tr.tokens, wall, tr.tokens / wall);
+	info("%llu updates, %llu tokens in %.1f s (%.0f tokens/s)", (unsigned long long)tr->update,
+	     (unsigned long long)tr->tokens, wall, tr->tokens / wall);
 	if (run.metrics)
 		fclose(run.metrics);
 	if (run.events)
@@ -795,7 +805,7 @@ int main(int argc, char **argv)
 	free(sample);
 	free(prompt);
 	lmt_json_release(&j);
-	lmt_trainer_release(&tr);
+	lmt_trainer_release(tr);
 	lmt_gpt_release(&g);
 	if (have_tok)
 		lmt_tok_release(&tok);
