@@ -549,6 +549,288 @@ static int doc_reserve(struct lmt_corpus *c, size_t n, struct lmt_err *err)
 	return 0;
 }
 
+/* ---- a fast path for JSONL ----
+ *
+ * Most JSONL corpora are flat objects, and building a jansson tree for every line
+ * costs more than everything else the readers do. This scanner validates the line
+ * as strict JSON (RFC 8259: grammar, escapes, UTF-8, surrogate pairs) and records
+ * where the text field's string is; it gives up (returns 0) on anything it does not
+ * handle plainly, and jansson then reads the line as before, with its messages for
+ * bad input. Like jansson, the last of duplicate keys wins. */
+
+struct jscan {
+	const unsigned char *p, *end;
+	int depth;
+	const char *field;
+	size_t flen;
+	const unsigned char *val;  /* the text field's string, quotes excluded */
+	size_t vlen;
+	int val_escaped;
+};
+
+static void jws(struct jscan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+		s->p++;
+}
+
+static int jhex(int c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* A string at s->p ('"'): 1 and its content span, or 0. */
+static int jstring(struct jscan *s, const unsigned char **start, size_t *len, int *escaped)
+{
+	const unsigned char *p = s->p + 1, *end = s->end;
+	*escaped = 0;
+	*start = p;
+	for (;;) {
+		while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+			p++;
+		if (p >= end || *p < 0x20)
+			return 0;
+		if (*p == '"')
+			break;
+		if (*p == '\\') {
+			*escaped = 1;
+			if (p + 1 >= end)
+				return 0;
+			unsigned char e = p[1];
+			if (e == 'u') {
+				if (end - p < 6 || !jhex(p[2]) || !jhex(p[3]) || !jhex(p[4]) || !jhex(p[5]))
+					return 0;
+				unsigned v = (unsigned)strtoul((const char[]){ (char)p[2], (char)p[3], (char)p[4], (char)p[5], 0 }, NULL, 16);
+				if (v >= 0xdc00 && v <= 0xdfff)
+					return 0; /* a lone low surrogate: jansson's message */
+				if (v >= 0xd800 && v <= 0xdbff) {
+					if (end - p < 12 || p[6] != '\\' || p[7] != 'u' || !jhex(p[8]) || !jhex(p[9]) ||
+					    !jhex(p[10]) || !jhex(p[11]))
+						return 0;
+					unsigned lo = (unsigned)strtoul((const char[]){ (char)p[8], (char)p[9], (char)p[10], (char)p[11], 0 },
+									NULL, 16);
+					if (lo < 0xdc00 || lo > 0xdfff)
+						return 0;
+					p += 12;
+				} else {
+					p += 6;
+				}
+				continue;
+			}
+			if (!strchr("\"\\/bfnrt", e) || !e)
+				return 0;
+			p += 2;
+			continue;
+		}
+		/* one UTF-8 sequence, no overlongs, no surrogates, at most U+10FFFF */
+		unsigned c = *p;
+		int k = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		if (!k || end - p < k)
+			return 0;
+		for (int i = 1; i < k; i++)
+			if ((p[i] & 0xc0) != 0x80)
+				return 0;
+		if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
+		    (c == 0xf4 && p[1] > 0x8f))
+			return 0;
+		p += k;
+	}
+	*len = (size_t)(p - *start);
+	s->p = p + 1;
+	return 1;
+}
+
+static int jvalue(struct jscan *s);
+
+static int jobject(struct jscan *s, int top)
+{
+	s->p++;
+	jws(s);
+	if (s->p < s->end && *s->p == '}') {
+		s->p++;
+		return 1;
+	}
+	for (;;) {
+		const unsigned char *k;
+		size_t kl;
+		int kesc;
+		if (s->p >= s->end || *s->p != '"' || !jstring(s, &k, &kl, &kesc) || kesc)
+			return 0;
+		jws(s);
+		if (s->p >= s->end || *s->p != ':')
+			return 0;
+		s->p++;
+		jws(s);
+		int is_field = top && kl == s->flen && !memcmp(k, s->field, kl);
+		if (is_field) {
+			if (s->p >= s->end || *s->p != '"')
+				return 0; /* not a string: jansson says so */
+			if (!jstring(s, &s->val, &s->vlen, &s->val_escaped))
+				return 0;
+		} else if (!jvalue(s)) {
+			return 0;
+		}
+		jws(s);
+		if (s->p >= s->end)
+			return 0;
+		if (*s->p == '}') {
+			s->p++;
+			return 1;
+		}
+		if (*s->p != ',')
+			return 0;
+		s->p++;
+		jws(s);
+	}
+}
+
+static int jvalue(struct jscan *s)
+{
+	if (s->p >= s->end || ++s->depth > 512)
+		return 0;
+	int ok = 0;
+	const unsigned char *start;
+	size_t len;
+	int esc;
+	switch (*s->p) {
+	case '{':
+		ok = jobject(s, 0);
+		break;
+	case '[':
+		s->p++;
+		jws(s);
+		if (s->p < s->end && *s->p == ']') {
+			s->p++;
+			ok = 1;
+			break;
+		}
+		for (;;) {
+			if (!jvalue(s))
+				break;
+			jws(s);
+			if (s->p < s->end && *s->p == ']') {
+				s->p++;
+				ok = 1;
+				break;
+			}
+			if (s->p >= s->end || *s->p != ',')
+				break;
+			s->p++;
+			jws(s);
+		}
+		break;
+	case '"':
+		ok = jstring(s, &start, &len, &esc);
+		break;
+	case 't':
+		ok = s->end - s->p >= 4 && !memcmp(s->p, "true", 4);
+		s->p += ok ? 4 : 0;
+		break;
+	case 'f':
+		ok = s->end - s->p >= 5 && !memcmp(s->p, "false", 5);
+		s->p += ok ? 5 : 0;
+		break;
+	case 'n':
+		ok = s->end - s->p >= 4 && !memcmp(s->p, "null", 4);
+		s->p += ok ? 4 : 0;
+		break;
+	default: {
+		const unsigned char *p = s->p, *e = s->end;
+		if (p < e && *p == '-')
+			p++;
+		if (p < e && *p == '0')
+			p++;
+		else if (p < e && *p >= '1' && *p <= '9')
+			while (p < e && *p >= '0' && *p <= '9')
+				p++;
+		else
+			break;
+		if (p < e && *p == '.') {
+			p++;
+			if (p >= e || *p < '0' || *p > '9')
+				break;
+			while (p < e && *p >= '0' && *p <= '9')
+				p++;
+		}
+		if (p < e && (*p == 'e' || *p == 'E')) {
+			p++;
+			if (p < e && (*p == '+' || *p == '-'))
+				p++;
+			if (p >= e || *p < '0' || *p > '9')
+				break;
+			while (p < e && *p >= '0' && *p <= '9')
+				p++;
+		}
+		s->p = p;
+		ok = 1;
+	}
+	}
+	s->depth--;
+	return ok;
+}
+
+/* Decode a validated JSON string body into out (room for n bytes: decoding never
+ * grows it); returns the length. */
+static size_t junescape(const unsigned char *p, size_t n, char *out)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n;) {
+		if (p[i] != '\\') {
+			out[k++] = (char)p[i++];
+			continue;
+		}
+		unsigned char e = p[i + 1];
+		if (e != 'u') {
+			static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+			out[k++] = to[strchr(from, e) - from];
+			i += 2;
+			continue;
+		}
+		char hx[5] = { (char)p[i + 2], (char)p[i + 3], (char)p[i + 4], (char)p[i + 5], 0 };
+		unsigned v = (unsigned)strtoul(hx, NULL, 16);
+		i += 6;
+		if (v >= 0xd800 && v <= 0xdbff) {
+			char lo[5] = { (char)p[i + 2], (char)p[i + 3], (char)p[i + 4], (char)p[i + 5], 0 };
+			v = 0x10000 + ((v - 0xd800) << 10) + ((unsigned)strtoul(lo, NULL, 16) - 0xdc00);
+			i += 6;
+		}
+		if (v < 0x80) {
+			out[k++] = (char)v;
+		} else if (v < 0x800) {
+			out[k++] = (char)(0xc0 | v >> 6);
+			out[k++] = (char)(0x80 | (v & 0x3f));
+		} else if (v < 0x10000) {
+			out[k++] = (char)(0xe0 | v >> 12);
+			out[k++] = (char)(0x80 | ((v >> 6) & 0x3f));
+			out[k++] = (char)(0x80 | (v & 0x3f));
+		} else {
+			out[k++] = (char)(0xf0 | v >> 18);
+			out[k++] = (char)(0x80 | ((v >> 12) & 0x3f));
+			out[k++] = (char)(0x80 | ((v >> 6) & 0x3f));
+			out[k++] = (char)(0x80 | (v & 0x3f));
+		}
+	}
+	return k;
+}
+
+/* 1: *start and *len give the text field's string (escaped or not); 0: ask jansson. */
+static int fast_jsonl(const char *line, size_t n, const char *field, const unsigned char **start, size_t *len,
+		      int *escaped)
+{
+	struct jscan s = { (const unsigned char *)line, (const unsigned char *)line + n, 0, field, strlen(field), NULL,
+			   0, 0 };
+	jws(&s);
+	if (s.p >= s.end || *s.p != '{' || !jobject(&s, 1))
+		return 0;
+	jws(&s);
+	if (s.p != s.end || !s.val)
+		return 0;
+	*start = s.val;
+	*len = s.vlen;
+	*escaped = s.val_escaped;
+	return 1;
+}
+
 static int read_jsonl(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *err)
 {
 	char *p;
@@ -560,6 +842,23 @@ static int read_jsonl(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *e
 			i++;
 		if (i == n)
 			continue; /* blank line */
+		const unsigned char *fs;
+		size_t fl;
+		int esc;
+		if (fast_jsonl(p, n, c->field, &fs, &fl, &esc)) {
+			if ((rc = doc_reserve(c, fl, err)))
+				return rc;
+			size_t len = esc ? junescape(fs, fl, c->doc) : fl;
+			if (!esc)
+				memcpy(c->doc, fs, fl);
+			if (len == 0 && !c->o.keep_empty)
+				continue;
+			c->doc[len] = 0;
+			d->text = c->doc;
+			d->len = len;
+			d->line = c->line;
+			return 1;
+		}
 		json_error_t je;
 		json_t *root = json_loadb(p, n, JSON_ALLOW_NUL, &je);
 		if (!root)

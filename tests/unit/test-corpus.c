@@ -7,6 +7,7 @@
  * naming the file (and line or member).
  */
 #include <archive.h>
+#include <jansson.h>
 #include <archive_entry.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +141,98 @@ static void expect_error(const char *what, const char *const *names, int n, cons
 	int ok = rc < 0 && strstr(err.msg, needle1) && (!needle2 || strstr(err.msg, needle2));
 	tap_ok(ok, "%s: %s", what, rc < 0 ? err.msg : "(no error)");
 	free(got);
+}
+
+/* The JSONL fast path must agree with jansson on every line, valid or not. */
+static void check_jsonl_agrees(void)
+{
+	static const char *base[] = {
+		"{\"text\": \"plain\"}",
+		"{\"id\": 3, \"text\": \"caf\\u00e9 \\ud83d\\ude00 tab\\t nl\\n q\\\" bs\\\\ sl\\/\"}",
+		"{\"meta\": {\"a\": [1, 2.5e-3, -0, true, false, null, \"x\"]}, \"text\": \"nested before\"}",
+		"{\"text\": \"first\", \"text\": \"second wins\"}",
+		"{\"text\": \"\\u0000nul\"}",
+		"{\"text\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 raw utf-8\"}",
+		"{\"other\": \"x\"}",
+		"{\"text\": 42}",
+		"[\"text\"]",
+		"{\"text\": \"a\", }",
+		"{\"text\": \"\\ud800 lone\"}",
+		"{\"text\": \"\\udc00 low\"}",
+		"{\"text\": \"bad \\x escape\"}",
+		"{\"text\": \"\xc0\xaf overlong\"}",
+		"{\"text\": \"\xed\xa0\x80 surrogate\"}",
+		"{\"n\": 01, \"text\": \"x\"}",
+		"{\"n\": 1., \"text\": \"x\"}",
+		"{\"n\": -, \"text\": \"x\"}",
+		"{\"n\": tru, \"text\": \"x\"}",
+		"{\"text\": \"x\"} trailing",
+		"{\"t\\u0065xt\": \"escaped key\"}",
+		"{\"text\": \"ctrl \x01 byte\"}",
+		"  {\"text\":\"spaces around\"}  \r",
+	};
+	uint64_t r = 99;
+	int mismatch = 0, tried = 0;
+	char path[512];
+	snprintf(path, sizeof path, "%s/one.jsonl", dir);
+	for (int round = 0; round < 2000; round++) {
+		char line[512];
+		const char *b = base[round % LMT_ARRAY_SIZE(base)];
+		size_t n = strlen(b);
+		memcpy(line, b, n);
+		if (round >= (int)LMT_ARRAY_SIZE(base)) {
+			/* mutate: delete, insert or replace one byte */
+			r = lmt_mix64(r + round);
+			size_t at = r % (n + 1);
+			static const char pool[] = "{}[]\":,\\ 0123456789eE.-+tfnul\x80\xc3\xa9\xff\x01";
+			char ch = pool[(r >> 20) % (sizeof pool - 1)];
+			switch ((r >> 40) % 3) {
+			case 0:
+				if (at < n) {
+					memmove(line + at, line + at + 1, n - at - 1);
+					n--;
+				}
+				break;
+			case 1:
+				memmove(line + at + 1, line + at, n - at);
+				line[at] = ch;
+				n++;
+				break;
+			default:
+				if (at < n)
+					line[at] = ch;
+			}
+		}
+		if (memchr(line, '\n', n))
+			continue;
+		line[n] = '\n';
+		writef("one.jsonl", line, n + 1);
+		/* what jansson says */
+		json_error_t je;
+		json_t *root = json_loadb(line, n, JSON_ALLOW_NUL, &je);
+		json_t *t = root && json_is_object(root) ? json_object_get(root, "text") : NULL;
+		int want_ok = t && json_is_string(t);
+		/* what the reader says */
+		struct lmt_corpus *c;
+		struct lmt_doc d;
+		struct lmt_err err = { 0 };
+		const char *pp = path;
+		struct lmt_corpus_opts o = { 0 };
+		o.keep_empty = 1;
+		lmt_corpus_open(&c, &pp, 1, &o, &err);
+		int rc = lmt_corpus_next(c, &d, &err);
+		int agree = want_ok ? rc == 1 && d.len == json_string_length(t) && !memcmp(d.text, json_string_value(t), d.len)
+				    : rc < 0 || (rc == 0 && !root);
+		if (!want_ok && rc == 0 && root)
+			agree = 0;
+		if (!agree && mismatch++ < 5)
+			tap_diag("line %d disagrees (jansson %s, reader rc %d): %.*s", round, want_ok ? "ok" : "error", rc,
+				 (int)n, line);
+		tried++;
+		lmt_corpus_close(c);
+		json_decref(root);
+	}
+	tap_ok(mismatch == 0, "the JSONL fast path agrees with jansson on %d valid and mutated lines", tried);
 }
 
 int main(void)
@@ -298,6 +391,7 @@ int main(void)
 	       "tree/A.txt|0|0|A\ntree/b.txt|0|0|B\ntree/sub/c.txt|0|0|C\n");
 	const char *n11[] = { "a.txt", "-", "-" };
 	expect_error("stdin twice is refused", n11, 3, &o, "more than once", NULL);
+	check_jsonl_agrees();
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
