@@ -105,9 +105,10 @@ struct lmt_backend {
 	 * AdamW with decoupled weight decay (Loshchilov & Hutter): with g = grad * gscale,
 	 * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 	 * p -= lr * (m / bc1 / (sqrt(v / bc2) + eps) + wd * p), where bc1 = 1 - b1^t,
-	 * bc2 = 1 - b2^t.
+	 * bc2 = 1 - b2^t. Returns how many of the updated p are not finite (the check
+	 * rides on the pass that writes them).
 	 */
-	void (*adamw)(struct lmt_backend *be, float *p, const float *grad, float *m, float *v, size_t n,
+	size_t (*adamw)(struct lmt_backend *be, float *p, const float *grad, float *m, float *v, size_t n,
 		      float lr, float b1, float b2, float eps, float wd, float bc1, float bc2, float gscale);
 
 	/* sum of squares (accumulated in double) and non-finite count of x[0..n) */

@@ -467,27 +467,33 @@ static void cpu_xent_fwd_bwd(struct lmt_backend *be, float *losses, float *logit
 
 /* ---- optimizer and reductions ---- */
 
-HOT static void adamw_chunk(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1, float b2,
-			    float eps, float wd, float bc1, float bc2, float gs)
+HOT static size_t adamw_chunk(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1, float b2,
+			      float eps, float wd, float bc1, float bc2, float gs)
 {
+	size_t bad = 0;
+	float ib1 = 1.0f / bc1, ib2 = 1.0f / bc2;
+#pragma omp simd reduction(+ : bad)
 	for (size_t i = 0; i < n; i++) {
 		float gi = g[i] * gs;
 		m[i] = b1 * m[i] + (1 - b1) * gi;
 		v[i] = b2 * v[i] + (1 - b2) * gi * gi;
-		float mh = m[i] / bc1, vh = v[i] / bc2;
+		float mh = m[i] * ib1, vh = v[i] * ib2;
 		p[i] -= lr * (mh / (sqrtf(vh) + eps) + wd * p[i]);
+		bad += !(p[i] - p[i] == 0.0f); /* NaN or infinity: x - x is NaN for both */
 	}
+	return bad;
 }
 
-static void cpu_adamw(struct lmt_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr,
-		      float b1, float b2, float eps, float wd, float bc1, float bc2, float gs)
+static size_t cpu_adamw(struct lmt_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr,
+			float b1, float b2, float eps, float wd, float bc1, float bc2, float gs)
 {
-	size_t chunk = 16384, nc = (n + chunk - 1) / chunk;
-#pragma omp parallel for num_threads(be->threads) schedule(static)
+	size_t chunk = 16384, nc = (n + chunk - 1) / chunk, bad = 0;
+#pragma omp parallel for num_threads(be->threads) schedule(static) reduction(+ : bad)
 	for (size_t k = 0; k < nc; k++) {
 		size_t o = k * chunk;
-		adamw_chunk(p + o, g + o, m + o, v + o, LMT_MIN(chunk, n - o), lr, b1, b2, eps, wd, bc1, bc2, gs);
+		bad += adamw_chunk(p + o, g + o, m + o, v + o, LMT_MIN(chunk, n - o), lr, b1, b2, eps, wd, bc1, bc2, gs);
 	}
+	return bad;
 }
 
 static double cpu_sumsq(struct lmt_backend *be, const float *x, size_t n)

@@ -197,14 +197,13 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 		for (int i = 0; i < g->nt; i++) {
 			const struct lmt_tensor *x = &g->t[i];
 			int decay = x->kind == LMT_PARAM_MATRIX || (c->decay_embeddings && x->kind == LMT_PARAM_EMBEDDING);
-			be->adamw(be, g->params + x->offset, g->grads + x->offset, g->m + x->offset, g->v + x->offset,
-				  x->numel, (float)st->lr, (float)b1, (float)b2, (float)c->eps,
-				  decay ? (float)c->weight_decay : 0.0f, bc1, bc2, gscale);
-		}
-		const char *bad = find_nonfinite(g, g->params);
-		if (bad) {
-			st->nonfinite_what = "parameter";
-			st->nonfinite_tensor = bad;
+			size_t bad = be->adamw(be, g->params + x->offset, g->grads + x->offset, g->m + x->offset,
+					       g->v + x->offset, x->numel, (float)st->lr, (float)b1, (float)b2, (float)c->eps,
+					       decay ? (float)c->weight_decay : 0.0f, bc1, bc2, gscale);
+			if (bad && !st->nonfinite_what) {
+				st->nonfinite_what = "parameter";
+				st->nonfinite_tensor = x->name;
+			}
 		}
 	}
 	st->t_optimizer = lmt_now() - t;

@@ -523,6 +523,7 @@ int main(int argc, char **argv)
 	o.temperature = 1.0;
 	o.top_k = 40;
 	tool_init("train");
+	tool_passive_threads(argv);
 	int c;
 	while ((c = getopt_long(argc, argv, "hVo:t:j:q", longopts, NULL)) != -1) {
 		if (c == 'h') {

@@ -95,6 +95,16 @@ void usage_error(const char *fmt, ...)
 	exit(2);
 }
 
+void tool_passive_threads(char **argv)
+{
+	if (getenv("OMP_WAIT_POLICY"))
+		return;
+	if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1))
+		return;
+	execv("/proc/self/exe", argv);
+	/* no /proc, or exec refused: run on with the default policy */
+}
+
 void bad_option(char **argv)
 {
 	const char *arg = optind > 0 ? argv[optind - 1] : "?";

@@ -32,6 +32,15 @@ extern volatile int tool_interrupted;
 void tool_defer_signals(void);
 void tool_check_interrupt(void);
 
+/*
+ * For tools that compute with OpenBLAS and OpenMP in turn: both thread pools must
+ * sleep when idle, or a spinning pool takes cores from the working one (measured:
+ * 17% of a GPT-2 step). OpenMP's wait policy is fixed when libgomp loads, before
+ * main, so when OMP_WAIT_POLICY is unset this sets it to PASSIVE and executes the
+ * program again (once; if that fails it carries on as it is).
+ */
+void tool_passive_threads(char **argv);
+
 /* The usage error for getopt's '?': an unknown option or a missing argument. */
 void bad_option(char **argv) __attribute__((noreturn));
 
