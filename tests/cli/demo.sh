@@ -4,8 +4,10 @@
 # Make redoing nothing on a second run, and the same flow on a user's own files.
 . tests/cli/lib.sh
 
+SMALL='DOCS=300 VOCAB=400 SEQ_LEN=64 UPDATES=10'
+SMALLM='--layers 1 --heads 2 --channels 32'
 check "the demo flow on 300 built-in documents" \
-	make -s -C examples BIN="$BIN" OUT="$T/demo" DOCS=300 VOCAB=400
+	make -s -C examples BIN="$BIN" OUT="$T/demo" $SMALL MODEL="$SMALLM"
 grep -q "round trip: .* identical to the corpus" "$T/.out" && ok "decoded text is identical to the corpus" \
 	|| notok "round trip line" "$(cat "$T/.out")"
 grep -q '"event":"summary".*"vocab_size":400' "$T/demo/tok-train.jsonl" && ok "tokenizer trained to 400 tokens" \
@@ -17,14 +19,19 @@ grep -q '"bad":0' "$T/demo/verify.jsonl" && [ -f "$T/demo/data/manifest.json" ] 
 	&& ok "shards packed and verified" || notok "dataset" "$(ls "$T/demo")"
 grep -q '"bits_per_byte":0\.[45]' "$T/demo/corpus.summary.jsonl" && ok "the corpus summary records its entropy floor" \
 	|| notok "corpus summary" "$(cat "$T/demo/corpus.summary.jsonl")"
-check "a second run" make -C examples BIN="$BIN" OUT="$T/demo" DOCS=300 VOCAB=400
-grep -q "tok-train\|tok-encode\|gen-corpus" "$T/.out" && notok "a second run redoes nothing" "$(cat "$T/.out")" \
+grep -q "model: validation loss .* after 10 updates" "$T/.out" && ok "a model is trained and evaluated" \
+	|| notok "train stage" "$(cat "$T/.out")"
+grep -q '"kept":' "$T/demo/dedup.json" && [ -f "$T/demo/removed.jsonl" ] && ok "dedup ran, with its provenance file" \
+	|| notok "dedup stage"
+check "a second run" make -C examples BIN="$BIN" OUT="$T/demo" $SMALL MODEL="$SMALLM"
+grep -q "tok-train\|tok-encode\|gen-corpus\|bin/train" "$T/.out" && notok "a second run redoes nothing" "$(cat "$T/.out")" \
 	|| ok "a second run redoes nothing"
 touch "$T/demo/corpus.jsonl"
-make -C examples BIN="$BIN" OUT="$T/demo" DOCS=300 VOCAB=400 > "$T/.out" 2>&1
+make -C examples BIN="$BIN" OUT="$T/demo" $SMALL MODEL="$SMALLM" > "$T/.out" 2>&1
 grep -q "tok-train" "$T/.out" && ok "a newer corpus retrains the tokenizer" || notok "rebuild after touch" "$(cat "$T/.out")"
 check "the flow on the user's own files (CORPUS=)" \
-	make -s -C examples BIN="$BIN" OUT="$T/own" CORPUS="$(pwd)/tests/data/text" VOCAB=300
+	make -s -C examples BIN="$BIN" OUT="$T/own" CORPUS="$(pwd)/tests/data/text" VOCAB=300 SEQ_LEN=16 \
+	UPDATES=2 MODEL="$SMALLM" SPLIT=val=0.3
 [ -f "$T/own/corpus.lmtoks" ] && [ ! -f "$T/own/corpus.jsonl" ] && ok "own corpus encoded, no built-in corpus made" \
 	|| notok "own corpus" "$(ls "$T/own")"
 if command -v jq > /dev/null; then
