@@ -42,6 +42,17 @@ grep -q '"global_batch_positions":128' "$T/run/config.json" && ok "config.json r
 	|| notok "config.json" "$(cat "$T/run/config.json")"
 check_fail "a run directory is not reused" 1 "holds a previous run" $TR --data "$T/d" $TINY --updates 1 -o "$T/run"
 
+# learning real structure: the validation loss falls well below the unigram entropy
+# of the training tokens (what a model that ignores context achieves)
+"$BIN/tok-encode" -q -t "$T/t.lmtok" --eos --format ids "$T/c.jsonl" > "$T/ids.txt"
+H=$(tr ' ' '\n' < "$T/ids.txt" | awk 'NF { c[$1]++; n++ } END { for (k in c) { p = c[k] / n; h -= p * log(p) } printf "%.4f", h }')
+check "train a small model for 300 updates" $TR --data "$T/d" --layers 2 --heads 2 --channels 64 --micro-batch 8 \
+	--threads 2 --updates 300 --lr 3e-3 --eval-every 300 --eval-seqs 64
+vl=$(grep '"event":"eval"' "$T/.out" | tail -1 | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/')
+awk -v v="$vl" -v h="$H" 'BEGIN { exit !(v < h - 1.0) }' \
+	&& ok "validation loss $vl nats is well below the unigram entropy $H (by more than 1 nat)" \
+	|| notok "validation vs unigram" "val $vl, unigram $H"
+
 # determinism: same seed, same threads, same losses to the last digit
 $TR --data "$T/d" $TINY --updates 6 --eval-every 0 > "$T/a.jsonl" 2>/dev/null
 $TR --data "$T/d" $TINY --updates 6 --eval-every 0 > "$T/b.jsonl" 2>/dev/null
