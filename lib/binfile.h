@@ -54,6 +54,7 @@ struct lmt_format {
 extern const struct lmt_format lmt_format_tokenizer;
 extern const struct lmt_format lmt_format_tokens;
 extern const struct lmt_format lmt_format_shard;
+extern const struct lmt_format lmt_format_ckpt;
 
 /* A file mapped into memory and checked. */
 struct lmt_binfile {

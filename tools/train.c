@@ -10,7 +10,9 @@
  * samples, summary); stderr: human progress. The run directory holds the resolved
  * configuration, the parameter breakdown, the metrics and the events.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <jansson.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -22,12 +24,14 @@
 
 #include "afile.h"
 #include "backend.h"
+#include "ckpt.h"
 #include "comm.h"
 #include "dataset.h"
 #include "json.h"
 #include "model.h"
 #include "tokenizer.h"
 #include "tool.h"
+#include "trainckpt.h"
 #include "trainer.h"
 #include "util.h"
 #include "version.h"
@@ -70,6 +74,14 @@ enum {
 	OPT_EXPORT_LLMC,
 	OPT_BACKEND,
 	OPT_WINDOW,
+	OPT_RESUME,
+	OPT_CKPT_EVERY,
+	OPT_CKPT_MINUTES,
+	OPT_KEEP,
+	OPT_KEEP_EVERY,
+	OPT_CKPT_SYNC,
+	OPT_MTBF,
+	OPT_LOG_SAMPLES,
 };
 
 static const struct option longopts[] = {
@@ -103,6 +115,14 @@ static const struct option longopts[] = {
 	{ "segment-mask", no_argument, NULL, OPT_SEG_MASK },
 	{ "doc-targets", required_argument, NULL, OPT_DOC_TARGETS },
 	{ "shuffle-window", required_argument, NULL, OPT_WINDOW },
+	{ "resume", required_argument, NULL, OPT_RESUME },
+	{ "ckpt-every", required_argument, NULL, OPT_CKPT_EVERY },
+	{ "ckpt-minutes", required_argument, NULL, OPT_CKPT_MINUTES },
+	{ "keep", required_argument, NULL, OPT_KEEP },
+	{ "keep-every", required_argument, NULL, OPT_KEEP_EVERY },
+	{ "ckpt-sync", no_argument, NULL, OPT_CKPT_SYNC },
+	{ "mtbf", required_argument, NULL, OPT_MTBF },
+	{ "log-samples", no_argument, NULL, OPT_LOG_SAMPLES },
 	{ "eval-every", required_argument, NULL, OPT_EVAL_EVERY },
 	{ "eval-seqs", required_argument, NULL, OPT_EVAL_SEQS },
 	{ "sample-every", required_argument, NULL, OPT_SAMPLE_EVERY },
@@ -153,6 +173,16 @@ static void usage(void)
 	       "  --segment-mask          attention stays within each document\n"
 	       "  --doc-targets T         keep (default) or drop targets crossing documents\n"
 	       "  --shuffle-window N      shuffle window in sequences (8192)\n"
+	       "Checkpoints (in RUN/ckpt; a final one at the end and on SIGINT/SIGTERM):\n"
+	       "  --ckpt-every N          every N updates (0: none but the final one)\n"
+	       "  --ckpt-minutes M        or every M minutes of training\n"
+	       "  --keep N --keep-every K keep the N newest (3, at least 2), and every K-th\n"
+	       "  --ckpt-sync             write while training waits (default: a snapshot, then\n"
+	       "                          a background writer)\n"
+	       "  --resume RUN|auto       continue RUN from its newest valid checkpoint (auto:\n"
+	       "                          -o's run, or a fresh start if it has none)\n"
+	       "  --mtbf SECONDS          report the checkpoint interval sqrt(2 C MTBF)\n"
+	       "  --log-samples           each update record lists its sample ids\n"
 	       "Evaluation and samples:\n"
 	       "  --eval-every N --eval-seqs N     validation loss (every 100; 64 sequences)\n"
 	       "  --sample-every N --sample-tokens N --temperature X --top-k N --prompt TEXT\n"
@@ -175,6 +205,10 @@ struct opts {
 	uint64_t init_seed;
 	int init_seed_given, warmup_given, shape_given;
 	uint64_t eval_every, eval_seqs, sample_every;
+	const char *resume;
+	uint64_t ckpt_every, keep_every;
+	double ckpt_minutes, mtbf;
+	int keep, ckpt_sync, log_samples;
 	int sample_tokens, top_k;
 	double temperature, peak;
 };
@@ -312,6 +346,14 @@ static void set_option(struct opts *o, int c, const char *arg, const char *where
 			usage_error("option '--backend': '%s' is not available in this build (cpu)", arg);
 		o->backend = arg;
 		break;
+	case OPT_RESUME: o->resume = arg; break;
+	case OPT_CKPT_EVERY: o->ckpt_every = (uint64_t)opt_int("ckpt-every", arg, 0, INT64_MAX); break;
+	case OPT_CKPT_MINUTES: o->ckpt_minutes = opt_double("ckpt-minutes", arg, 0, 1e9); break;
+	case OPT_KEEP: o->keep = (int)opt_int("keep", arg, 2, 1 << 20); break;
+	case OPT_KEEP_EVERY: o->keep_every = (uint64_t)opt_int("keep-every", arg, 0, INT64_MAX); break;
+	case OPT_CKPT_SYNC: o->ckpt_sync = 1; break;
+	case OPT_MTBF: o->mtbf = opt_double("mtbf", arg, 1, 1e12); break;
+	case OPT_LOG_SAMPLES: o->log_samples = 1; break;
 	case 'j': o->threads = (int)opt_int("threads", arg, 1, 4096); break;
 	case 'q': tool_quiet = 1; break;
 	}
@@ -510,6 +552,393 @@ static int32_t *make_prompt(const struct opts *o, struct lmt_tokenizer *tok, int
 	return p;
 }
 
+/* ---- checkpoints ---- */
+
+struct ckpt_ctx {
+	const struct opts *o;
+	const struct lmt_dataset *d;
+	struct lmt_gpt *g;
+	struct lmt_trainer *tr;
+	struct lmt_backend *be;
+	struct lmt_comm *comm;
+	struct run *run;
+	double wall_offset, t_start;
+	struct lmt_ckpt_async async;
+	uint64_t last_saved;
+	double last_save_time, last_due;
+};
+
+/* The manifest's "state" object: everything but the tensors. */
+static char *state_json(struct ckpt_ctx *k, double wall)
+{
+	const struct opts *o = k->o;
+	struct lmt_trainer *tr = k->tr;
+	struct lmt_json j;
+	char hex[LMT_SHA256_HEX];
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_u64(&j, "update", tr->update);
+	lmt_json_u64(&j, "opt_steps", tr->opt_steps);
+	lmt_json_u64(&j, "tokens", tr->tokens);
+	lmt_json_u64(&j, "clipped_updates", tr->clipped_updates);
+	lmt_json_obj(&j, "clocks");
+	lmt_json_num(&j, "wall_s", wall);
+	lmt_json_num(&j, "device_s", wall * k->comm->world);
+	lmt_json_obj_end(&j);
+	lmt_json_obj(&j, "scheduler");
+	lmt_json_str(&j, "schedule", o->tc.schedule == LMT_SCHED_COSINE ? "cosine" :
+				     o->tc.schedule == LMT_SCHED_LINEAR ? "linear" : "constant");
+	lmt_json_num(&j, "lr", o->tc.lr);
+	lmt_json_num(&j, "min_lr_frac", o->tc.min_lr_frac);
+	lmt_json_u64(&j, "warmup", o->tc.warmup);
+	lmt_json_u64(&j, "updates", o->tc.updates);
+	lmt_json_num(&j, "next_lr", lmt_lr_at(&o->tc, tr->update));
+	lmt_json_obj_end(&j);
+	lmt_json_obj(&j, "loss_scaler");
+	lmt_json_str(&j, "type", "none");
+	lmt_json_num(&j, "scale", 1.0);
+	lmt_json_obj_end(&j);
+	lmt_json_arr(&j, "rng");
+	for (int r = 0; r < k->comm->world; r++) {
+		lmt_json_obj(&j, NULL);
+		lmt_json_u64(&j, "rank", (uint64_t)r);
+		lmt_json_obj(&j, "cpu");
+		lmt_json_str(&j, "generator", "xoshiro256**");
+		lmt_json_u64(&j, "seed", o->tc.seed);
+		lmt_json_str(&j, "use", "sampling only; each sample is drawn from a stream seeded by --seed alone");
+		lmt_json_obj_end(&j);
+		lmt_json_null(&j, "device");
+		lmt_json_obj_end(&j);
+	}
+	lmt_json_arr_end(&j);
+	lmt_json_obj(&j, "loader");
+	lmt_json_u64(&j, "order", LMT_LOADER_ORDER);
+	lmt_json_u64(&j, "seed", o->tc.seed);
+	lmt_json_u64(&j, "window", o->tc.shuffle_window);
+	lmt_json_u64(&j, "world", (uint64_t)k->comm->world);
+	lmt_json_arr(&j, "cursors");
+	lmt_json_obj(&j, NULL);
+	lmt_json_u64(&j, "rank", (uint64_t)k->comm->rank);
+	lmt_json_u64(&j, "cursor", lmt_loader_cursor(&tr->loader));
+	lmt_json_obj_end(&j);
+	lmt_json_arr_end(&j);
+	lmt_json_obj_end(&j);
+	lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(k->d->tokenizer_sha256, hex));
+	lmt_json_str(&j, "dataset_manifest_sha256", lmt_sha256_hex(k->d->manifest_sha256, hex));
+	lmt_json_obj(&j, "model");
+	lmt_json_u64(&j, "layers", (uint64_t)k->g->cfg.L);
+	lmt_json_u64(&j, "heads", (uint64_t)k->g->cfg.NH);
+	lmt_json_u64(&j, "channels", (uint64_t)k->g->cfg.C);
+	lmt_json_u64(&j, "context", (uint64_t)k->g->cfg.max_T);
+	lmt_json_u64(&j, "vocab", (uint64_t)k->g->cfg.V);
+	lmt_json_u64(&j, "vocab_padded", (uint64_t)k->g->cfg.Vp);
+	lmt_json_bool(&j, "untied", k->g->cfg.untied);
+	lmt_json_obj_end(&j);
+	lmt_json_obj(&j, "code");
+	lmt_json_str(&j, "revision", lmt_revision());
+	lmt_json_bool(&j, "dirty", strstr(lmt_revision(), "-dirty") != NULL);
+	lmt_json_str(&j, "library", LMT_VERSION);
+	lmt_json_str(&j, "backend", k->be->name);
+	lmt_json_obj_end(&j);
+	lmt_json_obj(&j, "sharding");
+	lmt_json_u64(&j, "world", (uint64_t)k->comm->world);
+	lmt_json_str(&j, "rule", "rank r holds elements [r*n/W, (r+1)*n/W) of every tensor");
+	lmt_json_obj_end(&j);
+	long off = 0;
+	if (k->run->metrics) {
+		fflush(k->run->metrics);
+		off = ftell(k->run->metrics);
+	}
+	lmt_json_u64(&j, "metrics_offset", (uint64_t)(off > 0 ? off : 0));
+	if (k->run->dir[0]) {
+		char p[PATH_MAX], *cfg;
+		size_t n;
+		struct lmt_err err = { 0 };
+		path_fmt(p, sizeof p, "%s/config.json", k->run->dir);
+		if (lmt_read_file(p, &cfg, &n, &err) == 0) {
+			while (n && (cfg[n - 1] == '\n' || cfg[n - 1] == ' '))
+				cfg[--n] = 0;
+			lmt_json_raw(&j, "config", cfg);
+			free(cfg);
+		}
+	}
+	lmt_json_end(&j);
+	if (j.oom)
+		die("out of memory");
+	char *out = strdup(j.buf);
+	lmt_json_release(&j);
+	if (!out)
+		die("out of memory");
+	return out;
+}
+
+/* Remove all but the newest keep checkpoints and the keep_every milestones. */
+static void retain(struct ckpt_ctx *k)
+{
+	struct lmt_err err = { 0 };
+	char **names;
+	uint64_t *ups;
+	int n;
+	if (lmt_ckpt_list(k->run->dir, &names, &ups, &n, &err)) {
+		warn("%s", err.msg);
+		return;
+	}
+	int keep = k->o->keep ? k->o->keep : 3;
+	for (int i = 0; i < n - keep; i++) {
+		if (k->o->keep_every && ups[i] % k->o->keep_every == 0)
+			continue;
+		char p[PATH_MAX];
+		path_fmt(p, sizeof p, "%s/ckpt/%s", k->run->dir, names[i]);
+		DIR *dd = opendir(p);
+		struct dirent *e;
+		while (dd && (e = readdir(dd))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			char f[PATH_MAX];
+			path_fmt(f, sizeof f, "%s/%s", p, e->d_name);
+			unlink(f);
+		}
+		if (dd)
+			closedir(dd);
+		if (rmdir(p))
+			warn("'%s': cannot remove an old checkpoint: %s", p, strerror(errno));
+		else
+			event(k->run, "checkpoint-removed", names[i], ups[i]);
+	}
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(ups);
+}
+
+static void report_ckpt(struct ckpt_ctx *k, const struct lmt_ckpt_result *r, double pause, int async)
+{
+	struct lmt_json j;
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_str(&j, "event", "checkpoint");
+	lmt_json_u64(&j, "update", async ? k->async.save.update : k->tr->update);
+	lmt_json_str(&j, "path", r->path);
+	lmt_json_u64(&j, "bytes", r->bytes);
+	lmt_json_num(&j, "pause_s", pause);
+	lmt_json_num(&j, "write_s", r->write_s);
+	lmt_json_num(&j, "mb_per_s", r->write_s > 0 ? r->bytes / r->write_s / 1e6 : 0);
+	lmt_json_bool(&j, "async", async);
+	/* Young's interval: the checkpoint period that minimises the expected overhead
+	 * for a cost C per checkpoint and a mean time between failures */
+	double cost = async ? pause : r->write_s;
+	lmt_json_num(&j, "cost_s", cost);
+	if (k->o->mtbf > 0)
+		lmt_json_num(&j, "optimal_interval_s", sqrt(2.0 * cost * k->o->mtbf));
+	emit(&j, k->run->metrics);
+	lmt_json_release(&j);
+	event(k->run, "checkpoint", r->path, async ? k->async.save.update : k->tr->update);
+	if (k->o->mtbf > 0)
+		info("checkpoint cost %.3f s; with an MTBF of %.0f s the best interval is %.0f s", cost, k->o->mtbf,
+		     sqrt(2.0 * cost * k->o->mtbf));
+	retain(k);
+}
+
+/* Collect a finished background save, if any. */
+static void ckpt_poll(struct ckpt_ctx *k, int wait)
+{
+	struct lmt_ckpt_result r;
+	struct lmt_err err = { 0 };
+	int rc = 0;
+	double pause = k->async.save.update ? k->last_save_time : 0;
+	int got = wait ? lmt_ckpt_async_wait(&k->async, &r, &rc, &err) : lmt_ckpt_async_poll(&k->async, &r, &rc, &err);
+	if (!got)
+		return;
+	if (rc)
+		die("checkpoint of update %llu failed: %s", (unsigned long long)k->async.save.update, err.msg);
+	report_ckpt(k, &r, pause, 1);
+}
+
+static void ckpt_save(struct ckpt_ctx *k, int sync)
+{
+	struct lmt_err err = { 0 };
+	if (!k->run->dir[0] || k->last_saved == k->tr->update)
+		return;
+	/* one save at a time: a final (synchronous) save waits for the one in flight; a
+	 * periodic one is refused, and says so */
+	ckpt_poll(k, sync);
+	if (k->async.started) {
+		char detail[160];
+		snprintf(detail, sizeof detail, "not saving update %llu: the save of update %llu is still in flight",
+			 (unsigned long long)k->tr->update, (unsigned long long)k->async.save.update);
+		warn("%s", detail);
+		event(k->run, "checkpoint-refused", detail, k->tr->update);
+		return;
+	}
+	struct lmt_ckpt_tensor *t;
+	int n;
+	float *host;
+	double t0 = lmt_now();
+	if (lmt_trainckpt_tensors(k->g, &t, &n, &host, &err))
+		die_err(&err);
+	double wall = k->wall_offset + (lmt_now() - k->t_start);
+	char *state = state_json(k, wall);
+	struct lmt_ckpt_save sv = { k->run->dir, k->tr->update, k->comm->world, t, n, state };
+	if (sync) {
+		struct lmt_ckpt_result r;
+		if (lmt_ckpt_write(&sv, &r, &err))
+			die_err(&err);
+		k->last_saved = k->tr->update;
+		report_ckpt(k, &r, lmt_now() - t0, 0);
+	} else {
+		if (lmt_ckpt_async_start(&k->async, &sv, &err))
+			die_err(&err);
+		k->last_saved = k->tr->update;
+		k->last_save_time = lmt_now() - t0; /* the training pause: the snapshot */
+	}
+	free(t);
+	free(host);
+	free(state);
+}
+
+static uint64_t ju64(json_t *o, const char *key)
+{
+	json_t *x = json_object_get(o, key);
+	return json_is_integer(x) && json_integer_value(x) >= 0 ? (uint64_t)json_integer_value(x) : UINT64_MAX;
+}
+
+/* The checkpoint must belong to this data and model; say what differs. */
+static void check_compat(const struct lmt_ckpt *c, const struct opts *o, const struct lmt_dataset *d,
+			 const struct lmt_gpt *g, int world)
+{
+	char hex[LMT_SHA256_HEX];
+	json_t *m = lmt_ckpt_state(c, "model"), *l = lmt_ckpt_state(c, "loader");
+	const char *ts = json_string_value(lmt_ckpt_state(c, "tokenizer_sha256"));
+	const char *ds = json_string_value(lmt_ckpt_state(c, "dataset_manifest_sha256"));
+	if (!ts || strcmp(ts, lmt_sha256_hex(d->tokenizer_sha256, hex)))
+		die("'%s': made with tokenizer %.16s..., the dataset '%s' uses %.16s...", c->dir, ts ? ts : "?", o->data,
+		    hex);
+	if (!ds || strcmp(ds, lmt_sha256_hex(d->manifest_sha256, hex)))
+		die("'%s': made on dataset %.16s..., '%s' is %.16s...", c->dir, ds ? ds : "?", o->data, hex);
+	struct { const char *key; uint64_t have; } f[] = {
+		{ "layers", (uint64_t)g->cfg.L }, { "heads", (uint64_t)g->cfg.NH }, { "channels", (uint64_t)g->cfg.C },
+		{ "context", (uint64_t)g->cfg.max_T }, { "vocab", (uint64_t)g->cfg.V }, { "vocab_padded", (uint64_t)g->cfg.Vp },
+	};
+	for (size_t i = 0; i < LMT_ARRAY_SIZE(f); i++)
+		if (ju64(m, f[i].key) != f[i].have)
+			die("'%s': the model has %s %llu, this run %llu", c->dir, f[i].key, (unsigned long long)ju64(m, f[i].key),
+			    (unsigned long long)f[i].have);
+	if (json_is_true(json_object_get(m, "untied")) != g->cfg.untied)
+		die("'%s': the model is %s, this run %s", c->dir, g->cfg.untied ? "tied" : "untied",
+		    g->cfg.untied ? "untied" : "tied");
+	if (ju64(l, "order") != LMT_LOADER_ORDER || ju64(l, "seed") != o->tc.seed ||
+	    ju64(l, "window") != o->tc.shuffle_window)
+		die("'%s': its data order (order %llu, seed %llu, window %llu) is not this run's (%d, %llu, %llu); the "
+		    "next samples would differ", c->dir, (unsigned long long)ju64(l, "order"),
+		    (unsigned long long)ju64(l, "seed"), (unsigned long long)ju64(l, "window"), LMT_LOADER_ORDER,
+		    (unsigned long long)o->tc.seed, (unsigned long long)o->tc.shuffle_window);
+	(void)world;
+}
+
+static void report_skipped(void *ctx, const char *path, const char *why)
+{
+	struct run *r = ctx;
+	warn("ignoring '%s': %s", path, why);
+	char detail[1200];
+	snprintf(detail, sizeof detail, "%s: %s", path, why);
+	event(r, "checkpoint-ignored", detail, 0);
+}
+
+/* --resume RUN: the newest checkpoint must be valid (auto falls back instead). */
+static void report_strict(void *ctx, const char *path, const char *why)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (!strncmp(base, "step-", 5))
+		die("%s\n(--resume auto would fall back to the newest valid checkpoint; --resume %s names one)", why,
+		    "RUN/ckpt/step-N");
+	report_skipped(ctx, path, why);
+}
+
+static uint64_t state_u64(const struct lmt_ckpt *c, const char *key)
+{
+	json_t *x = lmt_ckpt_state(c, key);
+	if (!json_is_integer(x) || json_integer_value(x) < 0)
+		die("'%s/manifest.json': state.%s is missing or not a count", c->dir, key);
+	return (uint64_t)json_integer_value(x);
+}
+
+/* This rank's loader cursor: its own if the world size is the same, else rebased
+ * from rank 0's (ranks step in lockstep, so all consumed the same count). */
+static uint64_t resume_cursor(const struct lmt_ckpt *c, const struct lmt_comm *comm)
+{
+	json_t *l = lmt_ckpt_state(c, "loader");
+	json_t *cs = json_object_get(l, "cursors"), *e;
+	uint64_t world = ju64(l, "world");
+	size_t i;
+	if (!json_is_array(cs) || world == UINT64_MAX || world == 0)
+		die("'%s/manifest.json': state.loader has no cursors or world", c->dir);
+	uint64_t want = world == (uint64_t)comm->world ? (uint64_t)comm->rank : 0;
+	json_array_foreach(cs, i, e) {
+		if (ju64(e, "rank") != want)
+			continue;
+		uint64_t cur = ju64(e, "cursor");
+		if (cur == UINT64_MAX)
+			die("'%s/manifest.json': state.loader.cursors[%zu] has no cursor", c->dir, i);
+		if (world == (uint64_t)comm->world)
+			return cur;
+		uint64_t out;
+		struct lmt_err err = { 0 };
+		if (lmt_loader_rebase(cur, 0, (uint32_t)world, (uint32_t)comm->rank, (uint32_t)comm->world, &out, &err))
+			die("'%s': %s", c->dir, err.msg);
+		return out;
+	}
+	die("'%s/manifest.json': no loader cursor for rank %llu", c->dir, (unsigned long long)want);
+}
+
+/* Checkpoints past the one resumed from (invalid ones auto skipped, or newer ones
+ * when an older checkpoint is named) would collide with the saves of the replayed
+ * updates: move them aside, keeping them for inspection. */
+static void set_aside_newer(struct run *r, uint64_t update, int fresh)
+{
+	struct lmt_err err = { 0 };
+	char **names;
+	uint64_t *ups;
+	int n;
+	if (lmt_ckpt_list(r->dir, &names, &ups, &n, &err))
+		die_err(&err);
+	for (int i = 0; i < n; i++) {
+		if (fresh || ups[i] > update) {
+			char a[PATH_MAX], b[PATH_MAX];
+			path_fmt(a, sizeof a, "%s/ckpt/%s", r->dir, names[i]);
+			path_fmt(b, sizeof b, "%s/ckpt/stale-%s-%d", r->dir, names[i], (int)getpid());
+			if (rename(a, b))
+				die("'%s': cannot move it aside: %s", a, strerror(errno));
+			warn("'%s' is past the resumed state; moved to '%s'", a, b);
+			event(r, "checkpoint-set-aside", b, ups[i]);
+		}
+		free(names[i]);
+	}
+	free(names);
+	free(ups);
+}
+
+/* Cut metrics.jsonl back to what it held at the checkpoint; the update records past
+ * it are work that will be done again. */
+static uint64_t rewind_metrics(const char *dir, uint64_t offset)
+{
+	char p[PATH_MAX], *data;
+	size_t n;
+	struct lmt_err err = { 0 };
+	path_fmt(p, sizeof p, "%s/metrics.jsonl", dir);
+	if (lmt_read_file(p, &data, &n, &err))
+		die_err(&err);
+	if (offset > n)
+		die("'%s' is shorter (%zu bytes) than at the checkpoint (%llu)", p, n, (unsigned long long)offset);
+	uint64_t replayed = 0;
+	for (char *q = data + offset; (q = strstr(q, "\"event\":\"update\"")); q++)
+		replayed++;
+	free(data);
+	if (truncate(p, (off_t)offset))
+		die("'%s': %s", p, strerror(errno));
+	return replayed;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -558,6 +987,45 @@ int main(int argc, char **argv)
 		usage_error("--prompt is text: give the tokenizer with -t");
 	if (!o.init_llmc && o.model.C % o.model.NH)
 		usage_error("--channels %d is not a multiple of --heads %d", o.model.C, o.model.NH);
+	/* --resume RUN, --resume RUN/ckpt/step-N, or --resume auto (with -o RUN) */
+	const char *resume_from = NULL;
+	int resume_auto = 0;
+	if (o.resume && !strcmp(o.resume, "auto")) {
+		if (!o.out)
+			usage_error("--resume auto continues the run in -o RUN: give -o");
+		resume_auto = 1;
+	} else if (o.resume) {
+		char mp[PATH_MAX], *rundir;
+		path_fmt(mp, sizeof mp, "%s/manifest.json", o.resume);
+		if (access(mp, F_OK) == 0) {
+			/* one checkpoint, named: RUN/ckpt/step-N */
+			char *full = realpath(o.resume, NULL), *sl;
+			if (!full)
+				die("'%s': %s", o.resume, strerror(errno));
+			sl = strrchr(full, '/');
+			if (sl && sl > full) {
+				*sl = 0;
+				sl = strrchr(full, '/');
+			}
+			if (!sl || strcmp(sl + 1, "ckpt"))
+				usage_error("--resume %s: a checkpoint directory must be RUN/ckpt/step-N", o.resume);
+			*sl = 0;
+			resume_from = o.resume;
+			rundir = full;
+		} else {
+			rundir = strdup(o.resume);
+		}
+		if (!rundir)
+			die("out of memory");
+		struct stat a, b;
+		if (o.out && (stat(o.out, &a) || stat(rundir, &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino))
+			usage_error("--resume %s continues run '%s', but -o names '%s'", o.resume, rundir, o.out);
+		if (access(rundir, F_OK))
+			die("'%s': no such run to resume: %s", rundir, strerror(errno));
+		o.out = rundir;
+	}
+	if ((o.ckpt_every || o.ckpt_minutes > 0 || o.keep_every) && !o.out)
+		usage_error("checkpoints are written into the run directory: give -o RUN");
 
 	struct lmt_err err = { 0 };
 	struct lmt_dataset d;
@@ -611,8 +1079,8 @@ int main(int argc, char **argv)
 	if (o.out) {
 		char prev[PATH_MAX];
 		path_fmt(prev, sizeof prev, "%s/metrics.jsonl", o.out);
-		if (access(prev, F_OK) == 0)
-			die("'%s' holds a previous run (metrics.jsonl); give a new directory", o.out);
+		if (access(prev, F_OK) == 0 && !o.resume)
+			die("'%s' holds a previous run (metrics.jsonl); give a new directory, or --resume", o.out);
 		if (mkdir(o.out, 0755) && errno != EEXIST)
 			die("'%s': %s", o.out, strerror(errno));
 		path_fmt(run.dir, sizeof run.dir, "%s", o.out);
@@ -625,14 +1093,65 @@ int main(int argc, char **argv)
 		the_run = &run;
 		atexit(run_atexit);
 	}
+	/* the checkpoint to resume from */
+	struct lmt_ckpt ck;
+	int have_ck = 0;
+	uint64_t cursor = (uint64_t)comm.rank;
+	if (o.resume) {
+		char path[PATH_MAX];
+		int found = 1;
+		if (resume_from) {
+			path_fmt(path, sizeof path, "%s", resume_from);
+		} else {
+			found = lmt_ckpt_latest(o.out, 1, path, sizeof path, resume_auto ? report_skipped : report_strict, &run,
+						&err);
+			if (found < 0)
+				die_err(&err);
+			if (!found && !resume_auto)
+				die("'%s': no checkpoint to resume from in %s/ckpt", o.out, o.out);
+		}
+		if (found) {
+			if (lmt_ckpt_open(&ck, path, resume_from != NULL, &err))
+				die_err(&err);
+			have_ck = 1;
+			check_compat(&ck, &o, &d, &g, comm.world);
+			cursor = resume_cursor(&ck, &comm);
+			if (state_u64(&ck, "update") > o.tc.updates)
+				die("'%s' is at update %llu, past --updates %llu", path,
+				    (unsigned long long)state_u64(&ck, "update"), (unsigned long long)o.tc.updates);
+		}
+	}
 	if (lmt_gpt_alloc_acts(&g, o.tc.B, T, &err))
 		die_err(&err);
-	if (lmt_trainer_init(&the_trainer, &o.tc, &be, &comm, &g, &d, (uint64_t)comm.rank, &err))
+	if (lmt_trainer_init(&the_trainer, &o.tc, &be, &comm, &g, &d, cursor, &err))
 		die_err(&err);
 	/* registered last, so it runs first at exit: stop the read-ahead thread before
 	 * the libraries it uses are torn down */
 	atexit(stop_trainer);
 	struct lmt_trainer *tr = &the_trainer;
+	double wall_offset = 0;
+	uint64_t replayed = 0;
+	if (have_ck) {
+		double t0 = lmt_now();
+		if (lmt_trainckpt_restore(&g, &ck, &err))
+			die_err(&err);
+		tr->update = state_u64(&ck, "update");
+		tr->opt_steps = state_u64(&ck, "opt_steps");
+		tr->tokens = state_u64(&ck, "tokens");
+		tr->clipped_updates = state_u64(&ck, "clipped_updates");
+		json_t *clk = lmt_ckpt_state(&ck, "clocks");
+		wall_offset = json_number_value(json_object_get(clk, "wall_s"));
+		replayed = rewind_metrics(o.out, state_u64(&ck, "metrics_offset"));
+		set_aside_newer(&run, tr->update, 0);
+		info("resumed from '%s' at update %llu (%.2f s to load; %llu updates to redo)", ck.dir,
+		     (unsigned long long)tr->update, lmt_now() - t0, (unsigned long long)replayed);
+	} else if (o.resume && run.metrics) {
+		replayed = rewind_metrics(o.out, 0);
+		set_aside_newer(&run, 0, 1);
+		if (replayed)
+			warn("'%s' has no valid checkpoint: starting again from update 0 (%llu updates to redo)", o.out,
+			     (unsigned long long)replayed);
+	}
 
 	double peak = o.peak > 0 ? o.peak : lmt_backend_peak_flops(&be, 1);
 	if (o.out)
@@ -644,7 +1163,8 @@ int main(int argc, char **argv)
 	lmt_json_num(&j, "flops_per_token", fpt);
 	lmt_json_num(&j, "peak_flops", peak);
 	lmt_json_str(&j, "peak_source", o.peak > 0 ? "--peak-flops" : "measured sgemm");
-	emit(&j, run.metrics);
+	/* a resumed run's metrics already hold it */
+	emit(&j, have_ck ? NULL : run.metrics);
 	if (o.out) {
 		char p[PATH_MAX];
 		path_fmt(p, sizeof p, "%s/params.json", o.out);
@@ -652,7 +1172,33 @@ int main(int argc, char **argv)
 		if (lmt_write_file_atomic(p, j.buf, j.len, &err))
 			die_err(&err);
 	}
-	event(&run, "start", NULL, 0);
+	if (have_ck) {
+		lmt_json_begin(&j);
+		lmt_json_str(&j, "event", "resume");
+		lmt_json_u64(&j, "update", tr->update);
+		lmt_json_str(&j, "from", ck.dir);
+		lmt_json_u64(&j, "replayed_updates", replayed);
+		lmt_json_u64(&j, "tokens_total", tr->tokens);
+		lmt_json_u64(&j, "cursor", cursor);
+		lmt_json_num(&j, "wall_s", wall_offset);
+		emit(&j, run.metrics);
+		if (run.events) {
+			lmt_json_begin(&j);
+			lmt_json_str(&j, "event", "resume");
+			lmt_json_u64(&j, "update", tr->update);
+			lmt_json_str(&j, "from", ck.dir);
+			lmt_json_u64(&j, "replayed_updates", replayed);
+			lmt_json_end(&j);
+			if (LMT_GROW(j.buf, j.cap, j.len + 2))
+				die("out of memory");
+			j.buf[j.len++] = '\n';
+			if (fwrite(j.buf, 1, j.len, run.events) != j.len || fflush(run.events))
+				die("run directory: write error");
+		}
+		lmt_ckpt_close(&ck);
+	} else {
+		event(&run, o.resume ? "restart" : "start", NULL, 0);
+	}
 	struct lmt_gpt_counts pc;
 	lmt_gpt_count(&g, &pc);
 	info("%s: %zu parameters (%d layers, %d heads, %d channels, vocabulary %d), %d x %d x %d tokens per update",
@@ -665,12 +1211,28 @@ int main(int argc, char **argv)
 	int32_t *prompt = make_prompt(&o, &tok, have_tok, d.eos_id, &np);
 	int status = 0;
 	double wait_before = 0;
-	for (uint64_t u = 0; u < o.tc.updates; u++) {
+	struct ckpt_ctx ckc;
+	memset(&ckc, 0, sizeof ckc);
+	ckc.o = &o;
+	ckc.d = &d;
+	ckc.g = &g;
+	ckc.tr = tr;
+	ckc.be = &be;
+	ckc.comm = &comm;
+	ckc.run = &run;
+	ckc.wall_offset = wall_offset;
+	ckc.t_start = t_start;
+	ckc.last_saved = have_ck ? tr->update : UINT64_MAX;
+	ckc.last_due = t_start;
+	lmt_ckpt_async_init(&ckc.async);
+	int interrupted = 0;
+	tool_defer_signals(); /* SIGINT, SIGTERM: finish the update, save, exit 0 */
+	while (tr->update < o.tc.updates) {
 		struct lmt_step_stats st;
 		int rc = lmt_trainer_step(tr, &st, &err);
 		if (rc && !st.nonfinite_what)
 			die_err(&err);
-		double wall = lmt_now() - t_start;
+		double wall = wall_offset + (lmt_now() - t_start);
 		lmt_json_begin(&j);
 		lmt_json_str(&j, "event", "update");
 		lmt_json_u64(&j, "update", st.update);
@@ -709,6 +1271,17 @@ int main(int argc, char **argv)
 		lmt_json_u64(&j, "activations", bytes_acts);
 		lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
 		lmt_json_obj_end(&j);
+		if (o.log_samples) {
+			/* the stable ids (shard, sequence) of the samples this update consumed */
+			lmt_json_arr(&j, "samples");
+			for (int i = 0; i < o.tc.B * o.tc.accum; i++) {
+				lmt_json_arr(&j, NULL);
+				lmt_json_u64(&j, NULL, tr->samples[i].shard);
+				lmt_json_u64(&j, NULL, tr->samples[i].index);
+				lmt_json_arr_end(&j);
+			}
+			lmt_json_arr_end(&j);
+		}
 		if (st.nonfinite_what) {
 			lmt_json_str(&j, "nonfinite", st.nonfinite_what);
 			if (st.nonfinite_tensor)
@@ -778,10 +1351,36 @@ int main(int argc, char **argv)
 			}
 			emit(&j, run.metrics);
 		}
+		if (o.out) {
+			ckpt_poll(&ckc, 0);
+			int due = (o.ckpt_every && st.update % o.ckpt_every == 0) ||
+				  (o.ckpt_minutes > 0 && lmt_now() - ckc.last_due >= o.ckpt_minutes * 60);
+			if (due && !last && !tool_interrupted) {
+				ckc.last_due = lmt_now();
+				ckpt_save(&ckc, o.ckpt_sync);
+			}
+		}
+		if (tool_interrupted) {
+			interrupted = tool_interrupted;
+			break;
+		}
 	}
 	if (!tool_quiet && isatty(STDERR_FILENO))
 		fputc('\n', stderr);
-	if (!status && o.export_llmc && lmt_gpt_save_llmc(&g, o.export_llmc, &err))
+	/* the final checkpoint, written before exit 0 (a failed run's state is not saved) */
+	if (o.out && !status)
+		ckpt_save(&ckc, 1);
+	else if (o.out)
+		ckpt_poll(&ckc, 1);
+	lmt_ckpt_async_release(&ckc.async);
+	if (interrupted) {
+		char detail[128];
+		snprintf(detail, sizeof detail, "signal %d: stopped after update %llu%s", interrupted,
+			 (unsigned long long)tr->update, o.out ? ", checkpoint saved" : "");
+		event(&run, "stop", detail, tr->update);
+		info("%s", detail);
+	}
+	if (!status && !interrupted && o.export_llmc && lmt_gpt_save_llmc(&g, o.export_llmc, &err))
 		die_err(&err);
 	double wall = lmt_now() - t_start;
 	lmt_json_begin(&j);
@@ -789,13 +1388,15 @@ int main(int argc, char **argv)
 	lmt_json_u64(&j, "updates", tr->update);
 	lmt_json_u64(&j, "tokens", tr->tokens);
 	lmt_json_num(&j, "wall_s", wall);
+	lmt_json_num(&j, "wall_s_total", wall_offset + wall);
 	lmt_json_num(&j, "device_s", wall * comm.world);
 	lmt_json_num(&j, "tokens_per_s", tr->tokens / wall);
 	lmt_json_u64(&j, "clipped_updates", tr->clipped_updates);
 	lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
-	lmt_json_str(&j, "status", status ? "stopped" : "done");
+	lmt_json_str(&j, "status", status ? "stopped" : interrupted ? "interrupted" : "done");
 	emit(&j, run.metrics);
-	event(&run, status ? "failed" : "end", NULL, tr->update);
+	if (!interrupted)
+		event(&run, status ? "failed" : "end", NULL, tr->update);
 	run_finished = 1;
 	info("%llu updates, %llu tokens in %.1f s (%.0f tokens/s)", (unsigned long long)tr->update,
 	     (unsigned long long)tr->tokens, wall, tr->tokens / wall);
