@@ -64,7 +64,8 @@ static int fmt_path(char *out, size_t cap, struct lmt_err *err, const char *fmt,
  * written, "manifest" after the manifest is written into the temporary directory
  * but before the rename, "rename" right after the rename, before the parent's
  * fsync. The kill-and-resume tests use it to stop a save where a signal from
- * outside could only land by chance.
+ * outside could only land by chance. LMT_TEST_CKPT_DELAY=SECONDS holds every save
+ * that long before its rename (to have one in flight).
  */
 static void test_kill(const char *phase, uint64_t update)
 {
@@ -211,6 +212,9 @@ int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, str
 	if (rc || (rc = lmt_fsync_dir(tmp, err)))
 		goto fail;
 	test_kill("manifest", s->update);
+	const char *delay = getenv("LMT_TEST_CKPT_DELAY");
+	if (delay)
+		usleep((useconds_t)(atof(delay) * 1e6));
 	if (rename(tmp, fin)) {
 		rc = lmt_err_errno(err, "'%s': rename into place", fin);
 		goto fail;
@@ -227,6 +231,19 @@ out:
 	free(ch);
 	free(files);
 	return rc;
+}
+
+int lmt_ckpt_remove(const char *run_dir, const char *name, struct lmt_err *err)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+	int rc;
+	if ((rc = fmt_path(from, sizeof from, err, "%s/ckpt/%s", run_dir, name)) ||
+	    (rc = fmt_path(to, sizeof to, err, "%s/ckpt/.del-%s-%d", run_dir, name, (int)getpid())))
+		return rc;
+	if (rename(from, to))
+		return lmt_err_errno(err, "'%s': cannot remove", from);
+	rm_tree(to);
+	return 0;
 }
 
 /* ---- asynchronous saving ---- */
@@ -673,18 +690,20 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 	int rc = fmt_path(ck, sizeof ck, err, "%s/ckpt", run_dir);
 	if (rc)
 		return rc;
-	/* interrupted saves: never checkpoints, and safe to remove */
+	/* interrupted saves and removals: never checkpoints, and safe to remove */
 	DIR *d = opendir(ck);
 	if (d) {
 		struct dirent *e;
 		while ((e = readdir(d))) {
-			if (strncmp(e->d_name, ".tmp-step-", 10))
+			int save = !strncmp(e->d_name, ".tmp-step-", 10);
+			if (!save && strncmp(e->d_name, ".del-step-", 10))
 				continue;
 			char p[PATH_MAX];
 			if (fmt_path(p, sizeof p, err, "%s/%s", ck, e->d_name))
 				continue;
 			if (report)
-				report(ctx, p, "an interrupted save (never renamed into place); removed");
+				report(ctx, p, save ? "an interrupted save (never renamed into place); removed" :
+						      "an interrupted removal of an old checkpoint; removed");
 			rm_tree(p);
 		}
 		closedir(d);
@@ -703,8 +722,12 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 			continue;
 		if (lmt_ckpt_open(&c, p, verify, &e2) == 0) {
 			if (c.update != ups[i]) {
-				if (report)
-					report(ctx, p, "its manifest's update differs from its name");
+				if (report) {
+					char why[PATH_MAX + 80];
+					snprintf(why, sizeof why, "'%s/manifest.json': update %llu, not the directory's", p,
+						 (unsigned long long)c.update);
+					report(ctx, p, why);
+				}
 			} else {
 				snprintf(out, cap, "%s", p);
 				found = 1;

@@ -153,6 +153,10 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 		    void (*report)(void *ctx, const char *path, const char *why), void *ctx,
 		    struct lmt_err *err);
 
+/* Remove RUN/ckpt/NAME: renamed to .del-NAME-PID first (so a crash midway never
+ * leaves a step-* directory with files missing), then deleted. */
+int lmt_ckpt_remove(const char *run_dir, const char *name, struct lmt_err *err);
+
 /* Checkpoint directories of RUN (step-*), sorted by update; caller frees each and the array. */
 int lmt_ckpt_list(const char *run_dir, char ***names, uint64_t **updates, int *n, struct lmt_err *err);
 

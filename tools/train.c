@@ -687,21 +687,8 @@ static void retain(struct ckpt_ctx *k)
 	for (int i = 0; i < n - keep; i++) {
 		if (k->o->keep_every && ups[i] % k->o->keep_every == 0)
 			continue;
-		char p[PATH_MAX];
-		path_fmt(p, sizeof p, "%s/ckpt/%s", k->run->dir, names[i]);
-		DIR *dd = opendir(p);
-		struct dirent *e;
-		while (dd && (e = readdir(dd))) {
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			char f[PATH_MAX];
-			path_fmt(f, sizeof f, "%s/%s", p, e->d_name);
-			unlink(f);
-		}
-		if (dd)
-			closedir(dd);
-		if (rmdir(p))
-			warn("'%s': cannot remove an old checkpoint: %s", p, strerror(errno));
+		if (lmt_ckpt_remove(k->run->dir, names[i], &err))
+			warn("%s", err.msg);
 		else
 			event(k->run, "checkpoint-removed", names[i], ups[i]);
 	}
