@@ -340,9 +340,17 @@ int lmt_binw_write(struct lmt_binw *w, const void *data, size_t n, struct lmt_er
 {
 	if (n && fwrite(data, 1, n, w->fp) != n)
 		return lmt_err_errno(err, "'%s': write", w->name);
-	lmt_sha256_update(&w->sha, data, n);
+	if (!w->external_sha)
+		lmt_sha256_update(&w->sha, data, n);
 	w->payload_size += n;
 	return 0;
+}
+
+void lmt_binw_external_sha(struct lmt_binw *w, const uint8_t *sha)
+{
+	w->external_sha = 1;
+	if (sha)
+		memcpy(w->payload_sha256, sha, LMT_SHA256_LEN);
 }
 
 /* Hash the whole file through fp, from offset 0 to EOF. */
@@ -381,6 +389,8 @@ int lmt_binw_finish(struct lmt_binw *w, const void *ext, uint8_t *sha_out, struc
 	h.header_size = w->header_size;
 	h.payload_size = w->payload_size;
 	lmt_sha256_final(&w->sha, h.payload_sha256);
+	if (w->external_sha)
+		memcpy(h.payload_sha256, w->payload_sha256, LMT_SHA256_LEN);
 	memcpy(w->payload_sha256, h.payload_sha256, LMT_SHA256_LEN);
 	memset(hb, 0, sizeof hb);
 	hdr_encode(&h, hb);

@@ -116,11 +116,17 @@ struct lmt_binw {
 	struct lmt_sha256 sha;
 	const char *name;
 	uint8_t payload_sha256[LMT_SHA256_LEN]; /* set by lmt_binw_finish */
+	int external_sha;        /* the caller hashes the payload (lmt_binw_external_sha) */
 };
 
 int lmt_binw_open(struct lmt_binw *w, const char *path, const struct lmt_format *fmt,
 		  struct lmt_err *err);
 int lmt_binw_write(struct lmt_binw *w, const void *data, size_t n, struct lmt_err *err);
+/* For writers that hash the payload on another thread while this one writes it:
+ * from now on lmt_binw_write does not hash, and lmt_binw_finish puts sha (the
+ * payload's SHA-256, which must be right: readers check it) in the header. Call
+ * before the first payload byte, then again with the digest before finishing. */
+void lmt_binw_external_sha(struct lmt_binw *w, const uint8_t *sha);
 /* Write the header (with the format fields ext, fmt->ext_size bytes) and commit.
  * If sha_out is non-NULL it receives the SHA-256 of the whole file. */
 int lmt_binw_finish(struct lmt_binw *w, const void *ext, uint8_t *sha_out, struct lmt_err *err);

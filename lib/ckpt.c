@@ -26,7 +26,7 @@ const struct lmt_format lmt_format_ckpt = {
 
 #define ALIGN 64
 
-static void rm_tree(const char *dir)
+void lmt_ckpt_rmdir(const char *dir)
 {
 	DIR *d = opendir(dir);
 	if (d) {
@@ -86,6 +86,119 @@ struct chunkrec {
 	uint32_t crc;
 };
 
+/* One rank's payload digests: the SHA-256 of the whole payload (padding included)
+ * and each chunk's CRC-32C, from the chunks' layout. */
+struct hashjob {
+	const struct lmt_ckpt_save *s;
+	struct chunkrec *ch;     /* the rank's chunks, one per tensor */
+	uint8_t sha[LMT_SHA256_LEN];
+	int failed;
+};
+
+static void *hash_rank(void *arg)
+{
+	struct hashjob *h = arg;
+	struct lmt_sha256 sha;
+	static const uint8_t zero[ALIGN];
+	if (lmt_sha256_init(&sha)) {
+		h->failed = 1;
+		return NULL;
+	}
+	uint64_t size = 0;
+	for (int i = 0; i < h->s->ntensors; i++) {
+		struct chunkrec *c = &h->ch[i];
+		const float *d = h->s->tensors[i].data + c->offset;
+		lmt_sha256_update(&sha, zero, (size_t)(c->byte_offset - size));
+		/* CRC and SHA over the same 1 MiB at a time, while it is in cache */
+		const uint8_t *b = (const uint8_t *)d;
+		uint64_t n = c->count * 4;
+		uint32_t crc = 0;
+		for (uint64_t at = 0; at < n; at += 1 << 20) {
+			size_t k = (size_t)LMT_MIN((uint64_t)1 << 20, n - at);
+			crc = lmt_crc32c(crc, b + at, k);
+			lmt_sha256_update(&sha, b + at, k);
+		}
+		c->crc = crc;
+		size = c->byte_offset + n;
+	}
+	lmt_sha256_final(&sha, h->sha);
+	return NULL;
+}
+
+/* A data file's entry in the manifest. */
+struct filerec {
+	uint64_t bytes;
+	uint8_t sha[LMT_SHA256_LEN];
+};
+
+/* dir/manifest.json, atomically: files[r] and rank_ch[r][i] (tensor i's chunk on
+ * rank r) for W ranks. *bytes gets its size. */
+static int write_manifest(const char *dir, uint64_t update, int W, const char *state_json,
+			  const struct lmt_ckpt_tensor *tensors, int ntensors, const struct filerec *files,
+			  const struct chunkrec *const *rank_ch, uint64_t *bytes, struct lmt_err *err)
+{
+	struct lmt_json j;
+	char hex[LMT_SHA256_HEX], p[PATH_MAX];
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_str(&j, "schema", "lmt-checkpoint");
+	lmt_json_u64(&j, "schema_version", LMT_CKPT_SCHEMA);
+	lmt_json_u64(&j, "update", update);
+	lmt_json_u64(&j, "world", (uint64_t)W);
+	lmt_json_raw(&j, "state", state_json ? state_json : "{}");
+	lmt_json_arr(&j, "files");
+	for (int r = 0; r < W; r++) {
+		char nm[64];
+		snprintf(nm, sizeof nm, "rank-%05d.lmckpt", r);
+		lmt_json_obj(&j, NULL);
+		lmt_json_str(&j, "path", nm);
+		lmt_json_u64(&j, "rank", (uint64_t)r);
+		lmt_json_u64(&j, "bytes", files[r].bytes);
+		lmt_json_str(&j, "payload_sha256", lmt_sha256_hex(files[r].sha, hex));
+		lmt_json_obj_end(&j);
+	}
+	lmt_json_arr_end(&j);
+	lmt_json_arr(&j, "tensors");
+	for (int i = 0; i < ntensors; i++) {
+		const struct lmt_ckpt_tensor *t = &tensors[i];
+		lmt_json_obj(&j, NULL);
+		lmt_json_str(&j, "name", t->name);
+		lmt_json_str(&j, "dtype", "f32");
+		lmt_json_arr(&j, "shape");
+		for (int d = 0; d < t->ndim; d++)
+			lmt_json_u64(&j, NULL, (uint64_t)t->shape[d]);
+		lmt_json_arr_end(&j);
+		lmt_json_arr(&j, "chunks");
+		for (int r = 0; r < W; r++) {
+			const struct chunkrec *c = &rank_ch[r][i];
+			char crc[16];
+			snprintf(crc, sizeof crc, "%08x", c->crc);
+			lmt_json_obj(&j, NULL);
+			lmt_json_u64(&j, "rank", (uint64_t)r);
+			lmt_json_u64(&j, "offset", c->offset);
+			lmt_json_u64(&j, "count", c->count);
+			lmt_json_u64(&j, "byte_offset", c->byte_offset);
+			lmt_json_str(&j, "crc32c", crc);
+			lmt_json_obj_end(&j);
+		}
+		lmt_json_arr_end(&j);
+		lmt_json_obj_end(&j);
+	}
+	lmt_json_arr_end(&j);
+	lmt_json_end(&j);
+	if (j.oom || LMT_GROW(j.buf, j.cap, j.len + 2)) {
+		lmt_json_release(&j);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	j.buf[j.len++] = '\n';
+	int rc = fmt_path(p, sizeof p, err, "%s/manifest.json", dir);
+	if (!rc)
+		rc = lmt_write_file_atomic(p, j.buf, j.len, err);
+	*bytes = j.len;
+	lmt_json_release(&j);
+	return rc;
+}
+
 int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, struct lmt_err *err)
 {
 	double t0 = lmt_now();
@@ -102,37 +215,52 @@ int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, str
 	struct stat st;
 	if (stat(fin, &st) == 0)
 		return lmt_err_set(err, LMT_EINVAL, "'%s' exists already", fin);
-	rm_tree(tmp);
+	lmt_ckpt_rmdir(tmp);
 	if (mkdir(tmp, 0755))
 		return lmt_err_errno(err, "'%s'", tmp);
 	int W = s->world > 0 ? s->world : 1;
 	struct chunkrec *ch = calloc((size_t)W * s->ntensors, sizeof *ch);
-	struct { uint64_t bytes; uint8_t sha[32]; } *files = calloc((size_t)W, sizeof *files);
+	struct filerec *files = calloc((size_t)W, sizeof *files);
 	if (!ch || !files) {
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		goto fail;
 	}
-	static const uint8_t zero[ALIGN];
 	for (int rank = 0; rank < W; rank++) {
 		struct lmt_binw w;
-		if ((rc = fmt_path(p, sizeof p, err, "%s/rank-%05d.lmckpt", tmp, rank)) ||
-		    (rc = lmt_binw_open(&w, p, &lmt_format_ckpt, err)))
-			goto fail;
-		for (int i = 0; i < s->ntensors && !rc; i++) {
+		/* the layout first; then a thread hashes (SHA-256 of the payload, CRC-32C
+		 * of each chunk) while this one writes, both reading the same memory */
+		uint64_t size = 0;
+		for (int i = 0; i < s->ntensors; i++) {
 			struct chunkrec *c = &ch[(size_t)rank * s->ntensors + i];
 			c->t = i;
 			c->rank = rank;
 			lmt_ckpt_split(s->tensors[i].numel, W, rank, &c->offset, &c->count);
-			size_t pad = (size_t)((ALIGN - w.payload_size % ALIGN) % ALIGN);
-			rc = lmt_binw_write(&w, zero, pad, err);
-			c->byte_offset = w.payload_size;
+			size += (ALIGN - size % ALIGN) % ALIGN;
+			c->byte_offset = size;
+			size += c->count * 4;
+		}
+		struct hashjob hj = { s, ch + (size_t)rank * s->ntensors, { 0 }, 0 };
+		pthread_t th;
+		if ((rc = fmt_path(p, sizeof p, err, "%s/rank-%05d.lmckpt", tmp, rank)) ||
+		    (rc = lmt_binw_open(&w, p, &lmt_format_ckpt, err)))
+			goto fail;
+		lmt_binw_external_sha(&w, NULL);
+		int threaded = pthread_create(&th, NULL, hash_rank, &hj) == 0;
+		for (int i = 0; i < s->ntensors && !rc; i++) {
+			const struct chunkrec *c = &ch[(size_t)rank * s->ntensors + i];
+			static const uint8_t zero[ALIGN];
+			rc = lmt_binw_write(&w, zero, (size_t)(c->byte_offset - w.payload_size), err);
 			if (rank == 0 && i == s->ntensors / 2)
 				test_kill("data", s->update);
-			const float *d = s->tensors[i].data + c->offset;
-			c->crc = lmt_crc32c(0, d, c->count * 4);
 			if (!rc)
-				rc = lmt_binw_write(&w, d, c->count * 4, err);
+				rc = lmt_binw_write(&w, s->tensors[i].data + c->offset, c->count * 4, err);
 		}
+		if (threaded)
+			pthread_join(th, NULL);
+		else
+			hash_rank(&hj);
+		if (!rc && hj.failed)
+			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		uint8_t ext[32] = { 0 };
 		lmt_store_u32(ext, (uint32_t)rank);
 		lmt_store_u32(ext + 4, (uint32_t)W);
@@ -141,6 +269,7 @@ int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, str
 			lmt_binw_abort(&w);
 			goto fail;
 		}
+		lmt_binw_external_sha(&w, hj.sha);
 		files[rank].bytes = LMT_HDR_SIZE + lmt_format_ckpt.ext_size + w.payload_size;
 		if ((rc = lmt_binw_finish(&w, ext, NULL, err)))
 			goto fail;
@@ -149,66 +278,17 @@ int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, str
 	}
 
 	/* the manifest, last */
-	struct lmt_json j;
-	char hex[LMT_SHA256_HEX];
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "schema", "lmt-checkpoint");
-	lmt_json_u64(&j, "schema_version", LMT_CKPT_SCHEMA);
-	lmt_json_u64(&j, "update", s->update);
-	lmt_json_u64(&j, "world", (uint64_t)W);
-	lmt_json_raw(&j, "state", s->state_json ? s->state_json : "{}");
-	lmt_json_arr(&j, "files");
-	for (int rank = 0; rank < W; rank++) {
-		char nm[64];
-		snprintf(nm, sizeof nm, "rank-%05d.lmckpt", rank);
-		lmt_json_obj(&j, NULL);
-		lmt_json_str(&j, "path", nm);
-		lmt_json_u64(&j, "rank", (uint64_t)rank);
-		lmt_json_u64(&j, "bytes", files[rank].bytes);
-		lmt_json_str(&j, "payload_sha256", lmt_sha256_hex(files[rank].sha, hex));
-		lmt_json_obj_end(&j);
-	}
-	lmt_json_arr_end(&j);
-	lmt_json_arr(&j, "tensors");
-	for (int i = 0; i < s->ntensors; i++) {
-		const struct lmt_ckpt_tensor *t = &s->tensors[i];
-		lmt_json_obj(&j, NULL);
-		lmt_json_str(&j, "name", t->name);
-		lmt_json_str(&j, "dtype", "f32");
-		lmt_json_arr(&j, "shape");
-		for (int k = 0; k < t->ndim; k++)
-			lmt_json_u64(&j, NULL, (uint64_t)t->shape[k]);
-		lmt_json_arr_end(&j);
-		lmt_json_arr(&j, "chunks");
-		for (int rank = 0; rank < W; rank++) {
-			const struct chunkrec *c = &ch[(size_t)rank * s->ntensors + i];
-			char crc[16];
-			snprintf(crc, sizeof crc, "%08x", c->crc);
-			lmt_json_obj(&j, NULL);
-			lmt_json_u64(&j, "rank", (uint64_t)rank);
-			lmt_json_u64(&j, "offset", c->offset);
-			lmt_json_u64(&j, "count", c->count);
-			lmt_json_u64(&j, "byte_offset", c->byte_offset);
-			lmt_json_str(&j, "crc32c", crc);
-			lmt_json_obj_end(&j);
-		}
-		lmt_json_arr_end(&j);
-		lmt_json_obj_end(&j);
-	}
-	lmt_json_arr_end(&j);
-	lmt_json_end(&j);
-	if (j.oom || LMT_GROW(j.buf, j.cap, j.len + 2)) {
-		lmt_json_release(&j);
+	const struct chunkrec **rank_ch = malloc((size_t)W * sizeof *rank_ch);
+	if (!rank_ch) {
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		goto fail;
 	}
-	j.buf[j.len++] = '\n';
-	rc = fmt_path(p, sizeof p, err, "%s/manifest.json", tmp);
-	if (!rc)
-		rc = lmt_write_file_atomic(p, j.buf, j.len, err);
-	r->bytes += j.len;
-	lmt_json_release(&j);
+	for (int rank = 0; rank < W; rank++)
+		rank_ch[rank] = ch + (size_t)rank * s->ntensors;
+	uint64_t mbytes = 0;
+	rc = write_manifest(tmp, s->update, W, s->state_json, s->tensors, s->ntensors, files, rank_ch, &mbytes, err);
+	free(rank_ch);
+	r->bytes += mbytes;
 	if (rc || (rc = lmt_fsync_dir(tmp, err)))
 		goto fail;
 	test_kill("manifest", s->update);
@@ -226,7 +306,7 @@ int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, str
 	r->write_s = lmt_now() - t0;
 	goto out;
 fail:
-	rm_tree(tmp);
+	lmt_ckpt_rmdir(tmp);
 out:
 	free(ch);
 	free(files);
@@ -242,7 +322,7 @@ int lmt_ckpt_remove(const char *run_dir, const char *name, struct lmt_err *err)
 		return rc;
 	if (rename(from, to))
 		return lmt_err_errno(err, "'%s': cannot remove", from);
-	rm_tree(to);
+	lmt_ckpt_rmdir(to);
 	return 0;
 }
 
@@ -269,8 +349,41 @@ static void *async_main(void *arg)
 	return NULL;
 }
 
+static void *prep_main(void *arg)
+{
+	struct lmt_ckpt_async *a = arg;
+	float *b = malloc(a->prep_n * sizeof *b);
+	if (b) {
+		long pg = sysconf(_SC_PAGESIZE);
+		size_t step = pg > 0 ? (size_t)pg : 4096;
+		for (size_t i = 0; i < a->prep_n * sizeof *b; i += step)
+			((volatile char *)b)[i] = 0;
+	}
+	a->buf = b;
+	a->cap = b ? a->prep_n : 0;
+	return NULL;
+}
+
+void lmt_ckpt_async_reserve(struct lmt_ckpt_async *a, size_t numel)
+{
+	if (a->started || a->preparing || numel <= a->cap)
+		return;
+	free(a->buf);
+	a->buf = NULL;
+	a->cap = 0;
+	a->prep_n = numel;
+	if (pthread_create(&a->prep, NULL, prep_main, a) == 0)
+		a->preparing = 1;
+	else
+		prep_main(a);
+}
+
 int lmt_ckpt_async_start(struct lmt_ckpt_async *a, const struct lmt_ckpt_save *s, struct lmt_err *err)
 {
+	if (a->preparing) {
+		pthread_join(a->prep, NULL);
+		a->preparing = 0;
+	}
 	pthread_mutex_lock(&a->mu);
 	int busy = a->running;
 	pthread_mutex_unlock(&a->mu);
@@ -300,9 +413,22 @@ int lmt_ckpt_async_start(struct lmt_ckpt_async *a, const struct lmt_ckpt_save *s
 	size_t at = 0;
 	for (int i = 0; i < s->ntensors; i++) {
 		a->t[i] = s->tensors[i];
-		memcpy(a->buf + at, s->tensors[i].data, s->tensors[i].numel * sizeof(float));
 		a->t[i].data = a->buf + at;
 		at += s->tensors[i].numel;
+	}
+	/* in pieces of 4 MiB over the threads: memory bandwidth, not one core, bounds it */
+	enum { PIECE = 1 << 20 };
+	long npieces = 0;
+	for (int i = 0; i < s->ntensors; i++)
+		npieces += (long)((s->tensors[i].numel + PIECE - 1) / PIECE);
+#pragma omp parallel for num_threads(a->threads > 0 ? a->threads : 1) schedule(dynamic, 4)
+	for (long q = 0; q < npieces; q++) {
+		long k = q;
+		int i = 0;
+		while (k >= (long)((s->tensors[i].numel + PIECE - 1) / PIECE))
+			k -= (long)((s->tensors[i++].numel + PIECE - 1) / PIECE);
+		size_t off = (size_t)k * PIECE, n = LMT_MIN((size_t)PIECE, s->tensors[i].numel - off);
+		memcpy((float *)a->t[i].data + off, s->tensors[i].data + off, n * sizeof(float));
 	}
 	a->nt = s->ntensors;
 	a->save = *s;
@@ -350,6 +476,8 @@ int lmt_ckpt_async_wait(struct lmt_ckpt_async *a, struct lmt_ckpt_result *r, int
 
 void lmt_ckpt_async_release(struct lmt_ckpt_async *a)
 {
+	if (a->preparing)
+		pthread_join(a->prep, NULL);
 	if (a->started)
 		pthread_join(a->th, NULL);
 	free(a->buf);
@@ -509,7 +637,11 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 				goto fail;
 			}
 			e->shape[k] = (int)json_integer_value(v);
-			e->numel *= (uint64_t)e->shape[k];
+			if (__builtin_mul_overflow(e->numel, (uint64_t)e->shape[k], &e->numel) || e->numel > (1ull << 40)) {
+				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s' has more than 2^40 elements", path,
+						 e->name);
+				goto fail;
+			}
 		}
 		e->nchunks = (int)json_array_size(chunks);
 		e->chunks = calloc((size_t)e->nchunks + 1, sizeof *e->chunks);
@@ -532,7 +664,7 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 			q->crc32c = (uint32_t)strtoul(json_string_value(crc), &end, 16);
 			int k2 = file_of_rank(c, q->rank);
 			if (*end || k2 < 0 || q->byte_offset % 4 || q->count > (1ull << 40) ||
-			    q->byte_offset + q->count * 4 > c->files[k2].bytes) {
+			    q->byte_offset > c->files[k2].bytes || q->byte_offset + q->count * 4 > c->files[k2].bytes) {
 				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s': chunk %d lies outside its file", path,
 						 e->name, k);
 				goto fail;
@@ -591,36 +723,7 @@ const struct lmt_ckpt_entry *lmt_ckpt_find(const struct lmt_ckpt *c, const char 
 
 int lmt_ckpt_read(const struct lmt_ckpt *c, const struct lmt_ckpt_entry *e, float *dst, struct lmt_err *err)
 {
-	int rc = 0;
-	for (int k = 0; k < c->nfiles && !rc; k++) {
-		struct lmt_binfile f;
-		char fp[PATH_MAX];
-		int used = 0;
-		for (int q = 0; q < e->nchunks; q++)
-			used |= e->chunks[q].rank == c->files[k].rank;
-		if (!used)
-			continue;
-		if ((rc = open_file(c, k, 0, &f, fp, sizeof fp, err)))
-			break;
-		for (int q = 0; q < e->nchunks && !rc; q++) {
-			const struct lmt_ckpt_chunk *ch = &e->chunks[q];
-			if (ch->rank != c->files[k].rank)
-				continue;
-			if (ch->byte_offset + ch->count * 4 > f.payload_size) {
-				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s' runs past the payload", fp, e->name);
-				break;
-			}
-			const uint8_t *src = f.payload + ch->byte_offset;
-			if (lmt_crc32c(0, src, ch->count * 4) != ch->crc32c) {
-				rc = lmt_err_set(err, LMT_ECHECKSUM, "'%s': tensor '%s': CRC-32C mismatch (data corrupted)", fp,
-						 e->name);
-				break;
-			}
-			memcpy(dst + ch->offset, src, ch->count * 4);
-		}
-		lmt_binfile_close(&f);
-	}
-	return rc;
+	return lmt_ckpt_read_range(c, e, 0, e->numel, dst, err);
 }
 
 void *lmt_ckpt_state(const struct lmt_ckpt *c, const char *key)
@@ -704,7 +807,7 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 			if (report)
 				report(ctx, p, save ? "an interrupted save (never renamed into place); removed" :
 						      "an interrupted removal of an old checkpoint; removed");
-			rm_tree(p);
+			lmt_ckpt_rmdir(p);
 		}
 		closedir(d);
 	}
@@ -742,4 +845,186 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 	free(names);
 	free(ups);
 	return found;
+}
+
+/* ---- reading part of a tensor ---- */
+
+int lmt_ckpt_read_range(const struct lmt_ckpt *c, const struct lmt_ckpt_entry *e, uint64_t off, uint64_t count,
+			float *dst, struct lmt_err *err)
+{
+	if (off > e->numel || count > e->numel - off)
+		return lmt_err_set(err, LMT_EINVAL, "'%s': tensor '%s': elements [%llu, +%llu) lie outside its %llu",
+				   c->dir, e->name, (unsigned long long)off, (unsigned long long)count,
+				   (unsigned long long)e->numel);
+	uint64_t end = off + count;
+	int rc = 0;
+	for (int k = 0; k < c->nfiles && !rc && count; k++) {
+		struct lmt_binfile f;
+		char fp[PATH_MAX];
+		int used = 0;
+		for (int q = 0; q < e->nchunks; q++) {
+			const struct lmt_ckpt_chunk *ch = &e->chunks[q];
+			used |= ch->rank == c->files[k].rank && ch->count && ch->offset < end && ch->offset + ch->count > off;
+		}
+		if (!used)
+			continue;
+		if ((rc = open_file(c, k, 0, &f, fp, sizeof fp, err)))
+			break;
+		for (int q = 0; q < e->nchunks; q++) {
+			const struct lmt_ckpt_chunk *ch = &e->chunks[q];
+			if (ch->rank != c->files[k].rank || !ch->count || ch->offset >= end || ch->offset + ch->count <= off)
+				continue;
+			if (ch->byte_offset + ch->count * 4 > f.payload_size) {
+				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s' runs past the payload", fp, e->name);
+				break;
+			}
+			const uint8_t *src = f.payload + ch->byte_offset;
+			if (lmt_crc32c(0, src, ch->count * 4) != ch->crc32c) {
+				rc = lmt_err_set(err, LMT_ECHECKSUM, "'%s': tensor '%s': CRC-32C mismatch (data corrupted)", fp,
+						 e->name);
+				break;
+			}
+			uint64_t a = LMT_MAX(off, ch->offset), b = LMT_MIN(end, ch->offset + ch->count);
+			memcpy(dst + (a - off), src + (a - ch->offset) * 4, (b - a) * 4);
+		}
+		lmt_binfile_close(&f);
+	}
+	return rc;
+}
+
+/* ---- writing chunk by chunk ---- */
+
+struct lmt_ckpt_wrank {
+	struct lmt_binw bw;
+	int open, next;                 /* file open; the next tensor it takes */
+	uint64_t bytes;
+	uint8_t sha[LMT_SHA256_LEN];
+	struct chunkrec *ch;            /* ntensors records */
+};
+
+void lmt_ckpt_writer_release(struct lmt_ckpt_writer *w)
+{
+	for (int r = 0; w->ranks && r < w->world; r++) {
+		if (w->ranks[r].open)
+			lmt_binw_abort(&w->ranks[r].bw);
+		free(w->ranks[r].ch);
+	}
+	free(w->ranks);
+	free(w->t);
+	free(w->dir);
+	memset(w, 0, sizeof *w);
+}
+
+int lmt_ckpt_writer_open(struct lmt_ckpt_writer *w, const char *dir, int world, const struct lmt_ckpt_tensor *t,
+			 int ntensors, struct lmt_err *err)
+{
+	memset(w, 0, sizeof *w);
+	if (world < 1 || ntensors < 0)
+		return lmt_err_set(err, LMT_EINVAL, "bad world size %d or tensor count %d", world, ntensors);
+	w->world = world;
+	w->ntensors = ntensors;
+	w->dir = strdup(dir);
+	w->t = calloc((size_t)ntensors + 1, sizeof *w->t);
+	w->ranks = calloc((size_t)world, sizeof *w->ranks);
+	int ok = w->dir && w->t && w->ranks;
+	for (int r = 0; ok && r < world; r++)
+		ok = (w->ranks[r].ch = calloc((size_t)ntensors + 1, sizeof *w->ranks[r].ch)) != NULL;
+	if (!ok) {
+		lmt_ckpt_writer_release(w);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < ntensors; i++) {
+		w->t[i] = t[i];
+		w->t[i].data = NULL;
+	}
+	return 0;
+}
+
+/* The rank's file holds its chunks; ext: rank, world, chunk count. */
+static int wrank_close(struct lmt_ckpt_writer *w, int rank, struct lmt_err *err)
+{
+	struct lmt_ckpt_wrank *k = &w->ranks[rank];
+	uint8_t ext[32] = { 0 };
+	lmt_store_u32(ext, (uint32_t)rank);
+	lmt_store_u32(ext + 4, (uint32_t)w->world);
+	lmt_store_u64(ext + 8, (uint64_t)w->ntensors);
+	k->bytes = LMT_HDR_SIZE + lmt_format_ckpt.ext_size + k->bw.payload_size;
+	k->open = 0;
+	int rc = lmt_binw_finish(&k->bw, ext, NULL, err);
+	if (!rc)
+		memcpy(k->sha, k->bw.payload_sha256, LMT_SHA256_LEN);
+	return rc;
+}
+
+static int wrank_open(struct lmt_ckpt_writer *w, int rank, struct lmt_err *err)
+{
+	char p[PATH_MAX];
+	int rc = fmt_path(p, sizeof p, err, "%s/rank-%05d.lmckpt", w->dir, rank);
+	if (!rc && !(rc = lmt_binw_open(&w->ranks[rank].bw, p, &lmt_format_ckpt, err)))
+		w->ranks[rank].open = 1;
+	return rc;
+}
+
+int lmt_ckpt_writer_chunk(struct lmt_ckpt_writer *w, int rank, int i, const float *data, struct lmt_err *err)
+{
+	if (rank < 0 || rank >= w->world || i < 0 || i >= w->ntensors || w->ranks[rank].next != i)
+		return lmt_err_set(err, LMT_EINVAL, "checkpoint writer: chunk of tensor %d for rank %d out of order", i, rank);
+	struct lmt_ckpt_wrank *k = &w->ranks[rank];
+	int rc;
+	if (!k->open && (rc = wrank_open(w, rank, err)))
+		return rc;
+	static const uint8_t zero[ALIGN];
+	struct chunkrec *c = &k->ch[i];
+	c->t = i;
+	c->rank = rank;
+	lmt_ckpt_split(w->t[i].numel, w->world, rank, &c->offset, &c->count);
+	size_t pad = (size_t)((ALIGN - k->bw.payload_size % ALIGN) % ALIGN);
+	if ((rc = lmt_binw_write(&k->bw, zero, pad, err)))
+		return rc;
+	c->byte_offset = k->bw.payload_size;
+	c->crc = lmt_crc32c(0, data, c->count * 4);
+	if ((rc = lmt_binw_write(&k->bw, data, c->count * 4, err)))
+		return rc;
+	if (++k->next == w->ntensors)
+		return wrank_close(w, rank, err);
+	return 0;
+}
+
+int lmt_ckpt_writer_finish(struct lmt_ckpt_writer *w, uint64_t update, const char *state_json,
+			   struct lmt_err *err)
+{
+	int rc, W = w->world;
+	for (int r = 0; r < W; r++) {
+		struct lmt_ckpt_wrank *k = &w->ranks[r];
+		if (w->ntensors == 0 && !k->open && (rc = wrank_open(w, r, err)))
+			return rc;
+		if (w->ntensors == 0 && (rc = wrank_close(w, r, err)))
+			return rc;
+		if (k->next != w->ntensors)
+			return lmt_err_set(err, LMT_EINVAL, "checkpoint writer: rank %d has %d of %d tensors", r, k->next,
+					   w->ntensors);
+	}
+	/* the manifest, last: written as lmt_ckpt_write writes it */
+	if (W < 1)
+		return lmt_err_set(err, LMT_EINVAL, "checkpoint writer: world size %d", W);
+	struct filerec *files = calloc((size_t)W, sizeof *files);
+	const struct chunkrec **rank_ch = calloc((size_t)W, sizeof *rank_ch);
+	if (!files || !rank_ch) {
+		free(files);
+		free(rank_ch);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	for (int r = 0; r < W; r++) {
+		files[r].bytes = w->ranks[r].bytes;
+		memcpy(files[r].sha, w->ranks[r].sha, LMT_SHA256_LEN);
+		rank_ch[r] = w->ranks[r].ch;
+	}
+	rc = write_manifest(w->dir, update, W, state_json, w->t, w->ntensors, files, rank_ch, &w->bytes, err);
+	for (int r = 0; r < W; r++)
+		w->bytes += w->ranks[r].bytes;
+	free(files);
+	free(rank_ch);
+	if (!rc)
+		rc = lmt_fsync_dir(w->dir, err);
+	return rc;
 }

@@ -43,15 +43,15 @@ struct lmt_ckpt_tensor {
 	int ndim, shape[3];
 };
 
-/* What a save writes besides the tensors: the manifest's training-state fields,
- * as a JSON object's text without its braces (the caller renders it). */
+/* What a save writes besides the tensors: the manifest's "state", a JSON object's
+ * text (the caller renders it). */
 struct lmt_ckpt_save {
 	const char *run_dir;
 	uint64_t update;
 	int world;
 	const struct lmt_ckpt_tensor *tensors;
 	int ntensors;
-	const char *state_json;  /* e.g. "\"update\":10,\"tokens\":...": spliced in */
+	const char *state_json;  /* "{\"update\":10,...}", spliced in as is */
 };
 
 /* Result of a save, for metrics. */
@@ -77,6 +77,10 @@ struct lmt_ckpt_async {
 	int running, done, started;
 	float *buf;              /* the snapshot */
 	size_t cap;
+	int threads;             /* for the snapshot copy (0: 1) */
+	pthread_t prep;          /* allocating and touching buf (lmt_ckpt_async_reserve) */
+	int preparing;
+	size_t prep_n;
 	struct lmt_ckpt_tensor *t;
 	int nt;
 	char *state_json;
@@ -88,6 +92,10 @@ struct lmt_ckpt_async {
 };
 
 void lmt_ckpt_async_init(struct lmt_ckpt_async *a);
+/* Allocate the snapshot buffer for numel floats and touch its pages on a thread, now,
+ * so that the first save's pause is a copy and not a copy plus page faults (on a
+ * virtual machine, first-touch faults cost several times the copy). */
+void lmt_ckpt_async_reserve(struct lmt_ckpt_async *a, size_t numel);
 int lmt_ckpt_async_start(struct lmt_ckpt_async *a, const struct lmt_ckpt_save *s, struct lmt_err *err);
 int lmt_ckpt_async_poll(struct lmt_ckpt_async *a, struct lmt_ckpt_result *r, int *rc, struct lmt_err *err);
 /* Block until the save in flight (if any) ends; then like poll. */
@@ -153,6 +161,9 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 		    void (*report)(void *ctx, const char *path, const char *why), void *ctx,
 		    struct lmt_err *err);
 
+/* Remove a directory and the files in it (one level: a checkpoint's layout). */
+void lmt_ckpt_rmdir(const char *dir);
+
 /* Remove RUN/ckpt/NAME: renamed to .del-NAME-PID first (so a crash midway never
  * leaves a step-* directory with files missing), then deleted. */
 int lmt_ckpt_remove(const char *run_dir, const char *name, struct lmt_err *err);
@@ -168,5 +179,51 @@ static inline void lmt_ckpt_split(uint64_t n, int w, int r, uint64_t *off, uint6
 	*off = a;
 	*count = b - a;
 }
+
+/* ---- reading part of a tensor, writing chunk by chunk (ckpt-reshard) ---- */
+
+/*
+ * Read elements [off, off + count) of a global tensor into dst (count floats). Every
+ * chunk the range touches is checked whole against its CRC-32C (a CRC covers a
+ * chunk), so reading a tensor in k pieces checks a chunk up to k times.
+ */
+int lmt_ckpt_read_range(const struct lmt_ckpt *c, const struct lmt_ckpt_entry *e, uint64_t off, uint64_t count,
+			float *dst, struct lmt_err *err);
+
+/*
+ * A checkpoint written piece by piece into a directory the caller made (and
+ * renames into place), for tools that hold one tensor at a time instead of the
+ * whole state. The files and the manifest are those lmt_ckpt_write makes for the
+ * same tensors, world and state.
+ *
+ *	lmt_ckpt_writer_open(&w, tmpdir, world, tensors, n, &err);  // names, shapes
+ *	for each rank r, for each tensor i in order:
+ *		lmt_ckpt_writer_chunk(&w, r, i, elements of chunk r of tensor i, &err);
+ *	lmt_ckpt_writer_finish(&w, update, state_json, &err);       // manifest last
+ *	lmt_ckpt_writer_release(&w);
+ *
+ * A rank's chunks come in tensor order; ranks may interleave (tensor-major order
+ * keeps every rank's file open at once: one descriptor each). A rank's file is
+ * created at its first chunk and completed (header, fsync, rename) at its last.
+ * finish writes manifest.json atomically and fsyncs the directory; release
+ * removes what an unfinished writer left open (the caller removes the directory).
+ */
+struct lmt_ckpt_wrank;
+struct lmt_ckpt_writer {
+	char *dir;
+	int world, ntensors;
+	struct lmt_ckpt_tensor *t;      /* names and shapes (data unused) */
+	struct lmt_ckpt_wrank *ranks;   /* world entries */
+	uint64_t bytes;                 /* data files and manifest, once finished */
+};
+
+int lmt_ckpt_writer_open(struct lmt_ckpt_writer *w, const char *dir, int world, const struct lmt_ckpt_tensor *t,
+			 int ntensors, struct lmt_err *err);
+/* Append chunk `rank` of tensor i (lmt_ckpt_split(numel, world, rank) elements). */
+int lmt_ckpt_writer_chunk(struct lmt_ckpt_writer *w, int rank, int i, const float *data, struct lmt_err *err);
+/* state_json: the manifest's "state" object, braces included (NULL: {}). */
+int lmt_ckpt_writer_finish(struct lmt_ckpt_writer *w, uint64_t update, const char *state_json,
+			   struct lmt_err *err);
+void lmt_ckpt_writer_release(struct lmt_ckpt_writer *w);
 
 #endif

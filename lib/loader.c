@@ -304,9 +304,9 @@ int lmt_loader_rebase(uint64_t old_cursor, uint32_t old_rank, uint32_t old_world
 {
 	if (!old_world || old_rank >= old_world || !new_world || new_rank >= new_world)
 		return lmt_err_set(err, LMT_EINVAL, "bad rank or world size");
-	if (old_cursor < old_rank || (old_cursor - old_rank) % old_world)
-		return lmt_err_set(err, LMT_EINVAL, "cursor %llu is not rank %u's of a world of %u",
-				   (unsigned long long)old_cursor, old_rank, old_world);
+	if (old_cursor < old_rank)
+		return lmt_err_set(err, LMT_EINVAL, "cursor %llu is not rank %u's (it starts at its rank)",
+				   (unsigned long long)old_cursor, old_rank);
 	*new_cursor = old_cursor - old_rank + new_rank;
 	return 0;
 }

@@ -21,9 +21,9 @@
  *
  *   The cursor is the next global index of this rank. Resuming with the same world
  *   size, a rank restarts from its cursor. Resuming with another world size is
- *   allowed when every rank has consumed the same number of samples S (a trainer
- *   stepping in lockstep guarantees it): the first S * w_old indices are consumed,
- *   and new rank r' continues at S * w_old + r' (lmt_loader_rebase).
+ *   allowed when the ranks are in lockstep (a trainer stepping in lockstep keeps
+ *   them so): their cursors are B + r for a common B, every index below B is
+ *   consumed, and new rank r' continues at B + r' (lmt_loader_rebase).
  *
  * Each sample carries its stable id (shard, index within the shard), its global
  * index and its segments, so an audit can list what each rank consumed. Samples are
@@ -115,8 +115,11 @@ int lmt_loader_locate(struct lmt_loader *l, uint64_t k, uint32_t *shard, uint64_
 
 /*
  * Cursor for new_rank of new_world, given the cursor old_cursor of old_rank in
- * old_world. Fails unless old_cursor - old_rank is a multiple of old_world (it is
- * when the ranks stepped in lockstep).
+ * old_world: ranks in lockstep have cursors B + r for a common B (every global
+ * index below B consumed, none above), and new rank r' continues at B + r'. B is a
+ * multiple of the world size when a run started at that size, and need not be after
+ * a change of world size. Fails if old_cursor < old_rank (no cursor of that rank);
+ * whether all ranks are in lockstep only the whole set of cursors can tell.
  */
 int lmt_loader_rebase(uint64_t old_cursor, uint32_t old_rank, uint32_t old_world, uint32_t new_rank,
 		      uint32_t new_world, uint64_t *new_cursor, struct lmt_err *err);

@@ -915,8 +915,14 @@ static uint64_t rewind_metrics(const char *dir, uint64_t offset)
 	path_fmt(p, sizeof p, "%s/metrics.jsonl", dir);
 	if (lmt_read_file(p, &data, &n, &err))
 		die_err(&err);
-	if (offset > n)
-		die("'%s' is shorter (%zu bytes) than at the checkpoint (%llu)", p, n, (unsigned long long)offset);
+	if (offset > n) {
+		/* a checkpoint copied into another run directory (after ckpt-reshard, say):
+		 * these metrics are not its run's, and nothing is cut */
+		warn("'%s' is shorter (%zu bytes) than its run's was at the checkpoint (%llu): not that run's metrics; "
+		     "appending to them", p, n, (unsigned long long)offset);
+		free(data);
+		return 0;
+	}
 	uint64_t replayed = 0;
 	for (char *q = data + offset; (q = strstr(q, "\"event\":\"update\"")); q++)
 		replayed++;
@@ -1057,8 +1063,6 @@ int main(int argc, char **argv)
 		o.model.Vp = lmt_gpt_padded_vocab(o.model.V);
 		if (lmt_gpt_init(&g, &o.model, &be, &err))
 			die_err(&err);
-		if (lmt_gpt_init_weights(&g, o.init_seed, &err))
-			die_err(&err);
 	}
 	/* the run directory */
 	struct run run;
@@ -1108,6 +1112,9 @@ int main(int argc, char **argv)
 				    (unsigned long long)state_u64(&ck, "update"), (unsigned long long)o.tc.updates);
 		}
 	}
+	/* a resumed run's weights come from the checkpoint */
+	if (!o.init_llmc && !have_ck && lmt_gpt_init_weights(&g, o.init_seed, &err))
+		die_err(&err);
 	if (lmt_gpt_alloc_acts(&g, o.tc.B, T, &err))
 		die_err(&err);
 	if (lmt_trainer_init(&the_trainer, &o.tc, &be, &comm, &g, &d, cursor, &err))
@@ -1212,6 +1219,9 @@ int main(int argc, char **argv)
 	ckc.last_saved = have_ck ? tr->update : UINT64_MAX;
 	ckc.last_due = t_start;
 	lmt_ckpt_async_init(&ckc.async);
+	ckc.async.threads = be.threads;
+	if (o.out && !o.ckpt_sync && (o.ckpt_every || o.ckpt_minutes > 0))
+		lmt_ckpt_async_reserve(&ckc.async, g.nparams * 3);
 	int interrupted = 0;
 	tool_defer_signals(); /* SIGINT, SIGTERM: finish the update, save, exit 0 */
 	while (tr->update < o.tc.updates) {

@@ -344,8 +344,9 @@ static void check_loader(const char *name)
 	       "%s: 2 ranks for %llu steps, then 3 ranks: epoch 0 is covered once (%llu samples, %llu repeats)", name,
 	       (unsigned long long)S, (unsigned long long)k, (unsigned long long)dup);
 	uint64_t bogus;
-	tap_ok(lmt_loader_rebase(cursors[0] + 1, 0, 2, 0, 3, &bogus, &err) != 0,
-	       "a cursor that is not in lockstep is refused: %s", err.msg);
+	tap_ok(lmt_loader_rebase(1, 2, 3, 0, 2, &bogus, &err) != 0, "a cursor below its rank is refused: %s", err.msg);
+	tap_ok(lmt_loader_rebase(10, 1, 3, 1, 2, &bogus, &err) == 0 && bogus == 10,
+	       "a base that the old world does not divide (10 - 1 = 9, then 1 -> 2 ranks) carries over");
 	free(seen);
 	free(e0);
 	free(plain);

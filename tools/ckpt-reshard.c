@@ -1,0 +1,562 @@
+/*
+ * ckpt-reshard: a checkpoint rewritten for another world size, or its model
+ * exported as a Hugging Face GPT-2 in safetensors.
+ *
+ *	ckpt-reshard --world 3 run/ckpt/step-00001000 run3/step-00001000
+ *	ckpt-reshard --export safetensors --dtype bf16 run/ckpt/step-00001000 hf/
+ *
+ * Resharding copies every value bit for bit into the chunks of the new world
+ * (ckpt.h: rank r holds [r*n/W, (r+1)*n/W) of each tensor), recomputes the
+ * manifest (files, chunks, sizes, SHA-256, CRC-32C) and rewrites what in the
+ * training state depends on the world size: the loader's cursors (loader.h's rule,
+ * lmt_loader_rebase), its world, the sharding's world and the per-rank RNG list.
+ * It streams: a group of up to 64 new ranks is written at once, tensor by tensor,
+ * so memory holds one tensor (or 64/N of one), not the state. The new checkpoint
+ * is built in a staging directory next to OUT, read back and verified, and renamed
+ * into place; an existing OUT is never replaced. stdout: JSONL; stderr: messages.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "afile.h"
+#include "ckpt.h"
+#include "json.h"
+#include "loader.h"
+#include "safetensors.h"
+#include "tokenizer.h"
+#include "tool.h"
+#include "util.h"
+
+enum {
+	OPT_EXPORT = OPT_TOOL_BASE,
+	OPT_DTYPE,
+};
+
+static const struct option longopts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "world", required_argument, NULL, 'w' },
+	{ "export", required_argument, NULL, OPT_EXPORT },
+	{ "dtype", required_argument, NULL, OPT_DTYPE },
+	{ "tokenizer", required_argument, NULL, 't' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(void)
+{
+	printf("usage: ckpt-reshard [-q] -w N SRC OUT\n"
+	       "       ckpt-reshard [-q] --export safetensors [--dtype T] [-t TOKENIZER] SRC OUT\n"
+	       "\n"
+	       "Rewrite the checkpoint SRC (a step-NNNNNNNN directory) for N ranks into the new\n"
+	       "directory OUT, every value bit for bit and the training state remapped; or\n"
+	       "export its model as a Hugging Face GPT-2 (safetensors and config.json).\n"
+	       "\n"
+	       "  -w, --world N           ranks of the new checkpoint (1 for one unsharded file)\n"
+	       "      --export FORMAT     safetensors: write the model's weights to OUT (a file,\n"
+	       "                          or a directory to hold model.safetensors) and\n"
+	       "                          config.json next to it\n"
+	       "      --dtype T           fp32 (default), bf16 or fp16, rounded to nearest even\n"
+	       "  -t, --tokenizer FILE    the checkpoint's tokenizer: its BOS and EOS ids go into\n"
+	       "                          config.json\n"
+	       "  -q, --quiet             no messages on stderr but errors and warnings\n"
+	       "  -h, --help              this help\n"
+	       "  -V, --version           version and backends\n"
+	       "\n"
+	       "SRC is verified (every file's SHA-256 and every chunk's CRC-32C) before use;\n"
+	       "OUT must not exist when resharding.\n"
+	       "\n"
+	       "Exit status: 0 success, 1 error, 2 usage error. See ckpt-reshard(1).\n");
+}
+
+struct opts {
+	int world, export_st, dtype, dtype_given;
+	const char *tokenizer, *src, *out;
+};
+
+static void emit_line(struct lmt_json *j)
+{
+	if (lmt_json_end_line(j, stdout))
+		die("'<stdout>': write error");
+}
+
+/* ---- the training state for the new world ---- */
+
+/* Write a parsed JSON value with lmt's writer, so that numbers and strings come
+ * out as train wrote them (the shortest round-trip form): an unchanged field of
+ * the state keeps its text. */
+static void put_value(struct lmt_json *j, const char *key, json_t *v)
+{
+	if (j->depth >= 30)
+		die("the checkpoint's state is nested too deeply to rewrite");
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: {
+		const char *k;
+		json_t *x;
+		lmt_json_obj(j, key);
+		json_object_foreach(v, k, x)
+			put_value(j, k, x);
+		lmt_json_obj_end(j);
+		break;
+	}
+	case JSON_ARRAY: {
+		size_t i;
+		json_t *x;
+		lmt_json_arr(j, key);
+		json_array_foreach(v, i, x)
+			put_value(j, NULL, x);
+		lmt_json_arr_end(j);
+		break;
+	}
+	case JSON_STRING: lmt_json_strn(j, key, json_string_value(v), json_string_length(v)); break;
+	case JSON_INTEGER: lmt_json_i64(j, key, (int64_t)json_integer_value(v)); break;
+	case JSON_REAL: lmt_json_num(j, key, json_real_value(v)); break;
+	case JSON_TRUE: lmt_json_bool(j, key, 1); break;
+	case JSON_FALSE: lmt_json_bool(j, key, 0); break;
+	case JSON_NULL: lmt_json_null(j, key); break;
+	}
+}
+
+static int get_count(json_t *o, const char *key, uint64_t *v)
+{
+	json_t *x = json_object_get(o, key);
+	if (!json_is_integer(x) || json_integer_value(x) < 0)
+		return -1;
+	*v = (uint64_t)json_integer_value(x);
+	return 0;
+}
+
+/* Keys named "world" other than the two rewritten: said, not changed. */
+static void other_worlds(json_t *v, char *path, size_t len, size_t cap)
+{
+	const char *k;
+	json_t *x;
+	if (!json_is_object(v))
+		return;
+	json_object_foreach(v, k, x) {
+		int n = snprintf(path + len, cap - len, ".%s", k);
+		if (n < 0 || (size_t)n >= cap - len)
+			continue;
+		if (!strcmp(k, "world") && strcmp(path, "state.loader.world") && strcmp(path, "state.sharding.world"))
+			warn("%s is left as it was: ckpt-reshard does not know it to be the world size", path);
+		other_worlds(x, path, len + (size_t)n, cap);
+		path[len] = 0;
+	}
+}
+
+struct remap {
+	uint64_t consumed;            /* K: global indices read before the new ranks' cursors */
+	int old_world;                /* the loader's */
+};
+
+/*
+ * The state of c for a world of N ranks, as JSON text (malloc'd).
+ *
+ * Loader (loader.h): ranks in lockstep have cursors K + r for a common K, the
+ * global indices consumed so far; new rank r' continues at K + r'
+ * (lmt_loader_rebase).
+ */
+static char *new_state(const struct lmt_ckpt *c, int N, struct remap *rm)
+{
+	char where[PATH_MAX + 32];
+	snprintf(where, sizeof where, "'%s/manifest.json'", c->dir);
+	json_t *st = json_deep_copy(json_object_get(c->manifest, "state"));
+	if (!st)
+		die("out of memory");
+	json_t *ld = json_object_get(st, "loader"), *cs = json_object_get(ld, "cursors");
+	uint64_t w_old;
+	if (!json_is_object(ld) || get_count(ld, "world", &w_old) || w_old == 0 || w_old > UINT32_MAX ||
+	    !json_is_array(cs) || json_array_size(cs) == 0)
+		die("%s: state.loader has no world or no cursors: the data position cannot be mapped to %d ranks", where, N);
+	/* lockstep: one K for every rank listed */
+	size_t i;
+	json_t *e;
+	uint64_t K = 0, r0 = 0, c0 = 0;
+	int first = 1;
+	json_array_foreach(cs, i, e) {
+		uint64_t r, cur;
+		if (get_count(e, "rank", &r) || get_count(e, "cursor", &cur) || r >= w_old)
+			die("%s: state.loader.cursors[%zu] has no rank below the world of %llu or no cursor", where, i,
+			    (unsigned long long)w_old);
+		if (cur < r)
+			die("%s: state.loader.cursors[%zu]: rank %llu at cursor %llu is not a cursor of that rank", where, i,
+			    (unsigned long long)r, (unsigned long long)cur);
+		if (first) {
+			K = cur - r, r0 = r, c0 = cur, first = 0;
+		} else if (cur - r != K) {
+			die("%s: the loader cursors are not in lockstep: rank %llu is at %llu, rank %llu at %llu (%llu and "
+			    "%llu samples consumed); resharding needs every rank at the same step", where,
+			    (unsigned long long)r0, (unsigned long long)c0, (unsigned long long)r, (unsigned long long)cur,
+			    (unsigned long long)K, (unsigned long long)(cur - r));
+		}
+	}
+	json_t *ncs = json_array();
+	for (int r = 0; r < N; r++) {
+		uint64_t nc;
+		struct lmt_err err = { 0 };
+		if (lmt_loader_rebase(c0, (uint32_t)r0, (uint32_t)w_old, (uint32_t)r, (uint32_t)N, &nc, &err))
+			die("%s: %s", where, err.msg);
+		json_t *o = json_object();
+		json_object_set_new(o, "rank", json_integer(r));
+		json_object_set_new(o, "cursor", json_integer((json_int_t)nc));
+		json_array_append_new(ncs, o);
+	}
+	json_object_set_new(ld, "world", json_integer(N));
+	json_object_set_new(ld, "cursors", ncs);
+	rm->consumed = K;
+	rm->old_world = (int)w_old;
+
+	json_t *sh = json_object_get(st, "sharding");
+	if (json_is_object(sh))
+		json_object_set_new(sh, "world", json_integer(N));
+
+	/* RNG: one entry per rank; the new ranks' entries are copies, which is right
+	 * only if the old ranks' entries are all the same but for the rank */
+	json_t *rng = json_object_get(st, "rng");
+	if (json_is_array(rng) && json_array_size(rng) > 0) {
+		json_t *proto = json_deep_copy(json_array_get(rng, 0));
+		if (!json_is_object(proto))
+			die("%s: state.rng[0] is not an object", where);
+		json_object_del(proto, "rank");
+		json_array_foreach(rng, i, e) {
+			json_t *x = json_deep_copy(e);
+			json_object_del(x, "rank");
+			int same = json_equal(x, proto);
+			json_decref(x);
+			if (!same && N != c->world)
+				die("%s: state.rng[%zu] differs from state.rng[0] in more than its rank: the generator state "
+				    "of new ranks cannot be derived", where, i);
+		}
+		if (N != c->world) {
+			json_t *nr = json_array();
+			for (int r = 0; r < N; r++) {
+				json_t *x = json_deep_copy(json_array_get(rng, 0));
+				json_object_set_new(x, "rank", json_integer(r)); /* keeps its place among the keys */
+				json_array_append_new(nr, x);
+			}
+			json_object_set_new(st, "rng", nr);
+		}
+		json_decref(proto);
+	}
+
+	char path[1024] = "state";
+	other_worlds(st, path, strlen(path), sizeof path);
+
+	struct lmt_json j;
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	const char *k;
+	json_t *x;
+	json_object_foreach(st, k, x)
+		put_value(&j, k, x);
+	lmt_json_end(&j);
+	json_decref(st);
+	if (j.oom)
+		die("out of memory");
+	char *s = strdup(j.buf);
+	lmt_json_release(&j);
+	if (!s)
+		die("out of memory");
+	return s;
+}
+
+/* ---- the staging directory ---- */
+
+static char staging[PATH_MAX];
+
+
+static void cleanup_staging(void)
+{
+	if (staging[0])
+		lmt_ckpt_rmdir(staging);
+}
+
+/* rename that fails instead of replacing: an OUT made meanwhile (even an empty
+ * directory, which plain rename replaces) is left alone */
+static int rename_noreplace(const char *from, const char *to)
+{
+#ifdef RENAME_NOREPLACE
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+#endif
+	struct stat st;
+	if (lstat(to, &st) == 0) {
+		errno = EEXIST;
+		return -1;
+	}
+	return rename(from, to);
+}
+
+/* ---- resharding ---- */
+
+#define GROUP 64 /* new ranks written at once: their files are open together */
+
+static int reshard(const struct opts *o)
+{
+	struct lmt_err err = { 0 };
+	double t0 = lmt_now();
+	struct stat st;
+	size_t ol = strlen(o->out);
+	while (ol > 1 && o->out[ol - 1] == '/')
+		ol--;
+	char out[PATH_MAX];
+	path_fmt(out, sizeof out, "%.*s", (int)ol, o->out);
+	if (lstat(out, &st) == 0)
+		die("'%s' exists; ckpt-reshard writes a new checkpoint directory and never replaces one", out);
+
+	struct lmt_ckpt c;
+	info("verifying '%s'", o->src);
+	if (lmt_ckpt_open(&c, o->src, 1, &err))
+		die_err(&err);
+	const int N = o->world;
+	struct remap rm;
+	char *state = new_state(&c, N, &rm);
+
+	path_fmt(staging, sizeof staging, "%s.partial-XXXXXX", out);
+	if (!mkdtemp(staging)) {
+		int e = errno;
+		staging[0] = 0;
+		die("'%s': cannot create a staging directory next to it: %s", out, strerror(e));
+	}
+	atexit(cleanup_staging);
+	mode_t um = umask(0); /* mkdtemp makes 0700; a checkpoint gets the usual mode */
+	umask(um);
+	chmod(staging, 0777 & ~um);
+	tool_defer_signals(); /* a signal now stops at the next tensor, removing the staging directory */
+
+	struct lmt_ckpt_tensor *t = calloc((size_t)c.nt + 1, sizeof *t);
+	if (!t)
+		die("out of memory");
+	for (int i = 0; i < c.nt; i++) {
+		if (strlen(c.t[i].name) >= sizeof t[i].name)
+			die("'%s': tensor name '%.40s...' is too long", o->src, c.t[i].name);
+		snprintf(t[i].name, sizeof t[i].name, "%s", c.t[i].name);
+		t[i].numel = c.t[i].numel;
+		t[i].ndim = c.t[i].ndim;
+		memcpy(t[i].shape, c.t[i].shape, sizeof t[i].shape);
+	}
+	/* the buffer: the longest run of elements one group of ranks holds */
+	uint64_t cap = 0, off, cnt, a;
+	for (int i = 0; i < c.nt; i++)
+		for (int g0 = 0; g0 < N; g0 += GROUP) {
+			int g1 = LMT_MIN(N, g0 + GROUP);
+			lmt_ckpt_split(c.t[i].numel, N, g0, &a, &cnt);
+			lmt_ckpt_split(c.t[i].numel, N, g1 - 1, &off, &cnt);
+			cap = LMT_MAX(cap, off + cnt - a);
+		}
+	float *buf = malloc((size_t)cap * 4 + 4);
+	if (!buf)
+		die("out of memory for %.1f MB, the largest run of a tensor a group of ranks holds", cap * 4 / 1e6);
+
+	struct lmt_ckpt_writer w;
+	if (lmt_ckpt_writer_open(&w, staging, N, t, c.nt, &err))
+		die_err(&err);
+	for (int g0 = 0; g0 < N; g0 += GROUP) {
+		int g1 = LMT_MIN(N, g0 + GROUP);
+		for (int i = 0; i < c.nt; i++) {
+			tool_check_interrupt();
+			lmt_ckpt_split(c.t[i].numel, N, g0, &a, &cnt);
+			lmt_ckpt_split(c.t[i].numel, N, g1 - 1, &off, &cnt);
+			if (lmt_ckpt_read_range(&c, &c.t[i], a, off + cnt - a, buf, &err))
+				die_err(&err);
+			for (int r = g0; r < g1; r++) {
+				lmt_ckpt_split(c.t[i].numel, N, r, &off, &cnt);
+				if (lmt_ckpt_writer_chunk(&w, r, i, buf + (off - a), &err))
+					die_err(&err);
+			}
+		}
+	}
+	if (lmt_ckpt_writer_finish(&w, c.update, state, &err))
+		die_err(&err);
+	uint64_t bytes = w.bytes;
+	lmt_ckpt_writer_release(&w);
+	tool_check_interrupt();
+
+	/* read back before it becomes a checkpoint */
+	struct lmt_ckpt back;
+	if (lmt_ckpt_open(&back, staging, 1, &err)) {
+		lmt_err_prefix(&err, "the new checkpoint does not verify");
+		die_err(&err);
+	}
+	lmt_ckpt_close(&back);
+	tool_check_interrupt();
+	if (rename_noreplace(staging, out))
+		die("'%s': cannot rename the new checkpoint into place: %s", out, strerror(errno));
+	staging[0] = 0;
+	/* the new directory's entries, then the entry of the new directory */
+	char parent[PATH_MAX];
+	path_fmt(parent, sizeof parent, "%s", out);
+	char *sl = strrchr(parent, '/');
+	if (!sl)
+		strcpy(parent, ".");
+	else if (sl == parent)
+		parent[1] = 0; /* "/" */
+	else
+		*sl = 0;
+	if (lmt_fsync_dir(out, &err) || lmt_fsync_dir(parent, &err))
+		die_err(&err);
+
+	char mp[PATH_MAX], hex[LMT_SHA256_HEX];
+	uint8_t msha[32];
+	path_fmt(mp, sizeof mp, "%s/manifest.json", out);
+	if (lmt_sha256_file(mp, msha, &err))
+		die_err(&err);
+	double secs = lmt_now() - t0;
+	struct lmt_json j;
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_str(&j, "event", "reshard");
+	lmt_json_str(&j, "source", o->src);
+	lmt_json_str(&j, "output", out);
+	lmt_json_u64(&j, "update", c.update);
+	lmt_json_u64(&j, "from_world", (uint64_t)c.world);
+	lmt_json_u64(&j, "world", (uint64_t)N);
+	lmt_json_u64(&j, "tensors", (uint64_t)c.nt);
+	lmt_json_u64(&j, "bytes", bytes);
+	lmt_json_u64(&j, "loader_consumed", rm.consumed);
+	lmt_json_u64(&j, "peak_buffer_bytes", cap * 4);
+	lmt_json_str(&j, "manifest_sha256", lmt_sha256_hex(msha, hex));
+	lmt_json_num(&j, "seconds", secs);
+	emit_line(&j);
+	lmt_json_release(&j);
+	info("'%s': update %llu, %d rank%s to %d, %d tensors, %.1f MB in %.2f s", out, (unsigned long long)c.update,
+	     c.world, c.world == 1 ? "" : "s", N, c.nt, bytes / 1e6, secs);
+	free(buf);
+	free(t);
+	free(state);
+	lmt_ckpt_close(&c);
+	return 0;
+}
+
+/* ---- export ---- */
+
+static int export_st(const struct opts *o)
+{
+	struct lmt_err err = { 0 };
+	double t0 = lmt_now();
+	char path[PATH_MAX], cfg[PATH_MAX];
+	struct stat st;
+	if (stat(o->out, &st) == 0 && S_ISDIR(st.st_mode))
+		path_fmt(path, sizeof path, "%s%smodel.safetensors", o->out,
+			 o->out[strlen(o->out) - 1] == '/' ? "" : "/");
+	else
+		path_fmt(path, sizeof path, "%s", o->out);
+	const char *sl = strrchr(path, '/');
+	if (sl)
+		path_fmt(cfg, sizeof cfg, "%.*s/config.json", (int)(sl - path), path);
+	else
+		path_fmt(cfg, sizeof cfg, "config.json");
+	if (!strcmp(path, cfg) || (sl && !strcmp(sl + 1, "config.json")))
+		usage_error("'%s': the weights cannot be named config.json (the config goes next to them)", path);
+
+	struct lmt_ckpt c;
+	info("verifying '%s'", o->src);
+	if (lmt_ckpt_open(&c, o->src, 1, &err))
+		die_err(&err);
+	struct lmt_st_opts so = { path, cfg, o->dtype, -1, -1 };
+	if (o->tokenizer) {
+		struct lmt_tokenizer tok;
+		char hex[LMT_SHA256_HEX];
+		if (lmt_tok_load(&tok, o->tokenizer, &err))
+			die_err(&err);
+		const char *ts = json_string_value(lmt_ckpt_state(&c, "tokenizer_sha256"));
+		lmt_sha256_hex(tok.sha256, hex);
+		if (!ts || strcmp(ts, hex))
+			die("'%s' is not the checkpoint's tokenizer: sha256 %.16s..., '%s' was trained with %.16s...",
+			    o->tokenizer, hex, o->src, ts ? ts : "an unrecorded one");
+		if (tok.bos != LMT_NO_TOKEN)
+			so.bos_id = tok.bos;
+		if (tok.eos != LMT_NO_TOKEN)
+			so.eos_id = tok.eos;
+		lmt_tok_release(&tok);
+	}
+	struct lmt_st_result r;
+	if (lmt_safetensors_export_gpt2(&c, &so, &r, &err))
+		die_err(&err);
+	if (r.overflow)
+		warn("%llu finite values are beyond %s's range and became infinite", (unsigned long long)r.overflow,
+		     lmt_st_dtype_torch(o->dtype));
+	if (r.nan)
+		warn("%llu values are NaN (written as NaN)", (unsigned long long)r.nan);
+
+	char hex[LMT_SHA256_HEX];
+	double secs = lmt_now() - t0;
+	struct lmt_json j;
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_str(&j, "event", "export");
+	lmt_json_str(&j, "format", "safetensors");
+	lmt_json_str(&j, "source", o->src);
+	lmt_json_str(&j, "output", path);
+	lmt_json_str(&j, "config", cfg);
+	lmt_json_u64(&j, "update", c.update);
+	lmt_json_str(&j, "dtype", lmt_st_dtype_name(o->dtype));
+	lmt_json_u64(&j, "tensors", (uint64_t)r.tensors);
+	lmt_json_u64(&j, "elements", r.elements);
+	lmt_json_u64(&j, "bytes", r.bytes);
+	lmt_json_u64(&j, "header_bytes", r.header_bytes);
+	lmt_json_str(&j, "sha256", lmt_sha256_hex(r.sha256, hex));
+	lmt_json_u64(&j, "overflow", r.overflow);
+	lmt_json_u64(&j, "nan", r.nan);
+	lmt_json_u64(&j, "peak_buffer_bytes", r.peak_buffer);
+	lmt_json_num(&j, "seconds", secs);
+	emit_line(&j);
+	lmt_json_release(&j);
+	info("'%s': %d tensors, %llu parameters as %s, %.1f MB in %.2f s; '%s'", path, r.tensors,
+	     (unsigned long long)r.elements, lmt_st_dtype_name(o->dtype), r.bytes / 1e6, secs, cfg);
+	lmt_ckpt_close(&c);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	memset(&o, 0, sizeof o);
+	tool_init("ckpt-reshard");
+	int c;
+	while ((c = getopt_long(argc, argv, "hVw:t:q", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h': usage(); return 0;
+		case 'V': print_version(); return 0;
+		case 'w': o.world = (int)opt_int("world", optarg, 1, 1 << 20); break;
+		case OPT_EXPORT:
+			if (strcmp(optarg, "safetensors"))
+				usage_error("option '--export': '%s' is not a format this tool writes (safetensors)", optarg);
+			o.export_st = 1;
+			break;
+		case OPT_DTYPE:
+			if ((o.dtype = lmt_st_dtype_parse(optarg)) < 0)
+				usage_error("option '--dtype': '%s' is not fp32, bf16 or fp16", optarg);
+			o.dtype_given = 1;
+			break;
+		case 't': o.tokenizer = optarg; break;
+		case 'q': tool_quiet = 1; break;
+		default: bad_option(argv);
+		}
+	}
+	if (!o.world && !o.export_st)
+		usage_error("nothing to do: give --world N or --export safetensors");
+	if (o.world && o.export_st)
+		usage_error("--world and --export are separate runs: reshard, or export");
+	if (o.world && (o.dtype_given || o.tokenizer))
+		usage_error("--dtype and --tokenizer apply to --export (a checkpoint keeps fp32 and has no config)");
+	if (argc - optind != 2)
+		usage_error("give SRC (a checkpoint directory) and OUT%s",
+			    argc - optind > 2 ? ", nothing more" : "");
+	o.src = argv[optind];
+	o.out = argv[optind + 1];
+	if (!*o.out)
+		usage_error("OUT is empty");
+	return o.export_st ? export_st(&o) : reshard(&o);
+}
