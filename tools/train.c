@@ -721,8 +721,13 @@ static void report_ckpt(struct ckpt_ctx *k, const struct lmt_ckpt_result *r, dou
 	lmt_json_release(&j);
 	event(k->run, "checkpoint", r->path, async ? k->async.save.update : k->tr->update);
 	if (k->o->mtbf > 0)
-		info("checkpoint cost %.3f s; with an MTBF of %.0f s the best interval is %.0f s", cost, k->o->mtbf,
-		     sqrt(2.0 * cost * k->o->mtbf));
+		info("checkpoint of update %llu: %.1f MB written in %.2f s; cost %.3f s; with an MTBF of %.0f s the best "
+		     "interval is %.0f s", (unsigned long long)(async ? k->async.save.update : k->tr->update), r->bytes / 1e6,
+		     r->write_s, cost, k->o->mtbf, sqrt(2.0 * cost * k->o->mtbf));
+	else
+		info("checkpoint of update %llu: %.1f MB written in %.2f s; cost %.3f s (training %s)",
+		     (unsigned long long)(async ? k->async.save.update : k->tr->update), r->bytes / 1e6, r->write_s, cost,
+		     async ? "paused for the snapshot" : "waited for the write");
 	retain(k);
 }
 

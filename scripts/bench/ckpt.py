@@ -113,9 +113,10 @@ def main():
     if man['vocab_size'] != 50257:
         raise SystemExit(f'ckpt.py: GPT-2 124M needs a vocabulary of 50257; the tokenizer ({desc}) has '
                          f'{man["vocab_size"]}')
-    best = {}
+    best, spread = {}, {}
 
     def keep_best(k, v, key):
+        spread.setdefault(k, []).append(round(key(v), 3))
         if k not in best or key(v) < key(best[k]):
             best[k] = v
 
@@ -151,6 +152,7 @@ def main():
         keep_best('fresh_step', fresh_step, lambda r: r)
         for ck in (r for r in recs if r['event'] == 'checkpoint' and r['async']):
             keep_best('async', ck, lambda r: r['pause_s'])
+            spread.setdefault('async_write', []).append(round(ck['write_s'], 3))
         shutil.rmtree(run)
 
         if shutil.which(a.torch_python) or os.path.exists(a.torch_python):
@@ -177,18 +179,21 @@ def main():
         tb, ts = best['torch']
         rows.append(dict(what='torch.save + fsync', bytes=tb, seconds=f'{ts:.2f}', MB_s=f'{tb / ts / 1e6:.0f}',
                          vs_dd=f'{tb / ts / 1e6 / dd_bw:.2f}'))
-    table(rows, ['what', 'bytes', 'seconds', 'MB_s', 'vs_dd'])
+    for r, k in zip(rows, ['dd', 'sync', 'async_write', 'torch']):
+        r['all_runs_s'] = ' '.join(str(x) for x in spread.get(k, []))
+    table(rows, ['what', 'bytes', 'seconds', 'MB_s', 'vs_dd', 'all_runs_s'])
     print()
     pause_frac = asy['pause_s'] / s['write_s']
     table([dict(what='async pause (snapshot)', seconds=f'{asy["pause_s"]:.3f}',
-                of_sync_save=f'{100 * pause_frac:.1f}%')], ['what', 'seconds', 'of_sync_save'])
+                of_sync_save=f'{100 * pause_frac:.1f}%', all_runs_s=' '.join(map(str, spread['async'])))],
+          ['what', 'seconds', 'of_sync_save', 'all_runs_s'])
     print()
     table([dict(start='resume (load + verify)', to_first_update_s=f'{best["resume"]:.2f}',
                 first_update_step_s=f'{best["resume_step"]:.2f}'),
            dict(start='fresh (initialise)', to_first_update_s=f'{best["fresh"]:.2f}',
                 first_update_step_s=f'{best["fresh_step"]:.2f}')],
           ['start', 'to_first_update_s', 'first_update_step_s'])
-    save(a.json, dict(machine=machine(), best=best, dd_mb_s=dd_bw, pause_fraction=pause_frac))
+    save(a.json, dict(machine=machine(), best=best, runs=spread, dd_mb_s=dd_bw, pause_fraction=pause_frac))
     if not a.keep:
         shutil.rmtree(tmp)
 

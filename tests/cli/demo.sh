@@ -21,10 +21,15 @@ grep -q '"bits_per_byte":0\.[45]' "$T/demo/corpus.summary.jsonl" && ok "the corp
 	|| notok "corpus summary" "$(cat "$T/demo/corpus.summary.jsonl")"
 grep -q "model: validation loss .* after 10 updates" "$T/.out" && ok "a model is trained and evaluated" \
 	|| notok "train stage" "$(cat "$T/.out")"
+[ -f "$T/demo/run/ckpt/step-00000010/manifest.json" ] && grep -q '"bad_files":0\|"ok":true' "$T/demo/ckpt-verify.jsonl" \
+	&& ok "the final checkpoint is written and verified" || notok "checkpoint stage" "$(ls "$T/demo/run/ckpt")"
+[ -s "$T/demo/release/model.safetensors" ] && grep -q '"model_type": *"gpt2"' "$T/demo/release/config.json" \
+	&& [ -f "$T/demo/release/tokenizer.json" ] && ok "the release: safetensors, config.json, tokenizer.json" \
+	|| notok "release stage" "$(ls "$T/demo/release")"
 grep -q '"kept":' "$T/demo/dedup.json" && [ -f "$T/demo/removed.jsonl" ] && ok "dedup ran, with its provenance file" \
 	|| notok "dedup stage"
 check "a second run" make -C examples BIN="$BIN" OUT="$T/demo" $SMALL MODEL="$SMALLM"
-grep -q "tok-train\|tok-encode\|gen-corpus\|bin/train" "$T/.out" && notok "a second run redoes nothing" "$(cat "$T/.out")" \
+grep -q "tok-train\|tok-encode\|gen-corpus\|bin/train\|ckpt-" "$T/.out" && notok "a second run redoes nothing" "$(cat "$T/.out")" \
 	|| ok "a second run redoes nothing"
 touch "$T/demo/corpus.jsonl"
 make -C examples BIN="$BIN" OUT="$T/demo" $SMALL MODEL="$SMALLM" > "$T/.out" 2>&1

@@ -92,10 +92,12 @@ tail -1 "$T/run0/events.jsonl" | grep -q '"event":"failed"' && ok "the events fi
 
 # non-finite values: a NaN planted in the position embedding of an llm.c checkpoint
 check "export an llm.c checkpoint" $TR --data "$T/d" $TINY --updates 1 --eval-every 0 --export-llmc "$T/m.bin"
-hdr=$(od -An -t d4 -N 32 "$T/m.bin" | tr -s ' ' | tr '\n' ' ')
+hdr=$(od -An -t d4 -N 32 "$T/m.bin" | tr '\n' ' ' | tr -s ' ')
 C=$(echo "$hdr" | cut -d' ' -f8)
 Vp=$(echo "$hdr" | cut -d' ' -f9)
 off=$((1024 + Vp * C * 4))
+[ "$C" = 32 ] && [ "$Vp" = 384 ] && ok "the llm.c header read: C=$C, Vp=$Vp (the NaN goes to wpe[0][0])" \
+	|| notok "llm.c header" "$hdr"
 cp "$T/m.bin" "$T/nan.bin"
 printf '\000\000\300\177' | dd of="$T/nan.bin" bs=1 seek=$off conv=notrunc 2>/dev/null
 check_fail "a non-finite loss stops the run (default policy)" 1 "non-finite loss" \
