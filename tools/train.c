@@ -82,6 +82,7 @@ enum {
 	OPT_CKPT_SYNC,
 	OPT_MTBF,
 	OPT_LOG_SAMPLES,
+	OPT_STOP_AT,
 };
 
 static const struct option longopts[] = {
@@ -123,6 +124,7 @@ static const struct option longopts[] = {
 	{ "ckpt-sync", no_argument, NULL, OPT_CKPT_SYNC },
 	{ "mtbf", required_argument, NULL, OPT_MTBF },
 	{ "log-samples", no_argument, NULL, OPT_LOG_SAMPLES },
+	{ "stop-at", required_argument, NULL, OPT_STOP_AT },
 	{ "eval-every", required_argument, NULL, OPT_EVAL_EVERY },
 	{ "eval-seqs", required_argument, NULL, OPT_EVAL_SEQS },
 	{ "sample-every", required_argument, NULL, OPT_SAMPLE_EVERY },
@@ -183,6 +185,7 @@ static void usage(void)
 	       "                          -o's run, or a fresh start if it has none)\n"
 	       "  --mtbf SECONDS          report the checkpoint interval sqrt(2 C MTBF)\n"
 	       "  --log-samples           each update record lists its sample ids\n"
+	       "  --stop-at N             stop after update N as on SIGTERM (save, exit 0)\n"
 	       "Evaluation and samples:\n"
 	       "  --eval-every N --eval-seqs N     validation loss (every 100; 64 sequences)\n"
 	       "  --sample-every N --sample-tokens N --temperature X --top-k N --prompt TEXT\n"
@@ -206,7 +209,7 @@ struct opts {
 	int init_seed_given, warmup_given, shape_given;
 	uint64_t eval_every, eval_seqs, sample_every;
 	const char *resume;
-	uint64_t ckpt_every, keep_every;
+	uint64_t ckpt_every, keep_every, stop_at;
 	double ckpt_minutes, mtbf;
 	int keep, ckpt_sync, log_samples;
 	int sample_tokens, top_k;
@@ -354,6 +357,7 @@ static void set_option(struct opts *o, int c, const char *arg, const char *where
 	case OPT_CKPT_SYNC: o->ckpt_sync = 1; break;
 	case OPT_MTBF: o->mtbf = opt_double("mtbf", arg, 1, 1e12); break;
 	case OPT_LOG_SAMPLES: o->log_samples = 1; break;
+	case OPT_STOP_AT: o->stop_at = (uint64_t)opt_int("stop-at", arg, 1, INT64_MAX); break;
 	case 'j': o->threads = (int)opt_int("threads", arg, 1, 4096); break;
 	case 'q': tool_quiet = 1; break;
 	}
@@ -424,8 +428,42 @@ static void event(struct run *r, const char *what, const char *detail, uint64_t 
 	lmt_json_release(&j);
 }
 
+/* The machine, for the run record: what ran it, as the OS reports it. */
+static void hardware_record(struct lmt_json *j, const struct lmt_backend *be, const struct lmt_comm *comm)
+{
+	char model[256] = "unknown", host[256] = "";
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (f) {
+		char line[512];
+		while (fgets(line, sizeof line, f))
+			if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+				snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
+				model[strcspn(model, "\n")] = 0;
+				break;
+			}
+		fclose(f);
+	}
+	gethostname(host, sizeof host - 1);
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	lmt_json_obj(j, "hardware");
+	lmt_json_str(j, "host", host);
+	lmt_json_str(j, "cpu", model);
+	lmt_json_u64(j, "cpus_online", (uint64_t)LMT_MAX(sysconf(_SC_NPROCESSORS_ONLN), 1));
+	lmt_json_u64(j, "memory_bytes", pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0);
+	lmt_json_str(j, "accelerator", "none");
+	lmt_json_u64(j, "devices", 0);
+	lmt_json_obj_end(j);
+	lmt_json_obj(j, "topology");
+	lmt_json_u64(j, "world", (uint64_t)comm->world);
+	lmt_json_u64(j, "nodes", 1);
+	lmt_json_u64(j, "ranks_per_node", (uint64_t)comm->world);
+	lmt_json_u64(j, "threads_per_rank", (uint64_t)be->threads);
+	lmt_json_str(j, "communicator", comm->name);
+	lmt_json_obj_end(j);
+}
+
 static void write_config(const struct run *r, const struct opts *o, const struct lmt_dataset *d,
-			 const struct lmt_gpt *g, const struct lmt_backend *be, double peak)
+			 const struct lmt_gpt *g, const struct lmt_backend *be, const struct lmt_comm *comm, double peak)
 {
 	struct lmt_json j;
 	struct lmt_err err = { 0 };
@@ -437,6 +475,7 @@ static void write_config(const struct run *r, const struct opts *o, const struct
 	lmt_json_str(&j, "revision", lmt_revision());
 	lmt_json_str(&j, "backend", be->name);
 	lmt_json_u64(&j, "threads", (uint64_t)be->threads);
+	hardware_record(&j, be, comm);
 	lmt_json_obj(&j, "data");
 	lmt_json_str(&j, "dir", o->data);
 	lmt_json_str(&j, "manifest_sha256", lmt_sha256_hex(d->manifest_sha256, hex));
@@ -1022,7 +1061,7 @@ int main(int argc, char **argv)
 			die("'%s': no such run to resume: %s", rundir, strerror(errno));
 		o.out = rundir;
 	}
-	if ((o.ckpt_every || o.ckpt_minutes > 0 || o.keep_every) && !o.out)
+	if ((o.ckpt_every || o.ckpt_minutes > 0 || o.keep_every || o.stop_at) && !o.out)
 		usage_error("checkpoints are written into the run directory: give -o RUN");
 
 	struct lmt_err err = { 0 };
@@ -1154,7 +1193,7 @@ int main(int argc, char **argv)
 
 	double peak = o.peak > 0 ? o.peak : lmt_backend_peak_flops(&be, 1);
 	if (o.out)
-		write_config(&run, &o, &d, &g, &be, peak);
+		write_config(&run, &o, &d, &g, &be, &comm, peak);
 	double fpt = lmt_gpt_flops_per_token(&g.cfg, T);
 	struct lmt_json j;
 	lmt_json_init(&j);
@@ -1357,13 +1396,17 @@ int main(int argc, char **argv)
 			ckpt_poll(&ckc, 0);
 			int due = (o.ckpt_every && st.update % o.ckpt_every == 0) ||
 				  (o.ckpt_minutes > 0 && lmt_now() - ckc.last_due >= o.ckpt_minutes * 60);
-			if (due && !last && !tool_interrupted) {
+			if (due && !last && !tool_interrupted && tr->update != o.stop_at) {
 				ckc.last_due = lmt_now();
 				ckpt_save(&ckc, o.ckpt_sync);
 			}
 		}
 		if (tool_interrupted) {
 			interrupted = tool_interrupted;
+			break;
+		}
+		if (o.stop_at && tr->update == o.stop_at && !last) {
+			interrupted = -1;
 			break;
 		}
 	}
@@ -1376,9 +1419,13 @@ int main(int argc, char **argv)
 		ckpt_poll(&ckc, 1);
 	lmt_ckpt_async_release(&ckc.async);
 	if (interrupted) {
-		char detail[128];
-		snprintf(detail, sizeof detail, "signal %d: stopped after update %llu%s", interrupted,
-			 (unsigned long long)tr->update, o.out ? ", checkpoint saved" : "");
+		char detail[128], why[32];
+		if (interrupted > 0)
+			snprintf(why, sizeof why, "signal %d", interrupted);
+		else
+			snprintf(why, sizeof why, "--stop-at %llu", (unsigned long long)o.stop_at);
+		snprintf(detail, sizeof detail, "%s: stopped after update %llu%s", why, (unsigned long long)tr->update,
+			 o.out ? ", checkpoint saved" : "");
 		event(&run, "stop", detail, tr->update);
 		info("%s", detail);
 	}

@@ -139,6 +139,14 @@ whole "$T/seg6.out" | jq -se 'map(select(.event == "resume"))[0].wall_s as $w |
 	map(select(.event == "update"))[0].clocks.wall_s > $w and $w > 0' > /dev/null \
 	&& ok "the clocks continue across a resume" || notok "clocks"
 
+# --stop-at: a deterministic interruption (time slices, the demo)
+check "--stop-at 20 stops after update 20, exit 0" $TR $RUN -o "$T/stop" --stop-at 20
+[ -f "$T/stop/ckpt/step-00000020/manifest.json" ] && tail -1 "$T/stop/events.jsonl" | grep -q '"stop".*--stop-at 20' \
+	&& has "$T/.out" '.event == "summary" and .status == "interrupted" and .updates == 20' \
+	&& ok "... with its checkpoint, a stop event and an interrupted summary" || notok "--stop-at" "$(ls "$T/stop/ckpt")"
+check "... and --resume auto continues it" $TR $RUN -o "$T/stop" --stop-at 20 --resume auto --export-llmc "$T/stop.bin"
+same "... to the uninterrupted run's parameters (a resumed run past --stop-at does not stop)" "$T/ref.bin" "$T/stop.bin"
+
 # --- corruption: refused by --resume RUN naming the file; auto falls back ---
 payload_off=4096 # inside the payload of any data file here (header: 96 bytes)
 corrupt() { # NAME: a copy of the finished run with step-60 damaged by the commands on stdin
