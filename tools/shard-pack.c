@@ -267,10 +267,14 @@ static void finish_split(struct packer *p)
 	close_shard(p);
 }
 
-/* Where a document goes: a hash of its source name, its ordinal and the seed. */
-static int split_of(const struct opts *o, const char *source, uint64_t ordinal)
+/* Where a document goes: a hash of its tokens and the seed. The document alone
+ * decides: not its path, its place in its source, nor the other documents, and
+ * copies of one text land in one split. */
+static int split_of(const struct opts *o, const struct lmt_tsr *r, const struct lmt_ts_doc *d)
 {
-	uint64_t h = lmt_hash_bytes(source, strlen(source), o->seed ^ 0x5b117ULL) ^ lmt_mix64(ordinal + 0x9e37);
+	uint64_t h = lmt_mix64(o->seed ^ 0x5b117ULL) ^ d->n_tok;
+	for (uint64_t t = 0; t < d->n_tok; t++)
+		h = lmt_mix64(h ^ ((uint64_t)lmt_tsr_token(r, d->tok_off + t) + 0x9e3779b97f4a7c15ULL));
 	double u = (double)(lmt_mix64(h) >> 11) * 0x1.0p-53;
 	if (u < o->frac[LMT_SPLIT_TEST])
 		return LMT_SPLIT_TEST;
@@ -343,7 +347,7 @@ static void write_manifest(const struct opts *o, const char *dir, const struct l
 	lmt_json_str(&j, "overlap", "none");
 	lmt_json_obj_end(&j);
 	lmt_json_obj(&j, "split");
-	lmt_json_str(&j, "rule", "hash(source, ordinal, seed) < fraction, by document");
+	lmt_json_str(&j, "rule", "hash(tokens, seed) < fraction, by document");
 	lmt_json_u64(&j, "seed", o->seed);
 	lmt_json_num(&j, "val", o->frac[LMT_SPLIT_VAL]);
 	lmt_json_num(&j, "test", o->frac[LMT_SPLIT_TEST]);
@@ -508,7 +512,7 @@ static int pack(const struct opts *o, const char *in)
 	for (uint64_t i = 0; i < r.info.n_docs; i++) {
 		struct lmt_ts_doc d;
 		lmt_tsr_doc(&r, i, &d);
-		int s = split_of(o, r.sources[d.source], d.ordinal);
+		int s = split_of(o, &r, &d);
 		pack_doc(&P[s], &r, &d, i, add_eos, eos);
 		sc[d.source].docs[s]++;
 		sc[d.source].tokens[s] += d.n_tok + (add_eos ? 1 : 0);
