@@ -121,8 +121,10 @@ struct lmt_backend {
 /* The CPU backend with `threads` threads (0: all cores). */
 int lmt_backend_cpu_init(struct lmt_backend *be, int threads, struct lmt_err *err);
 
-/* Best measured sgemm FLOP/s on this backend (for MFU); cached per machine in
- * $XDG_CACHE_HOME/lmt (or ~/.cache/lmt) unless cache is 0. */
+/* Best sgemm FLOP/s on this backend (for MFU): measured at each call (5 products of
+ * 1024^3, a fraction of a second) and, unless cache is 0, the best ever measured on
+ * this machine, thread count and OpenBLAS core, kept in $XDG_CACHE_HOME/lmt (or
+ * ~/.cache/lmt): a measurement taken while other work shared the cores is low. */
 double lmt_backend_peak_flops(struct lmt_backend *be, int cache);
 
 #endif

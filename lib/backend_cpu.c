@@ -580,6 +580,7 @@ int lmt_backend_cpu_init(struct lmt_backend *be, int threads, struct lmt_err *er
 double lmt_backend_peak_flops(struct lmt_backend *be, int cache)
 {
 	char path[512] = "", model[128] = "cpu";
+	double cached = 0;
 	const char *core = openblas_get_corename();
 	FILE *f = fopen("/proc/cpuinfo", "r");
 	if (f) {
@@ -602,12 +603,10 @@ double lmt_backend_peak_flops(struct lmt_backend *be, int cache)
 		snprintf(dir, sizeof dir, "%s%s/lmt", xdg ? xdg : home, xdg ? "" : "/.cache");
 		snprintf(path, sizeof path, "%s/sgemm-peak-%016llx", dir, (unsigned long long)key);
 		f = fopen(path, "r");
-		double v = 0;
 		if (f) {
-			int ok = fscanf(f, "%lf", &v) == 1;
+			if (fscanf(f, "%lf", &cached) != 1 || !(cached > 0))
+				cached = 0;
 			fclose(f);
-			if (ok && v > 0)
-				return v;
 		}
 		char parent[400];
 		snprintf(parent, sizeof parent, "%s%s", xdg ? xdg : home, xdg ? "" : "/.cache");
@@ -634,6 +633,9 @@ double lmt_backend_peak_flops(struct lmt_backend *be, int cache)
 	free(A);
 	free(B);
 	free(C);
+	/* a peak measured while other work shared the cores is low: keep the best seen */
+	if (cached >= best)
+		return cached;
 	if (path[0] && best > 0) {
 		char tmp[560];
 		snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());

@@ -804,6 +804,15 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 			char p[PATH_MAX];
 			if (fmt_path(p, sizeof p, err, "%s/%s", ck, e->d_name))
 				continue;
+			/* the writer's process id ends the name: if it still runs (another
+			 * process on this run, by mistake), its save is not ours to remove */
+			const char *dash = strrchr(e->d_name, '-');
+			long pid = dash ? strtol(dash + 1, NULL, 10) : 0;
+			if (pid > 0 && pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+				if (report)
+					report(ctx, p, "a save or removal by a process that is still running; left alone");
+				continue;
+			}
 			if (report)
 				report(ctx, p, save ? "an interrupted save (never renamed into place); removed" :
 						      "an interrupted removal of an old checkpoint; removed");

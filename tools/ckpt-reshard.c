@@ -135,7 +135,9 @@ static int get_count(json_t *o, const char *key, uint64_t *v)
 	return 0;
 }
 
-/* Keys named "world" other than the two rewritten: said, not changed. */
+/* Keys named "world" other than the two rewritten: said, not changed. The run's
+ * configuration (state.config) is the record of the run that made the checkpoint,
+ * its topology included, and stays as it was without a word. */
 static void other_worlds(json_t *v, char *path, size_t len, size_t cap)
 {
 	const char *k;
@@ -143,6 +145,8 @@ static void other_worlds(json_t *v, char *path, size_t len, size_t cap)
 	if (!json_is_object(v))
 		return;
 	json_object_foreach(v, k, x) {
+		if (!strcmp(path, "state") && !strcmp(k, "config"))
+			continue;
 		int n = snprintf(path + len, cap - len, ".%s", k);
 		if (n < 0 || (size_t)n >= cap - len)
 			continue;

@@ -949,13 +949,17 @@ static void set_aside_newer(struct run *r, uint64_t update, int fresh)
 	free(ups);
 }
 
-/* Cut metrics.jsonl back to what it held at the checkpoint; the update records past
- * it are work that will be done again. */
-static uint64_t rewind_metrics(const char *dir, uint64_t offset)
+/* Cut metrics.jsonl back to what it held at the checkpoint: the update records past
+ * it are work that will be done again (counted in *replayed; the last one's wall
+ * clock in *last_wall, or -1). The records of checkpoints at or before update upto,
+ * written after their own snapshot and so past the offset, are kept. */
+static void rewind_metrics(const char *dir, uint64_t offset, uint64_t upto, uint64_t *replayed, double *last_wall)
 {
 	char p[PATH_MAX], *data;
 	size_t n;
 	struct lmt_err err = { 0 };
+	*replayed = 0;
+	*last_wall = -1;
 	path_fmt(p, sizeof p, "%s/metrics.jsonl", dir);
 	if (lmt_read_file(p, &data, &n, &err))
 		die_err(&err);
@@ -965,15 +969,36 @@ static uint64_t rewind_metrics(const char *dir, uint64_t offset)
 		warn("'%s' is shorter (%zu bytes) than its run's was at the checkpoint (%llu): not that run's metrics; "
 		     "appending to them", p, n, (unsigned long long)offset);
 		free(data);
-		return 0;
+		return;
 	}
-	uint64_t replayed = 0;
-	for (char *q = data + offset; (q = strstr(q, "\"event\":\"update\"")); q++)
-		replayed++;
+	struct lmt_json keep;
+	lmt_json_init(&keep);
+	for (char *q = data + offset, *e; q < data + n && (e = memchr(q, '\n', (size_t)(data + n - q))); q = e + 1) {
+		*e = 0;
+		if (!strncmp(q, "{\"event\":\"update\"", 17)) {
+			char *w = strstr(q, "\"clocks\":{\"wall_s\":");
+			(*replayed)++;
+			if (w)
+				*last_wall = strtod(w + 19, NULL);
+		} else if (!strncmp(q, "{\"event\":\"checkpoint\",\"update\":", 31) &&
+			   strtoull(q + 31, NULL, 10) <= upto) {
+			size_t len = (size_t)(e - q);
+			if (LMT_GROW(keep.buf, keep.cap, keep.len + len + 2))
+				die("out of memory");
+			memcpy(keep.buf + keep.len, q, len);
+			keep.len += len;
+			keep.buf[keep.len++] = '\n';
+		}
+	}
 	free(data);
 	if (truncate(p, (off_t)offset))
 		die("'%s': %s", p, strerror(errno));
-	return replayed;
+	if (keep.len) {
+		FILE *f = fopen(p, "a");
+		if (!f || fwrite(keep.buf, 1, keep.len, f) != keep.len || fclose(f))
+			die("'%s': %s", p, strerror(errno));
+	}
+	lmt_json_release(&keep);
 }
 
 int main(int argc, char **argv)
@@ -1167,7 +1192,7 @@ int main(int argc, char **argv)
 	 * the libraries it uses are torn down */
 	atexit(stop_trainer);
 	struct lmt_trainer *tr = &the_trainer;
-	double wall_offset = 0;
+	double wall_offset = 0, lost_wall = 0;
 	uint64_t replayed = 0;
 	if (have_ck) {
 		double t0 = lmt_now();
@@ -1179,12 +1204,16 @@ int main(int argc, char **argv)
 		tr->clipped_updates = state_u64(&ck, "clipped_updates");
 		json_t *clk = lmt_ckpt_state(&ck, "clocks");
 		wall_offset = json_number_value(json_object_get(clk, "wall_s"));
-		replayed = rewind_metrics(o.out, state_u64(&ck, "metrics_offset"));
+		double last_wall;
+		rewind_metrics(o.out, state_u64(&ck, "metrics_offset"), tr->update, &replayed, &last_wall);
+		if (last_wall > wall_offset)
+			lost_wall = last_wall - wall_offset;
 		set_aside_newer(&run, tr->update, 0);
 		info("resumed from '%s' at update %llu (%.2f s to load; %llu updates to redo)", ck.dir,
 		     (unsigned long long)tr->update, lmt_now() - t0, (unsigned long long)replayed);
 	} else if (o.resume && run.metrics) {
-		replayed = rewind_metrics(o.out, 0);
+		double last_wall;
+		rewind_metrics(o.out, 0, 0, &replayed, &last_wall);
 		set_aside_newer(&run, 0, 1);
 		if (replayed)
 			warn("'%s' has no valid checkpoint: starting again from update 0 (%llu updates to redo)", o.out,
@@ -1216,6 +1245,7 @@ int main(int argc, char **argv)
 		lmt_json_u64(&j, "update", tr->update);
 		lmt_json_str(&j, "from", ck.dir);
 		lmt_json_u64(&j, "replayed_updates", replayed);
+		lmt_json_num(&j, "lost_wall_s", lost_wall);
 		lmt_json_u64(&j, "tokens_total", tr->tokens);
 		lmt_json_u64(&j, "cursor", cursor);
 		lmt_json_num(&j, "wall_s", wall_offset);
@@ -1226,6 +1256,7 @@ int main(int argc, char **argv)
 			lmt_json_u64(&j, "update", tr->update);
 			lmt_json_str(&j, "from", ck.dir);
 			lmt_json_u64(&j, "replayed_updates", replayed);
+			lmt_json_num(&j, "lost_wall_s", lost_wall);
 			lmt_json_end(&j);
 			if (LMT_GROW(j.buf, j.cap, j.len + 2))
 				die("out of memory");
