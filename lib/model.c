@@ -200,6 +200,17 @@ int lmt_gpt_alloc_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err)
 	g->nacts = total;
 	g->B = B;
 	g->T = T;
+	g->acts_N = N;
+	return 0;
+}
+
+int lmt_gpt_reshape_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err)
+{
+	if (B <= 0 || T <= 0 || T > g->cfg.max_T || (size_t)B * (size_t)T > g->acts_N)
+		return lmt_err_set(err, LMT_EINVAL, "a batch of %d x %d positions does not fit activations for %zu "
+				   "positions (context %d)", B, T, g->acts_N, g->cfg.max_T);
+	g->B = B;
+	g->T = T;
 	return 0;
 }
 

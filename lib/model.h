@@ -72,6 +72,7 @@ struct lmt_gpt {
 	float *params, *grads, *m, *v;   /* device; m, v allocated by lmt_gpt_alloc_optimizer */
 	/* activations for a (B, T) micro-batch */
 	int B, T;
+	size_t acts_N;                   /* positions the activations were sized for (B*T at allocation) */
 	float *acts_mem;
 	size_t nacts;
 	struct lmt_gpt_acts a;
@@ -90,6 +91,13 @@ int lmt_gpt_init_weights(struct lmt_gpt *g, uint64_t seed, struct lmt_err *err);
 int lmt_gpt_alloc_optimizer(struct lmt_gpt *g, struct lmt_err *err);
 /* Size the activations for micro-batches of B sequences of T positions. */
 int lmt_gpt_alloc_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err);
+/*
+ * Run the next passes on B sequences of T positions within the activations already
+ * allocated: every activation is laid out by N = B*T, so any B*T <= acts_N uses a
+ * prefix of each (and of tok, tgt, seg). For evaluation in batches of varying
+ * shape without reallocating. LMT_EINVAL if B*T > acts_N or T > max_T.
+ */
+int lmt_gpt_reshape_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err);
 
 /*
  * Forward and backward on the current inputs (g->tok, g->tgt, g->seg: device, B*T

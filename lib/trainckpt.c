@@ -45,13 +45,14 @@ int lmt_trainckpt_tensors(struct lmt_gpt *g, struct lmt_ckpt_tensor **out, int *
 	return 0;
 }
 
-int lmt_trainckpt_restore(struct lmt_gpt *g, const struct lmt_ckpt *c, struct lmt_err *err)
+/* The first n of param, adam_m, adam_v from c into g. */
+static int load(struct lmt_gpt *g, const struct lmt_ckpt *c, int n, struct lmt_err *err)
 {
 	float *h = malloc(g->nparams * sizeof *h);
 	if (!h)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	int rc = 0;
-	for (int k = 0; k < 3 && !rc; k++) {
+	for (int k = 0; k < n && !rc; k++) {
 		for (int i = 0; i < g->nt && !rc; i++) {
 			char name[80];
 			snprintf(name, sizeof name, "%s/%s", prefixes[k], g->t[i].name);
@@ -77,4 +78,16 @@ int lmt_trainckpt_restore(struct lmt_gpt *g, const struct lmt_ckpt *c, struct lm
 	}
 	free(h);
 	return rc;
+}
+
+int lmt_trainckpt_restore(struct lmt_gpt *g, const struct lmt_ckpt *c, struct lmt_err *err)
+{
+	if (!g->m || !g->v)
+		return lmt_err_set(err, LMT_EINVAL, "'%s': restoring the optimizer state needs the moments allocated", c->dir);
+	return load(g, c, 3, err);
+}
+
+int lmt_trainckpt_load_params(struct lmt_gpt *g, const struct lmt_ckpt *c, struct lmt_err *err)
+{
+	return load(g, c, 1, err);
 }

@@ -21,5 +21,9 @@ int lmt_trainckpt_tensors(struct lmt_gpt *g, struct lmt_ckpt_tensor **t, int *n,
 /* Load parameters and moments from c into g (which has its optimizer allocated);
  * every tensor must be present with the model's shape, or the message names it. */
 int lmt_trainckpt_restore(struct lmt_gpt *g, const struct lmt_ckpt *c, struct lmt_err *err);
+/* Load the parameters ("param/NAME") only, for evaluation: no optimizer needed, the
+ * moments are not read. The same checks as lmt_trainckpt_restore, each chunk's
+ * CRC-32C included. */
+int lmt_trainckpt_load_params(struct lmt_gpt *g, const struct lmt_ckpt *c, struct lmt_err *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gencorpus.h"
+#include "generate.h"
 #include "util.h"
 
 double lmt_lr_at(const struct lmt_train_cfg *c, uint64_t u)
@@ -317,41 +318,7 @@ int lmt_sample_tokens(struct lmt_gpt *g, const int32_t *prompt, int np, int n, d
 		be->to_device(be, g->tgt, tgt, N * 4);
 		lmt_gpt_logits(g, 0);
 		be->to_host(be, row, g->a.logits + (size_t)(used - 1) * Vp, (size_t)V * sizeof *row);
-		int next = 0;
-		if (temperature <= 0) {
-			for (int j = 1; j < V; j++)
-				if (row[j] > row[next])
-					next = j;
-		} else {
-			/* top-k by partial selection, then softmax at the temperature */
-			int kk = top_k > 0 && top_k < V ? top_k : V;
-			for (int j = 0; j < V; j++)
-				idx[j] = j;
-			for (int a = 0; a < kk && kk < V; a++) {
-				int best = a;
-				for (int j = a + 1; j < V; j++)
-					if (row[idx[j]] > row[idx[best]])
-						best = j;
-				int tmp = idx[a];
-				idx[a] = idx[best];
-				idx[best] = tmp;
-			}
-			float mx = -INFINITY;
-			for (int a = 0; a < kk; a++)
-				mx = row[idx[a]] > mx ? row[idx[a]] : mx;
-			double sum = 0;
-			for (int a = 0; a < kk; a++)
-				sum += exp((row[idx[a]] - mx) / temperature);
-			double u = (lmt_rng_next(&r) >> 11) * 0x1.0p-53 * sum, acc = 0;
-			next = idx[kk - 1];
-			for (int a = 0; a < kk; a++) {
-				acc += exp((row[idx[a]] - mx) / temperature);
-				if (u < acc) {
-					next = idx[a];
-					break;
-				}
-			}
-		}
+		int next = lmt_pick_token(row, V, temperature, top_k, &r, idx);
 		ctx[len++] = next;
 		out[k] = next;
 	}
