@@ -21,15 +21,28 @@ grep -q '"bits_per_byte":0\.[45]' "$T/demo/corpus.summary.jsonl" && ok "the corp
 	|| notok "corpus summary" "$(cat "$T/demo/corpus.summary.jsonl")"
 grep -q "model: validation loss .* after 10 updates" "$T/.out" && ok "a model is trained and evaluated" \
 	|| notok "train stage" "$(cat "$T/.out")"
-[ -f "$T/demo/run/ckpt/step-00000010/manifest.json" ] && grep -q '"bad_files":0\|"ok":true' "$T/demo/ckpt-verify.jsonl" \
+[ -f "$T/demo/run/ckpt/step-00000010/manifest.json" ] && grep -q '"ok":true' "$T/demo/ckpt-verify.jsonl" \
 	&& ok "the final checkpoint is written and verified" || notok "checkpoint stage" "$(ls "$T/demo/run/ckpt")"
-[ -s "$T/demo/release/model.safetensors" ] && grep -q '"model_type": *"gpt2"' "$T/demo/release/config.json" \
-	&& [ -f "$T/demo/release/tokenizer.json" ] && ok "the release: safetensors, config.json, tokenizer.json" \
-	|| notok "release stage" "$(ls "$T/demo/release")"
+grep -q '"event":"stop".*--stop-at 5' "$T/demo/run/events.jsonl" && grep -q '"event":"resume","update":5' "$T/demo/run/events.jsonl" \
+	&& grep -q "interrupted at update 5" "$T/.out" \
+	&& ok "training is interrupted at update 5 and resumed" || notok "interruption" "$(cat "$T/demo/run/events.jsonl")"
+[ "$(grep -c '"event":"eval-config"' "$T/demo/run/eval/ppl.jsonl")" -ge 2 ] \
+	&& grep -q '"event":"memorization"' "$T/demo/run/eval/ppl.jsonl" && grep -q '"event":"floor"' "$T/demo/run/eval/ppl.jsonl" \
+	&& grep -q "evalppl: val loss .* bits per byte" "$T/.out" \
+	&& ok "evalppl: every checkpoint, the floor, memorization" || notok "evalppl stage" "$(head -c 300 "$T/demo/run/eval/ppl.jsonl")"
+[ -s "$T/demo/run/runcard.yaml" ] && [ -s "$T/demo/run/RUNCARD.md" ] && [ -s "$T/demo/release.tar.zst" ] \
+	&& [ -f "$T/demo/release.verified" ] && ok "the run card and the verified release archive" \
+	|| notok "runcard stage" "$(ls "$T/demo" "$T/demo/run")"
+members=$(tar --zstd -tf "$T/demo/release.tar.zst" 2>/dev/null | sed 's|^[^/]*/||' | sort | tr '\n' ' ')
+case $members in
+*"RUNCARD.md SHA256SUMS config.json model.safetensors "*"runcard.yaml tokenizer.json tokenizer.lmtok "*)
+	ok "the archive holds the weights, config, tokenizer both ways, the card and SHA256SUMS" ;;
+*) notok "release members" "$members" ;;
+esac
 grep -q '"kept":' "$T/demo/dedup.json" && [ -f "$T/demo/removed.jsonl" ] && ok "dedup ran, with its provenance file" \
 	|| notok "dedup stage"
 check "a second run" make -C examples BIN="$BIN" OUT="$T/demo" $SMALL MODEL="$SMALLM"
-grep -q "tok-train\|tok-encode\|gen-corpus\|bin/train\|ckpt-" "$T/.out" && notok "a second run redoes nothing" "$(cat "$T/.out")" \
+grep -q "bin/tok-train\|bin/tok-encode\|bin/gen-corpus\|bin/train\|bin/ckpt-\|bin/evalppl\|bin/runcard" "$T/.out" && notok "a second run redoes nothing" "$(cat "$T/.out")" \
 	|| ok "a second run redoes nothing"
 touch "$T/demo/corpus.jsonl"
 make -C examples BIN="$BIN" OUT="$T/demo" $SMALL MODEL="$SMALLM" > "$T/.out" 2>&1
