@@ -75,7 +75,7 @@ $(B)/bin/%: $(B)/tools/%.o $(TOOL_COMMON) $(B)/liblmt.a
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CC) $(CFLAGS) -o $@ $< $(TOOL_COMMON) $(B)/liblmt.a $(LDLIBS)
 
-$(B)/tests/%: tests/unit/%.c tests/unit/tap.h $(B)/liblmt.a
+$(B)/tests/%: tests/unit/%.c tests/unit/tap.h tests/unit/fixtures.h $(B)/liblmt.a
 	@mkdir -p $(@D)
 	$(call say,TEST,$@)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(B)/liblmt.a $(LDLIBS)
 

@@ -48,6 +48,7 @@
 #include "gencorpus.h"
 #include "generate.h"
 #include "model.h"
+#include "fixtures.h"
 #include "tap.h"
 #include "tokenizer.h"
 #include "trainckpt.h"
@@ -89,21 +90,7 @@ static int make_model(struct lmt_gpt *g, int maxT, int V, int L, int NH, int C)
 static void random_params(struct lmt_gpt *g)
 {
 	float *h = xcalloc(g->nparams * sizeof *h);
-	for (int i = 0; i < g->nt; i++) {
-		const struct lmt_tensor *t = &g->t[i];
-		for (size_t k = 0; k < t->numel; k++) {
-			double v;
-			if (t->kind == LMT_PARAM_NORM)
-				v = t->name[strlen(t->name) - 1] == 'w' ? unif(0.7, 1.3) : unif(-0.2, 0.2);
-			else if (t->kind == LMT_PARAM_BIAS)
-				v = unif(-0.2, 0.2);
-			else if (t->kind == LMT_PARAM_EMBEDDING)
-				v = unif(-1, 1);
-			else
-				v = unif(-0.5, 0.5);
-			h[t->offset + k] = (float)v;
-		}
-	}
+	fixture_params(g, h, 0.5, 0, unif);
 	be.to_device(&be, g->params, h, g->nparams * sizeof *h);
 	free(h);
 }

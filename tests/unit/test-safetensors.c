@@ -39,6 +39,7 @@
 #include "gencorpus.h"
 #include "model.h"
 #include "safetensors.h"
+#include "fixtures.h"
 #include "tap.h"
 #include "trainckpt.h"
 #include "util.h"
@@ -472,24 +473,7 @@ static int make_model(struct lmt_gpt *g, int untied, struct lmt_err *err)
 		return -1;
 	float *h = xmalloc(g->nparams * 4);
 	be.to_host(&be, h, g->params, g->nparams * 4);
-	for (int i = 0; i < g->nt; i++) {
-		const struct lmt_tensor *t = &g->t[i];
-		for (size_t k = 0; k < t->numel; k++) {
-			double v;
-			if (t->kind == LMT_PARAM_NORM)
-				v = t->name[strlen(t->name) - 1] == 'w' ? unif(0.7, 1.3) : unif(-0.2, 0.2);
-			else if (t->kind == LMT_PARAM_BIAS)
-				v = unif(-0.2, 0.2);
-			else if (t->kind == LMT_PARAM_EMBEDDING)
-				v = unif(-1, 1);
-			else
-				v = unif(-0.3, 0.3);
-			/* the padding rows stay as lmt_gpt_init_weights left them: zero */
-			if ((!strcmp(t->name, "wte") || !strcmp(t->name, "lm_head")) && k >= (size_t)V * C)
-				v = 0;
-			h[t->offset + k] = (float)v;
-		}
-	}
+	fixture_params(g, h, 0.3, 1, unif);
 	const struct lmt_tensor *wpe = lmt_gpt_tensor(g, "wpe");
 	h[wpe->offset + 15 * C + 3] = 70000.0f;
 	h[wpe->offset + 15 * C + 4] = NAN;
