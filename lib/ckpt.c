@@ -384,10 +384,7 @@ int lmt_ckpt_async_start(struct lmt_ckpt_async *a, const struct lmt_ckpt_save *s
 		pthread_join(a->prep, NULL);
 		a->preparing = 0;
 	}
-	pthread_mutex_lock(&a->mu);
-	int busy = a->running;
-	pthread_mutex_unlock(&a->mu);
-	if (busy)
+	if (a->started)
 		return lmt_err_set(err, LMT_EINVAL,
 			"a checkpoint save is still in flight (update %llu); not starting another",
 			(unsigned long long)a->save.update);
@@ -430,17 +427,13 @@ int lmt_ckpt_async_start(struct lmt_ckpt_async *a, const struct lmt_ckpt_save *s
 		size_t off = (size_t)k * PIECE, n = LMT_MIN((size_t)PIECE, s->tensors[i].numel - off);
 		memcpy((float *)a->t[i].data + off, s->tensors[i].data + off, n * sizeof(float));
 	}
-	a->nt = s->ntensors;
 	a->save = *s;
 	a->save.tensors = a->t;
 	a->save.state_json = a->state_json;
 	a->save.run_dir = a->run_dir;
 	a->done = 0;
-	a->running = 1;
-	if (pthread_create(&a->th, NULL, async_main, a)) {
-		a->running = 0;
+	if (pthread_create(&a->th, NULL, async_main, a))
 		return lmt_err_set(err, LMT_ENOMEM, "cannot start the checkpoint writer thread");
-	}
 	a->started = 1;
 	return 0;
 }
@@ -448,7 +441,6 @@ int lmt_ckpt_async_start(struct lmt_ckpt_async *a, const struct lmt_ckpt_save *s
 static int async_collect(struct lmt_ckpt_async *a, struct lmt_ckpt_result *r, int *rc, struct lmt_err *err)
 {
 	pthread_join(a->th, NULL);
-	a->running = 0;
 	a->started = 0;
 	*r = a->res;
 	*rc = a->rc;

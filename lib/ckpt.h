@@ -74,7 +74,8 @@ int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, str
 struct lmt_ckpt_async {
 	pthread_t th;
 	pthread_mutex_t mu;
-	int running, done, started;
+	int started;             /* a writer thread runs or awaits collection */
+	int done;                /* it has finished (under mu) */
 	float *buf;              /* the snapshot */
 	size_t cap;
 	int threads;             /* for the snapshot copy (0: 1) */
@@ -82,7 +83,6 @@ struct lmt_ckpt_async {
 	int preparing;
 	size_t prep_n;
 	struct lmt_ckpt_tensor *t;
-	int nt;
 	char *state_json;
 	char *run_dir;
 	struct lmt_ckpt_save save;

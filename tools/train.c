@@ -10,7 +10,6 @@
  * samples, summary); stderr: human progress. The run directory holds the resolved
  * configuration, the parameter breakdown, the metrics and the events.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <getopt.h>
@@ -408,6 +407,19 @@ static void emit(struct lmt_json *j, FILE *f)
 		die("run directory: write error");
 }
 
+/* Close j's record and append it to events.jsonl (if there is a run). */
+static void write_event(struct run *r, struct lmt_json *j)
+{
+	lmt_json_end(j);
+	if (!r->events)
+		return;
+	if (LMT_GROW(j->buf, j->cap, j->len + 2))
+		die("out of memory");
+	j->buf[j->len++] = '\n';
+	if (fwrite(j->buf, 1, j->len, r->events) != j->len || fflush(r->events))
+		die("run directory: write error");
+}
+
 static void event(struct run *r, const char *what, const char *detail, uint64_t update)
 {
 	struct lmt_json j;
@@ -417,14 +429,7 @@ static void event(struct run *r, const char *what, const char *detail, uint64_t 
 	lmt_json_u64(&j, "update", update);
 	if (detail)
 		lmt_json_str(&j, "detail", detail);
-	lmt_json_end(&j);
-	if (r->events) {
-		if (LMT_GROW(j.buf, j.cap, j.len + 2))
-			die("out of memory");
-		j.buf[j.len++] = '\n';
-		if (fwrite(j.buf, 1, j.len, r->events) != j.len || fflush(r->events))
-			die("run directory: write error");
-	}
+	write_event(r, &j);
 	lmt_json_release(&j);
 }
 
@@ -722,8 +727,7 @@ static void retain(struct ckpt_ctx *k)
 		warn("%s", err.msg);
 		return;
 	}
-	int keep = k->o->keep ? k->o->keep : 3;
-	for (int i = 0; i < n - keep; i++) {
+	for (int i = 0; i < n - k->o->keep; i++) {
 		if (k->o->keep_every && ups[i] % k->o->keep_every == 0)
 			continue;
 		if (lmt_ckpt_remove(k->run->dir, names[i], &err))
@@ -739,34 +743,35 @@ static void retain(struct ckpt_ctx *k)
 
 static void report_ckpt(struct ckpt_ctx *k, const struct lmt_ckpt_result *r, double pause, int async)
 {
+	uint64_t update = async ? k->async.save.update : k->tr->update;
+	/* the checkpoint's cost C to the run: the time training stood still for it */
+	double cost = async ? pause : r->write_s;
 	struct lmt_json j;
 	lmt_json_init(&j);
 	lmt_json_begin(&j);
 	lmt_json_str(&j, "event", "checkpoint");
-	lmt_json_u64(&j, "update", async ? k->async.save.update : k->tr->update);
+	lmt_json_u64(&j, "update", update);
 	lmt_json_str(&j, "path", r->path);
 	lmt_json_u64(&j, "bytes", r->bytes);
 	lmt_json_num(&j, "pause_s", pause);
 	lmt_json_num(&j, "write_s", r->write_s);
 	lmt_json_num(&j, "mb_per_s", r->write_s > 0 ? r->bytes / r->write_s / 1e6 : 0);
 	lmt_json_bool(&j, "async", async);
+	lmt_json_num(&j, "cost_s", cost);
 	/* Young's interval: the checkpoint period that minimises the expected overhead
 	 * for a cost C per checkpoint and a mean time between failures */
-	double cost = async ? pause : r->write_s;
-	lmt_json_num(&j, "cost_s", cost);
-	if (k->o->mtbf > 0)
-		lmt_json_num(&j, "optimal_interval_s", sqrt(2.0 * cost * k->o->mtbf));
+	double best = k->o->mtbf > 0 ? sqrt(2.0 * cost * k->o->mtbf) : 0;
+	if (best > 0)
+		lmt_json_num(&j, "optimal_interval_s", best);
 	emit(&j, k->run->metrics);
 	lmt_json_release(&j);
-	event(k->run, "checkpoint", r->path, async ? k->async.save.update : k->tr->update);
-	if (k->o->mtbf > 0)
-		info("checkpoint of update %llu: %.1f MB written in %.2f s; cost %.3f s; with an MTBF of %.0f s the best "
-		     "interval is %.0f s", (unsigned long long)(async ? k->async.save.update : k->tr->update), r->bytes / 1e6,
-		     r->write_s, cost, k->o->mtbf, sqrt(2.0 * cost * k->o->mtbf));
-	else
-		info("checkpoint of update %llu: %.1f MB written in %.2f s; cost %.3f s (training %s)",
-		     (unsigned long long)(async ? k->async.save.update : k->tr->update), r->bytes / 1e6, r->write_s, cost,
-		     async ? "paused for the snapshot" : "waited for the write");
+	event(k->run, "checkpoint", r->path, update);
+	char tail[96] = "";
+	if (best > 0)
+		snprintf(tail, sizeof tail, "; with an MTBF of %.0f s the best interval is %.0f s", k->o->mtbf, best);
+	info("checkpoint of update %llu: %.1f MB written in %.2f s; cost %.3f s (training %s)%s",
+	     (unsigned long long)update, r->bytes / 1e6, r->write_s, cost,
+	     async ? "paused for the snapshot" : "waited for the write", tail);
 	retain(k);
 }
 
@@ -835,7 +840,7 @@ static uint64_t ju64(json_t *o, const char *key)
 
 /* The checkpoint must belong to this data and model; say what differs. */
 static void check_compat(const struct lmt_ckpt *c, const struct opts *o, const struct lmt_dataset *d,
-			 const struct lmt_gpt *g, int world)
+			 const struct lmt_gpt *g)
 {
 	char hex[LMT_SHA256_HEX];
 	json_t *m = lmt_ckpt_state(c, "model"), *l = lmt_ckpt_state(c, "loader");
@@ -863,7 +868,6 @@ static void check_compat(const struct lmt_ckpt *c, const struct opts *o, const s
 		    "next samples would differ", c->dir, (unsigned long long)ju64(l, "order"),
 		    (unsigned long long)ju64(l, "seed"), (unsigned long long)ju64(l, "window"), LMT_LOADER_ORDER,
 		    (unsigned long long)o->tc.seed, (unsigned long long)o->tc.shuffle_window);
-	(void)world;
 }
 
 static void report_skipped(void *ctx, const char *path, const char *why)
@@ -1009,6 +1013,7 @@ int main(int argc, char **argv)
 	o.tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
 				       1.0, LMT_NONFINITE_STOP, 1, 8192 };
 	o.eval_every = 100;
+	o.keep = 3;
 	o.eval_seqs = 64;
 	o.sample_tokens = 32;
 	o.temperature = 1.0;
@@ -1174,7 +1179,7 @@ int main(int argc, char **argv)
 			if (lmt_ckpt_open(&ck, path, resume_from != NULL, &err))
 				die_err(&err);
 			have_ck = 1;
-			check_compat(&ck, &o, &d, &g, comm.world);
+			check_compat(&ck, &o, &d, &g);
 			cursor = resume_cursor(&ck, &comm);
 			if (state_u64(&ck, "update") > o.tc.updates)
 				die("'%s' is at update %llu, past --updates %llu", path,
@@ -1250,20 +1255,13 @@ int main(int argc, char **argv)
 		lmt_json_u64(&j, "cursor", cursor);
 		lmt_json_num(&j, "wall_s", wall_offset);
 		emit(&j, run.metrics);
-		if (run.events) {
-			lmt_json_begin(&j);
-			lmt_json_str(&j, "event", "resume");
-			lmt_json_u64(&j, "update", tr->update);
-			lmt_json_str(&j, "from", ck.dir);
-			lmt_json_u64(&j, "replayed_updates", replayed);
-			lmt_json_num(&j, "lost_wall_s", lost_wall);
-			lmt_json_end(&j);
-			if (LMT_GROW(j.buf, j.cap, j.len + 2))
-				die("out of memory");
-			j.buf[j.len++] = '\n';
-			if (fwrite(j.buf, 1, j.len, run.events) != j.len || fflush(run.events))
-				die("run directory: write error");
-		}
+		lmt_json_begin(&j);
+		lmt_json_str(&j, "event", "resume");
+		lmt_json_u64(&j, "update", tr->update);
+		lmt_json_str(&j, "from", ck.dir);
+		lmt_json_u64(&j, "replayed_updates", replayed);
+		lmt_json_num(&j, "lost_wall_s", lost_wall);
+		write_event(&run, &j);
 		lmt_ckpt_close(&ck);
 	} else {
 		event(&run, o.resume ? "restart" : "start", NULL, 0);
