@@ -25,11 +25,15 @@ CFLAGS := -std=c11 -D_GNU_SOURCE -g $(CFLAGS_OPT) $(WARN) -fopenmp -pthread -Ili
 	$(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS := $(PKG_LIBS) -fopenmp -pthread -lmvec -lm
 
-LIB_SRC := $(wildcard lib/*.c)
+# The library, plane by plane (lib/<plane>/; see README "Layout").
+PLANES := core data model backend comm ckpt report
+LIB_SRC := $(foreach p,$(PLANES),$(wildcard lib/$(p)/*.c))
+LIB_HDR := $(foreach p,$(PLANES),$(wildcard lib/$(p)/*.h))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)
 TOOL_SRC := $(wildcard tools/*.c)
 TOOLS := $(TOOL_SRC:tools/%.c=$(B)/bin/%)
-TOOL_COMMON := $(B)/tools/common/tool.o
+TOOL_COMMON_SRC := $(wildcard tools/common/*.c)
+TOOL_COMMON := $(TOOL_COMMON_SRC:%.c=$(B)/%.o)
 
 ifneq ($(NVCC),)
 CU_SRC := $(wildcard kernels/*.cu)
@@ -58,12 +62,12 @@ $(B)/liblmt.a: $(LIB_OBJ) $(CU_OBJ)
 	@mkdir -p $(@D)
 	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
-$(B)/lib/version.o: CFLAGS += -DLMT_REVISION='"$(REVISION)"'
+$(B)/lib/core/version.o: CFLAGS += -DLMT_REVISION='"$(REVISION)"'
 # the compute kernels: full vectorisation (the rest of the code stays at -O2)
-$(B)/lib/backend_cpu.o: CFLAGS += -O3
-$(B)/lib/version.o: .git/HEAD $(wildcard .git/index)
+$(B)/lib/backend/cpu.o: CFLAGS += -O3
+$(B)/lib/core/version.o: .git/HEAD $(wildcard .git/index)
 
-$(B)/%.o: %.c $(wildcard lib/*.h) tools/common/tool.h
+$(B)/%.o: %.c $(LIB_HDR) $(wildcard tools/common/*.h)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CFLAGS) -c -o $@ $<
 

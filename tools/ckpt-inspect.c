@@ -31,13 +31,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "binfile.h"
-#include "ckpt.h"
-#include "digest.h"
-#include "json.h"
+#include "core/binformat.h"
+#include "ckpt/ckpt.h"
+#include "core/digest.h"
+#include "core/json.h"
 #include "progress.h"
 #include "tool.h"
-#include "util.h"
+#include "core/util.h"
 
 enum {
 	OPT_VERIFY = OPT_TOOL_BASE,

@@ -27,14 +27,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "afile.h"
-#include "ckpt.h"
-#include "json.h"
-#include "loader.h"
-#include "safetensors.h"
-#include "tokenizer.h"
+#include "core/atomicfile.h"
+#include "ckpt/ckpt.h"
+#include "core/json.h"
+#include "data/loader.h"
+#include "ckpt/safetensors.h"
+#include "data/tokenizer.h"
 #include "tool.h"
-#include "util.h"
+#include "core/util.h"
 
 enum {
 	OPT_EXPORT = OPT_TOOL_BASE,

@@ -27,15 +27,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "afile.h"
-#include "corpus.h"
-#include "digest.h"
-#include "json.h"
-#include "minhash.h"
+#include "core/atomicfile.h"
+#include "data/corpus.h"
+#include "core/digest.h"
+#include "core/json.h"
+#include "data/minhash.h"
 #include "progress.h"
-#include "textnorm.h"
+#include "data/textnorm.h"
 #include "tool.h"
-#include "util.h"
+#include "core/util.h"
 
 #define DIGEST_LEN 16       /* bytes of SHA-256 kept for exact matching */
 #define MAX_AGAINST 256
@@ -619,7 +619,7 @@ static void write_line(struct lmt_json *j, FILE *fp, const char *what)
 		die("'%s': write error", what);
 }
 
-static void pass2(struct dedup *d, const char *const *inputs, int ninputs, struct lmt_afile *removed)
+static void pass2(struct dedup *d, const char *const *inputs, int ninputs, struct lmt_atomicfile *removed)
 {
 	const struct opts *o = d->o;
 	struct lmt_err err = { 0 };
@@ -764,7 +764,7 @@ static void pass2(struct dedup *d, const char *const *inputs, int ninputs, struc
 
 /* ---- main ---- */
 
-static void write_summary(const struct dedup *d, double secs, struct lmt_afile *af)
+static void write_summary(const struct dedup *d, double secs, struct lmt_atomicfile *af)
 {
 	const struct opts *o = d->o;
 	struct lmt_err err = { 0 };
@@ -810,7 +810,7 @@ static void write_summary(const struct dedup *d, double secs, struct lmt_afile *
 	if (j.oom)
 		oom();
 	fprintf(af->fp, "%s\n", j.buf);
-	if (lmt_afile_commit(af, &err))
+	if (lmt_atomicfile_commit(af, &err))
 		die_err(&err);
 	lmt_json_release(&j);
 }
@@ -881,13 +881,13 @@ int main(int argc, char **argv)
 	struct lmt_err err = { 0 };
 	double t0 = lmt_now();
 	/* open the output files first: a bad path fails before any work */
-	struct lmt_afile removed, summary;
+	struct lmt_atomicfile removed, summary;
 	memset(&removed, 0, sizeof removed);
 	memset(&summary, 0, sizeof summary);
 	removed.slot = summary.slot = -1;
-	if (o.removed && lmt_afile_open(&removed, o.removed, &err))
+	if (o.removed && lmt_atomicfile_open(&removed, o.removed, &err))
 		die_err(&err);
-	if (o.summary && lmt_afile_open(&summary, o.summary, &err))
+	if (o.summary && lmt_atomicfile_open(&summary, o.summary, &err))
 		die_err(&err);
 	if (nstdin)
 		spool_stdin();
@@ -920,7 +920,7 @@ int main(int argc, char **argv)
 	t = lmt_now();
 	pass2(&d, inputs, ninputs, &removed);
 	d.t_pass2 = lmt_now() - t;
-	if (o.removed && lmt_afile_commit(&removed, &err))
+	if (o.removed && lmt_atomicfile_commit(&removed, &err))
 		die_err(&err);
 	double secs = lmt_now() - t0;
 	if (o.summary)

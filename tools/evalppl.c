@@ -10,7 +10,7 @@
  *
  * The scoring (rolling windows over whole documents), the figures and their
  * bootstrap, the gathering of a split's documents and the memorization probe are in
- * lib/evaluate.c; the sampler with its key/value cache in lib/generate.c. This file
+ * lib/model/evaluate.c; the sampler with its key/value cache in lib/model/generate.c. This file
  * finds the checkpoint's tokenizer and data, reads the documents and their byte and
  * word counts, and reports. stdout: JSONL (eval-config, ppl, floor, sample,
  * memorization records per checkpoint, a summary last); stderr: human messages.
@@ -26,21 +26,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "ckpt.h"
-#include "corpus.h"
-#include "dataset.h"
-#include "evaluate.h"
-#include "gencorpus.h"
-#include "generate.h"
-#include "json.h"
-#include "model.h"
+#include "backend/backend.h"
+#include "ckpt/ckpt.h"
+#include "data/corpus.h"
+#include "data/dataset.h"
+#include "model/evaluate.h"
+#include "data/gencorpus.h"
+#include "model/generate.h"
+#include "core/json.h"
+#include "model/model.h"
 #include "progress.h"
-#include "tokenizer.h"
-#include "tokstream.h"
+#include "data/tokenizer.h"
+#include "data/tokstream.h"
 #include "tool.h"
-#include "trainckpt.h"
-#include "util.h"
+#include "ckpt/trainstate.h"
+#include "core/util.h"
 
 enum {
 	OPT_DATA = OPT_TOOL_BASE,
@@ -570,7 +570,7 @@ static void read_dsinfo(const struct lmt_dataset *d, struct dsinfo *x)
 
 /* The token stream the dataset was packed from, if it is where the manifest says
  * (or next to the dataset) with the recorded SHA-256; why says otherwise. */
-static int open_stream(const struct lmt_dataset *d, const struct dsinfo *x, struct lmt_tsr *r, char *p, char *why,
+static int open_stream(const struct lmt_dataset *d, const struct dsinfo *x, struct lmt_tokstream_reader *r, char *p, char *why,
 		       size_t cap)
 {
 	struct lmt_err err = { 0 };
@@ -584,7 +584,7 @@ static int open_stream(const struct lmt_dataset *d, const struct dsinfo *x, stru
 	}
 	if (!find_recorded(x->input_path, d->dir, x->input_sha, p, PATH_MAX, why, cap))
 		return 0;
-	if (lmt_tsr_open(r, p, 0, &err)) {
+	if (lmt_tokstream_reader_open(r, p, 0, &err)) {
 		snprintf(why, cap, "%s", err.msg);
 		return 0;
 	}
@@ -615,19 +615,19 @@ static void split_docs(const struct opts *o, struct lmt_dataset *ds, const struc
 		die_err(&err);
 	if (n == 0)
 		die("'%s': the %s split has no documents", ds->dir, lmt_split_name(o->split));
-	struct lmt_tsr r;
+	struct lmt_tokstream_reader r;
 	int have_stream = open_stream(ds, x, &r, s->stream_path, s->bytes_why, sizeof s->bytes_why);
 	if (!have_stream)
 		warn("bytes and sources unknown, token figures only: %s", s->bytes_why);
 	for (size_t i = 0; i < n; i++) {
 		int cut = sd[i].at_tail && x->tail_dropped[o->split];
-		struct lmt_ts_doc td;
+		struct lmt_tokstream_doc td;
 		if (have_stream) {
 			if (sd[i].doc >= r.info.n_docs)
 				die("'%s': document %llu of the %s split is not in the token stream '%s' (%llu documents)",
 				    ds->dir, (unsigned long long)sd[i].doc, lmt_split_name(o->split), r.f.path,
 				    (unsigned long long)r.info.n_docs);
-			lmt_tsr_doc(&r, sd[i].doc, &td);
+			lmt_tokstream_reader_doc(&r, sd[i].doc, &td);
 			uint64_t want = td.n_tok + (x->add_eos ? 1 : 0);
 			if (sd[i].n != want && !(cut && sd[i].n < want))
 				die("'%s': document %llu has %llu tokens in the %s split, %llu in the token stream '%s'",
@@ -668,7 +668,7 @@ static void split_docs(const struct opts *o, struct lmt_dataset *ds, const struc
 			s->sources[i] = strdup(r.sources[i]);
 		snprintf(s->bytes_from_buf, sizeof s->bytes_from_buf, "the token stream '%s'", s->stream_path);
 		s->bytes_from = s->bytes_from_buf;
-		lmt_tsr_close(&r);
+		lmt_tokstream_reader_close(&r);
 	}
 }
 
@@ -1446,7 +1446,7 @@ int main(int argc, char **argv)
 	}
 
 	struct lmt_backend be;
-	if (lmt_backend_cpu_init(&be, tool_threads(o.threads), &err))
+	if (lmt_backend_open(&be, "cpu", tool_threads(o.threads), &err))
 		die_err(&err);
 	struct lmt_gpt g;
 	int have_g = 0;
@@ -1478,7 +1478,7 @@ int main(int argc, char **argv)
 			}
 			have_g = 1;
 		}
-		if (lmt_trainckpt_load_params(&g, &ck, &err))
+		if (lmt_trainstate_load_params(&g, &ck, &err))
 			die_err(&err);
 		evaluate(&x, &g, cks[k].path, &ci);
 		lmt_ckpt_close(&ck);

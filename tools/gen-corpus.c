@@ -6,7 +6,7 @@
  *	gen-corpus --docs 1000 --seed 7 --format text > small.txt
  *	gen-corpus --check corpus.jsonl
  *
- * The language and why -logprob is exact are in lib/gencorpus.h and gen-corpus(1).
+ * The language and why -logprob is exact are in lib/data/gencorpus.h and gen-corpus(1).
  * stdout: the documents when no -o is given, otherwise (and for --check) one JSONL
  * summary; stderr: human messages.
  */
@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "afile.h"
-#include "gencorpus.h"
-#include "json.h"
+#include "core/atomicfile.h"
+#include "data/gencorpus.h"
+#include "core/json.h"
 #include "progress.h"
 #include "tool.h"
-#include "util.h"
+#include "core/util.h"
 
 /* About 10 MB of text with LMT_GEN_LANGUAGE 1 (314 bytes per document on average). */
 #define DEFAULT_DOCS 32000
@@ -92,11 +92,11 @@ static double bits_per_byte(double nats, uint64_t bytes)
 static int generate(const struct opts *o)
 {
 	struct lmt_err err = { 0 };
-	struct lmt_afile af;
+	struct lmt_atomicfile af;
 	FILE *out = stdout;
 	int to_file = o->out && strcmp(o->out, "-");
 	if (to_file) {
-		if (lmt_afile_open(&af, o->out, &err))
+		if (lmt_atomicfile_open(&af, o->out, &err))
 			die_err(&err);
 		out = af.fp;
 	}
@@ -138,7 +138,7 @@ static int generate(const struct opts *o)
 	}
 	lmt_progress_done(&bar);
 	if (to_file) {
-		if (lmt_afile_commit(&af, &err))
+		if (lmt_atomicfile_commit(&af, &err))
 			die_err(&err);
 	} else if (fflush(stdout) || ferror(stdout)) {
 		die("'<stdout>': write error");

@@ -36,19 +36,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "afile.h"
-#include "ckpt.h"
-#include "digest.h"
-#include "json.h"
-#include "safetensors.h"
-#include "svg.h"
-#include "tarball.h"
-#include "tokenizer.h"
-#include "tokformats.h"
+#include "core/atomicfile.h"
+#include "ckpt/ckpt.h"
+#include "core/digest.h"
+#include "core/json.h"
+#include "ckpt/safetensors.h"
+#include "report/svg.h"
+#include "report/tarball.h"
+#include "data/tokenizer.h"
+#include "data/tokinterop.h"
 #include "tool.h"
-#include "util.h"
-#include "version.h"
-#include "yaml.h"
+#include "core/util.h"
+#include "core/version.h"
+#include "report/yaml.h"
 
 enum {
 	OPT_EVAL = OPT_TOOL_BASE,

@@ -20,16 +20,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "afile.h"
-#include "dataset.h"
-#include "json.h"
+#include "core/atomicfile.h"
+#include "data/dataset.h"
+#include "core/json.h"
 #include "progress.h"
-#include "shard.h"
-#include "tokenizer.h"
-#include "tokstream.h"
+#include "data/shard.h"
+#include "data/tokenizer.h"
+#include "data/tokstream.h"
 #include "tool.h"
-#include "util.h"
-#include "version.h"
+#include "core/util.h"
+#include "core/version.h"
 
 enum {
 	OPT_MODE = OPT_TOOL_BASE,
@@ -228,7 +228,7 @@ static void add_segment(struct packer *p, uint32_t start, uint32_t len, uint64_t
 }
 
 /* Append one document's tokens (with a trailing EOS if add_eos). */
-static void pack_doc(struct packer *p, const struct lmt_tsr *r, const struct lmt_ts_doc *d, uint64_t docno,
+static void pack_doc(struct packer *p, const struct lmt_tokstream_reader *r, const struct lmt_tokstream_doc *d, uint64_t docno,
 		     uint32_t add_eos, uint32_t eos)
 {
 	uint32_t n = p->o->seq_len + 1;
@@ -240,7 +240,7 @@ static void pack_doc(struct packer *p, const struct lmt_tsr *r, const struct lmt
 		uint64_t take = LMT_MIN((uint64_t)room, total - done);
 		for (uint64_t k = 0; k < take; k++) {
 			uint64_t t = done + k;
-			p->buf[p->fill + k] = t < d->n_tok ? lmt_tsr_token(r, d->tok_off + t) : eos;
+			p->buf[p->fill + k] = t < d->n_tok ? lmt_tokstream_reader_token(r, d->tok_off + t) : eos;
 		}
 		add_segment(p, p->fill, (uint32_t)take, docno);
 		p->fill += (uint32_t)take;
@@ -270,11 +270,11 @@ static void finish_split(struct packer *p)
 /* Where a document goes: a hash of its tokens and the seed. The document alone
  * decides: not its path, its place in its source, nor the other documents, and
  * copies of one text land in one split. */
-static int split_of(const struct opts *o, const struct lmt_tsr *r, const struct lmt_ts_doc *d)
+static int split_of(const struct opts *o, const struct lmt_tokstream_reader *r, const struct lmt_tokstream_doc *d)
 {
 	uint64_t h = lmt_mix64(o->seed ^ 0x5b117ULL) ^ d->n_tok;
 	for (uint64_t t = 0; t < d->n_tok; t++)
-		h = lmt_mix64(h ^ ((uint64_t)lmt_tsr_token(r, d->tok_off + t) + 0x9e3779b97f4a7c15ULL));
+		h = lmt_mix64(h ^ ((uint64_t)lmt_tokstream_reader_token(r, d->tok_off + t) + 0x9e3779b97f4a7c15ULL));
 	double u = (double)(lmt_mix64(h) >> 11) * 0x1.0p-53;
 	if (u < o->frac[LMT_SPLIT_TEST])
 		return LMT_SPLIT_TEST;
@@ -308,7 +308,7 @@ static void cleanup_staging(void)
 		rm_rf(staging);
 }
 
-static void write_manifest(const struct opts *o, const char *dir, const struct lmt_tsr *r, const char *in_name,
+static void write_manifest(const struct opts *o, const char *dir, const struct lmt_tokstream_reader *r, const char *in_name,
 			   const uint8_t *in_sha, const struct packer *P, const struct shard_rec *recs, size_t nrecs,
 			   const struct src_count *sc, uint32_t eos, int eos_in_stream)
 {
@@ -409,7 +409,7 @@ static void write_manifest(const struct opts *o, const char *dir, const struct l
 static int pack(const struct opts *o, const char *in)
 {
 	struct lmt_err err = { 0 };
-	struct lmt_tsr r;
+	struct lmt_tokstream_reader r;
 	double t0 = lmt_now();
 	const char *in_name = in && strcmp(in, "-") ? in : "<stdin>";
 	if (!in || !strcmp(in, "-")) {
@@ -417,7 +417,7 @@ static int pack(const struct opts *o, const char *in)
 			usage_error("no input: give a token stream file, or pipe one in");
 		in = "-";
 	}
-	if (lmt_tsr_open(&r, in, 1, &err))
+	if (lmt_tokstream_reader_open(&r, in, 1, &err))
 		die_err(&err);
 	uint8_t in_sha[32];
 	if (strcmp(in, "-")) {
@@ -510,8 +510,8 @@ static int pack(const struct opts *o, const char *in)
 	struct lmt_progress bar;
 	lmt_progress_init(&bar, "packing", "docs", r.info.n_docs, tool_quiet);
 	for (uint64_t i = 0; i < r.info.n_docs; i++) {
-		struct lmt_ts_doc d;
-		lmt_tsr_doc(&r, i, &d);
+		struct lmt_tokstream_doc d;
+		lmt_tokstream_reader_doc(&r, i, &d);
 		int s = split_of(o, &r, &d);
 		pack_doc(&P[s], &r, &d, i, add_eos, eos);
 		sc[d.source].docs[s]++;
@@ -620,7 +620,7 @@ static int pack(const struct opts *o, const char *in)
 	free(sc);
 	free(recs);
 	free(sorted);
-	lmt_tsr_close(&r);
+	lmt_tokstream_reader_close(&r);
 	return 0;
 }
 

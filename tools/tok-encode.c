@@ -16,14 +16,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "afile.h"
-#include "corpus.h"
-#include "json.h"
+#include "core/atomicfile.h"
+#include "data/corpus.h"
+#include "core/json.h"
 #include "progress.h"
-#include "tokenizer.h"
-#include "tokstream.h"
+#include "data/tokenizer.h"
+#include "data/tokstream.h"
 #include "tool.h"
-#include "util.h"
+#include "core/util.h"
 
 enum {
 	OPT_FORMAT = OPT_TOOL_BASE,
@@ -102,7 +102,7 @@ struct opts {
 /* ---- llm.c's token file: 256 int32 header (20240520, 1, ntok), then uint16 ---- */
 
 struct llmc {
-	struct lmt_afile af;
+	struct lmt_atomicfile af;
 	uint64_t ntok;
 	uint16_t *conv;
 	size_t cap;
@@ -112,7 +112,7 @@ static void llmc_open(struct llmc *l, const char *path)
 {
 	struct lmt_err err = { 0 };
 	memset(l, 0, sizeof *l);
-	if (lmt_afile_open(&l->af, path, &err))
+	if (lmt_atomicfile_open(&l->af, path, &err))
 		die_err(&err);
 	int32_t hdr[256] = { 0 };
 	if (fwrite(hdr, sizeof hdr, 1, l->af.fp) != 1)
@@ -142,7 +142,7 @@ static void llmc_finish(struct llmc *l)
 	const char *path = l->af.path;
 	if (fflush(l->af.fp) || fseeko(l->af.fp, 0, SEEK_SET) || fwrite(hdr, sizeof hdr, 1, l->af.fp) != 1)
 		die("'%s': write error", path);
-	if (lmt_afile_commit(&l->af, &err))
+	if (lmt_atomicfile_commit(&l->af, &err))
 		die_err(&err);
 	free(l->conv);
 }
@@ -194,11 +194,11 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	if (lmt_corpus_open(&c, ninputs ? inputs : stdin_only, ninputs ? ninputs : 1, &o->corpus, &err))
 		die_err(&err);
 
-	struct lmt_tsw w;
+	struct lmt_tokstream_writer w;
 	struct llmc l;
-	struct lmt_afile idf = { 0 };
+	struct lmt_atomicfile idf = { 0 };
 	FILE *idout = stdout;
-	struct lmt_ts_info tsinfo = { 0 };
+	struct lmt_tokstream_info tsinfo = { 0 };
 	tsinfo.token_bytes = tok.n_vocab <= 65536 ? 2 : 4;
 	tsinfo.flags = (bos != LMT_NO_TOKEN ? LMT_TS_BOS : 0) | (eos != LMT_NO_TOKEN && !llmc_first ? LMT_TS_EOS : 0);
 	tsinfo.vocab_size = tok.n_vocab;
@@ -209,11 +209,11 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		llmc_open(&l, o->out);
 	} else if (o->ids) {
 		if (!to_stdout) {
-			if (lmt_afile_open(&idf, o->out, &err))
+			if (lmt_atomicfile_open(&idf, o->out, &err))
 				die_err(&err);
 			idout = idf.fp;
 		}
-	} else if (lmt_tsw_open(&w, to_stdout ? NULL : o->out, &tsinfo, &err))
+	} else if (lmt_tokstream_writer_open(&w, to_stdout ? NULL : o->out, &tsinfo, &err))
 		die_err(&err);
 
 	int nt = tool_threads(o->threads);
@@ -282,10 +282,10 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 			for (int i = 0, at = 0; i < nd; at += (int)recs[i].n, i++)
 				ids_write(idout, all.v + at, recs[i].n);
 		} else {
-			if (lmt_tsw_tokens(&w, all.v, all.n, &err))
+			if (lmt_tokstream_writer_tokens(&w, all.v, all.n, &err))
 				die_err(&err);
 			for (int i = 0; i < nd; i++)
-				if (lmt_tsw_index(&w, recs[i].n, b->docs[i].len, b->docs[i].source, b->docs[i].ordinal, &err))
+				if (lmt_tokstream_writer_index(&w, recs[i].n, b->docs[i].len, b->docs[i].source, b->docs[i].ordinal, &err))
 					die_err(&err);
 		}
 		ntok += all.n;
@@ -314,7 +314,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	} else if (o->ids) {
 		memset(sha, 0, sizeof sha);
 		if (!to_stdout) {
-			if (lmt_afile_commit(&idf, &err) || lmt_sha256_file(o->out, sha, &err))
+			if (lmt_atomicfile_commit(&idf, &err) || lmt_sha256_file(o->out, sha, &err))
 				die_err(&err);
 		} else if (fflush(stdout)) {
 			die("'<stdout>': write error");
@@ -326,7 +326,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 			die("out of memory");
 		for (uint32_t i = 0; i < ns; i++)
 			names[i] = lmt_corpus_source_name(c, i);
-		if (lmt_tsw_finish(&w, names, ns, sha, &err))
+		if (lmt_tokstream_writer_finish(&w, names, ns, sha, &err))
 			die_err(&err);
 		free(names);
 	}
@@ -376,23 +376,23 @@ static int decode(const struct opts *o, const char *const *inputs, int ninputs)
 {
 	struct lmt_err err = { 0 };
 	struct lmt_tokenizer tok;
-	struct lmt_tsr r;
+	struct lmt_tokstream_reader r;
 	if (ninputs > 1)
 		usage_error("--decode takes one token stream");
 	const char *in = ninputs ? inputs[0] : "-";
 	if (lmt_tok_load(&tok, o->tokenizer, &err))
 		die_err(&err);
-	if (lmt_tsr_open(&r, in, 1, &err))
+	if (lmt_tokstream_reader_open(&r, in, 1, &err))
 		die_err(&err);
 	if (memcmp(r.info.tokenizer_sha256, tok.sha256, 32)) {
 		char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
 		die("'%s' was encoded with tokenizer %.16s..., not '%s' (%.16s...)", in,
 		    lmt_sha256_hex(r.info.tokenizer_sha256, a), o->tokenizer, lmt_sha256_hex(tok.sha256, b));
 	}
-	struct lmt_afile af;
+	struct lmt_atomicfile af;
 	FILE *out = stdout;
 	if (o->out && strcmp(o->out, "-")) {
-		if (lmt_afile_open(&af, o->out, &err))
+		if (lmt_atomicfile_open(&af, o->out, &err))
 			die_err(&err);
 		out = af.fp;
 	}
@@ -402,20 +402,20 @@ static int decode(const struct opts *o, const char *const *inputs, int ninputs)
 	if (!buf || !ids)
 		die("out of memory");
 	for (uint64_t i = 0; i < r.info.n_docs; i++) {
-		struct lmt_ts_doc d;
-		lmt_tsr_doc(&r, i, &d);
+		struct lmt_tokstream_doc d;
+		lmt_tokstream_reader_doc(&r, i, &d);
 		uint64_t a = d.tok_off, e = d.tok_off + d.n_tok;
 		/* inserted BOS/EOS are markers, not text */
-		if ((r.info.flags & LMT_TS_BOS) && a < e && lmt_tsr_token(&r, a) == r.info.bos)
+		if ((r.info.flags & LMT_TS_BOS) && a < e && lmt_tokstream_reader_token(&r, a) == r.info.bos)
 			a++;
-		if ((r.info.flags & LMT_TS_EOS) && e > a && lmt_tsr_token(&r, e - 1) == r.info.eos)
+		if ((r.info.flags & LMT_TS_EOS) && e > a && lmt_tokstream_reader_token(&r, e - 1) == r.info.eos)
 			e--;
 		if (i && o->corpus.doc_sep && fputs(o->corpus.doc_sep, out) == EOF)
 			die("write error");
 		for (uint64_t k = a; k < e;) {
 			size_t m = 0;
 			while (k < e && m < 4096)
-				ids[m++] = lmt_tsr_token(&r, k++);
+				ids[m++] = lmt_tokstream_reader_token(&r, k++);
 			size_t need = lmt_tok_decode(&tok, ids, m, o->skip_special, buf, cap);
 			if (need > cap) {
 				free(buf);
@@ -431,12 +431,12 @@ static int decode(const struct opts *o, const char *const *inputs, int ninputs)
 	free(buf);
 	free(ids);
 	if (out != stdout) {
-		if (lmt_afile_commit(&af, &err))
+		if (lmt_atomicfile_commit(&af, &err))
 			die_err(&err);
 	} else if (fflush(stdout)) {
 		die("'<stdout>': write error");
 	}
-	lmt_tsr_close(&r);
+	lmt_tokstream_reader_close(&r);
 	lmt_tok_release(&tok);
 	return 0;
 }

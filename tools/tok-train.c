@@ -17,15 +17,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "afile.h"
-#include "bpetrain.h"
-#include "corpus.h"
-#include "json.h"
+#include "core/atomicfile.h"
+#include "data/bpetrain.h"
+#include "data/corpus.h"
+#include "core/json.h"
 #include "progress.h"
-#include "tokenizer.h"
-#include "tokformats.h"
+#include "data/tokenizer.h"
+#include "data/tokinterop.h"
 #include "tool.h"
-#include "util.h"
+#include "core/util.h"
 
 enum {
 	OPT_REGEX = OPT_TOOL_BASE,

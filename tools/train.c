@@ -21,19 +21,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "afile.h"
-#include "backend.h"
-#include "ckpt.h"
-#include "comm.h"
-#include "dataset.h"
-#include "json.h"
-#include "model.h"
-#include "tokenizer.h"
+#include "core/atomicfile.h"
+#include "backend/backend.h"
+#include "ckpt/ckpt.h"
+#include "comm/comm.h"
+#include "data/dataset.h"
+#include "core/json.h"
+#include "model/model.h"
+#include "data/tokenizer.h"
 #include "tool.h"
-#include "trainckpt.h"
-#include "trainer.h"
-#include "util.h"
-#include "version.h"
+#include "ckpt/trainstate.h"
+#include "model/trainer.h"
+#include "core/util.h"
+#include "core/version.h"
 
 enum {
 	OPT_DATA = OPT_TOOL_BASE,
@@ -810,7 +810,7 @@ static void ckpt_save(struct ckpt_ctx *k, int sync)
 	int n;
 	float *host;
 	double t0 = lmt_now();
-	if (lmt_trainckpt_tensors(k->g, &t, &n, &host, &err))
+	if (lmt_trainstate_tensors(k->g, &t, &n, &host, &err))
 		die_err(&err);
 	double wall = k->wall_offset + (lmt_now() - k->t_start);
 	char *state = state_json(k, wall);
@@ -1118,10 +1118,11 @@ int main(int argc, char **argv)
 		    o.context);
 
 	struct lmt_backend be;
-	if (lmt_backend_cpu_init(&be, tool_threads(o.threads), &err))
+	if (lmt_backend_open(&be, "cpu", tool_threads(o.threads), &err))
 		die_err(&err);
 	struct lmt_comm comm;
-	lmt_comm_self_init(&comm);
+	if (lmt_comm_open(&comm, NULL, &err))
+		die_err(&err);
 
 	struct lmt_gpt g;
 	if (o.init_llmc) {
@@ -1201,7 +1202,7 @@ int main(int argc, char **argv)
 	uint64_t replayed = 0;
 	if (have_ck) {
 		double t0 = lmt_now();
-		if (lmt_trainckpt_restore(&g, &ck, &err))
+		if (lmt_trainstate_restore(&g, &ck, &err))
 			die_err(&err);
 		tr->update = state_u64(&ck, "update");
 		tr->opt_steps = state_u64(&ck, "opt_steps");

@@ -6,7 +6,7 @@
 
 The peer that scripts/bench/train.py runs next to lmt. It is written for Debian's
 python3-torch (PyTorch 1.13, CPU), which has no scaled_dot_product_attention, so
-attention is spelled out. What it matches in lmt (lib/model.c, lib/trainer.c):
+attention is spelled out. What it matches in lmt (lib/model/model.c, lib/model/trainer.c):
 
   model    GPT-2: learned token and position embeddings; pre-LayerNorm blocks
            (LayerNorm eps 1e-5, causal multi-head attention, residual; LayerNorm,
@@ -47,7 +47,7 @@ def padded_vocab(v):
     return (v + 127) // 128 * 128
 
 
-# ---- the dataset (lib/shard.h, lib/binfile.h) ----
+# ---- the dataset (lib/data/shard.h, lib/core/binformat.h) ----
 
 def read_shard(path, nseq):
     """The first nseq sequences of a shard: tokens (nseq, T+1) and a coverage mask."""
@@ -98,7 +98,7 @@ def load_batches(a, nseq):
 # ---- the model ----
 
 class GPT2:
-    """Parameters as plain tensors in llm.c's order and shapes (lib/model.h)."""
+    """Parameters as plain tensors in llm.c's order and shapes (lib/model/model.h)."""
 
     def __init__(self, L, NH, C, V, T, seed):
         self.L, self.NH, self.C, self.V, self.Vp, self.T = L, NH, C, V, padded_vocab(V), T

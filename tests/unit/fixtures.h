@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "model.h"
+#include "model/model.h"
 
 /*
  * Random parameters of order 1 (not GPT-2's 0.02), so that every path carries a

@@ -31,8 +31,8 @@
 
 #include <cblas.h>
 
-#include "backend.h"
-#include "gencorpus.h"
+#include "backend/backend.h"
+#include "data/gencorpus.h"
 #include "tap.h"
 
 static struct lmt_rng rng;
@@ -828,12 +828,12 @@ static void test_determinism(void)
 	struct lmt_err err = { 0 };
 	/* each backend is made just before use: lmt_backend_cpu_init sets OpenBLAS's
 	 * thread count for the whole process */
-	lmt_backend_cpu_init(&be, 2, &err);
+	lmt_backend_open(&be, "cpu", 2, &err);
 	size_t n = det_pass(&be, r1);
 	det_pass(&be, r2);
 	be.release(&be);
 	tap_ok(!memcmp(r1, r2, n * 4), "two passes with 2 threads give bitwise identical results (%zu values)", n);
-	lmt_backend_cpu_init(&be, 1, &err);
+	lmt_backend_open(&be, "cpu", 1, &err);
 	det_pass(&be, r3);
 	be.release(&be);
 	/* between thread counts only the split of the work changes; every output is
@@ -856,7 +856,7 @@ int main(void)
 	struct lmt_backend be;
 	struct lmt_err err = { 0 };
 	lmt_rng_seed(&rng, 20240611, 0);
-	if (!tap_ok(lmt_backend_cpu_init(&be, 2, &err) == 0 && !strcmp(be.name, "cpu") && be.threads == 2,
+	if (!tap_ok(lmt_backend_open(&be, "cpu", 2, &err) == 0 && !strcmp(be.name, "cpu") && be.threads == 2,
 		    "the CPU backend with 2 threads (%s)", err.msg))
 		return tap_done();
 	test_memory(&be);

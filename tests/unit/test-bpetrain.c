@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "afile.h"
-#include "bpetrain.h"
+#include "core/atomicfile.h"
+#include "data/bpetrain.h"
 #include "tap.h"
-#include "util.h"
+#include "core/util.h"
 
 /* ---- the reference trainer ---- */
 

@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "afile.h"
-#include "corpus.h"
+#include "core/atomicfile.h"
+#include "data/corpus.h"
 #include "tap.h"
-#include "util.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lmt-test-corpus.XXXXXX";
 

@@ -22,11 +22,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dataset.h"
-#include "loader.h"
+#include "data/dataset.h"
+#include "data/loader.h"
 #include "tap.h"
-#include "tokstream.h"
-#include "util.h"
+#include "data/tokstream.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lmt-test-dataset.XXXXXX";
 static const char *bin;
@@ -57,10 +57,10 @@ static void check_reconstruction(const char *name, const char *stream, int eos_a
 {
 	char path[512];
 	struct lmt_err err = { 0 };
-	struct lmt_tsr r;
+	struct lmt_tokstream_reader r;
 	struct lmt_dataset d;
 	snprintf(path, sizeof path, "%s/%s", dir, name);
-	if (!tap_ok(lmt_tsr_open(&r, stream, 1, &err) == 0 && lmt_dataset_open(&d, path, &err) == 0,
+	if (!tap_ok(lmt_tokstream_reader_open(&r, stream, 1, &err) == 0 && lmt_dataset_open(&d, path, &err) == 0,
 		    "%s: open stream and dataset (%s)", name, err.msg))
 		return;
 	struct docacc *acc = calloc(r.info.n_docs, sizeof *acc);
@@ -103,13 +103,13 @@ static void check_reconstruction(const char *name, const char *stream, int eos_a
 	}
 	uint64_t exact = 0, prefix = 0, missing_tokens = 0, absent = 0, bad = 0;
 	for (uint64_t i = 0; i < r.info.n_docs; i++) {
-		struct lmt_ts_doc doc;
-		lmt_tsr_doc(&r, i, &doc);
+		struct lmt_tokstream_doc doc;
+		lmt_tokstream_reader_doc(&r, i, &doc);
 		size_t want = doc.n_tok + (eos_added ? 1 : 0);
 		struct docacc *a = &acc[i];
 		int ok = a->n <= want;
 		for (size_t k = 0; ok && k < a->n; k++) {
-			uint32_t t = k < doc.n_tok ? lmt_tsr_token(&r, doc.tok_off + k) : r.info.eos;
+			uint32_t t = k < doc.n_tok ? lmt_tokstream_reader_token(&r, doc.tok_off + k) : r.info.eos;
 			ok = a->t[k] == t;
 		}
 		if (!ok)
@@ -158,7 +158,7 @@ static void check_reconstruction(const char *name, const char *stream, int eos_a
 	free(toks);
 	free(segs);
 	lmt_dataset_close(&d);
-	lmt_tsr_close(&r);
+	lmt_tokstream_reader_close(&r);
 }
 
 /* ---- loader ---- */

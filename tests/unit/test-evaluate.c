@@ -42,18 +42,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "ckpt.h"
-#include "evaluate.h"
-#include "gencorpus.h"
-#include "generate.h"
-#include "model.h"
+#include "backend/backend.h"
+#include "ckpt/ckpt.h"
+#include "model/evaluate.h"
+#include "data/gencorpus.h"
+#include "model/generate.h"
+#include "model/model.h"
 #include "fixtures.h"
 #include "tap.h"
-#include "tokenizer.h"
-#include "trainckpt.h"
-#include "trainer.h"
-#include "util.h"
+#include "data/tokenizer.h"
+#include "ckpt/trainstate.h"
+#include "model/trainer.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lmt-test-evaluate.XXXXXX";
 static const char *bin;
@@ -338,7 +338,7 @@ static int write_ckpt(struct lmt_gpt *g, const char *run, const struct lmt_token
 	struct lmt_ckpt_tensor *ts;
 	int n;
 	float *host;
-	if (lmt_trainckpt_tensors(g, &ts, &n, &host, &err))
+	if (lmt_trainstate_tensors(g, &ts, &n, &host, &err))
 		return -1;
 	struct lmt_ckpt_save sv = { run, 7, 1, ts, n, state };
 	struct lmt_ckpt_result r;
@@ -708,7 +708,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	/* one thread: the models are tiny (see test-model) */
-	if (!tap_ok(lmt_backend_cpu_init(&be, 1, &err) == 0, "the CPU backend, 1 thread (%s)", err.msg))
+	if (!tap_ok(lmt_backend_open(&be, "cpu", 1, &err) == 0, "the CPU backend, 1 thread (%s)", err.msg))
 		return tap_done();
 	test_windows();
 	test_score_reference();

@@ -1,5 +1,5 @@
 /*
- * test-gencorpus: the built-in corpus generator (lib/gencorpus.h).
+ * test-gencorpus: the built-in corpus generator (lib/data/gencorpus.h).
  *
  * What must hold: the text depends only on the seed (and is pinned, so a change to
  * the language without a new LMT_GEN_LANGUAGE fails here); the parser, reading the
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gencorpus.h"
+#include "data/gencorpus.h"
 #include "tap.h"
-#include "util.h"
+#include "core/util.h"
 
 /* FNV-1a 64, written here so the pinned values do not depend on lmt's own hash */
 static uint64_t fnv(uint64_t h, const char *s, size_t n)

@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "minhash.h"
+#include "data/minhash.h"
 #include "tap.h"
-#include "textnorm.h"
-#include "util.h"
+#include "data/textnorm.h"
+#include "core/util.h"
 
 /* ---- normaliser ---- */
 

@@ -35,16 +35,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "comm.h"
-#include "dataset.h"
-#include "gencorpus.h"
-#include "loader.h"
-#include "model.h"
+#include "backend/backend.h"
+#include "comm/comm.h"
+#include "data/dataset.h"
+#include "data/gencorpus.h"
+#include "data/loader.h"
+#include "model/model.h"
 #include "fixtures.h"
 #include "tap.h"
-#include "trainer.h"
-#include "util.h"
+#include "model/trainer.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lmt-test-model.XXXXXX";
 static const char *bin;
@@ -660,7 +660,7 @@ static void test_accumulation(void)
 {
 	struct lmt_comm comm;
 	struct lmt_err err = { 0 };
-	lmt_comm_self_init(&comm);
+	lmt_comm_open(&comm, NULL, &err);
 	struct lmt_gpt g8, g2, gh;
 	struct lmt_trainer t8, t2;
 	struct lmt_step_stats s8, s2;
@@ -735,7 +735,7 @@ static void test_schedule_in_step(void)
 {
 	struct lmt_comm comm;
 	struct lmt_err err = { 0 };
-	lmt_comm_self_init(&comm);
+	lmt_comm_open(&comm, NULL, &err);
 	for (int accum = 1; accum <= 3; accum += 2) {
 		struct lmt_gpt g;
 		struct lmt_trainer tr;
@@ -768,7 +768,7 @@ static void test_determinism(void)
 {
 	struct lmt_comm comm;
 	struct lmt_err err = { 0 };
-	lmt_comm_self_init(&comm);
+	lmt_comm_open(&comm, NULL, &err);
 	struct lmt_gpt g[2];
 	struct lmt_trainer tr[2];
 	double loss[2][3];
@@ -911,7 +911,7 @@ int main(void)
 	/* one thread: these models are so small that OpenMP's spinning between
 	 * parallel regions costs more than it saves, badly so on a loaded machine;
 	 * the determinism check at the end runs with two */
-	if (!tap_ok(lmt_backend_cpu_init(&be, 1, &err) == 0, "the CPU backend, 1 thread (%s)", err.msg))
+	if (!tap_ok(lmt_backend_open(&be, "cpu", 1, &err) == 0, "the CPU backend, 1 thread (%s)", err.msg))
 		return tap_done();
 	gradient_case(1, 0);
 	gradient_case(0, 1);
@@ -924,7 +924,7 @@ int main(void)
 		test_accumulation();
 		test_schedule_in_step();
 		be.release(&be);
-		lmt_backend_cpu_init(&be, 2, &err);
+		lmt_backend_open(&be, "cpu", 2, &err);
 		test_determinism();
 		lmt_dataset_close(&ds);
 	}

@@ -25,12 +25,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "afile.h"
-#include "digest.h"
-#include "svg.h"
+#include "core/atomicfile.h"
+#include "core/digest.h"
+#include "report/svg.h"
 #include "tap.h"
-#include "tarball.h"
-#include "yaml.h"
+#include "report/tarball.h"
+#include "report/yaml.h"
 
 /* ---- yaml ---- */
 

@@ -34,15 +34,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "ckpt.h"
-#include "gencorpus.h"
-#include "model.h"
-#include "safetensors.h"
+#include "backend/backend.h"
+#include "ckpt/ckpt.h"
+#include "data/gencorpus.h"
+#include "model/model.h"
+#include "ckpt/safetensors.h"
 #include "fixtures.h"
 #include "tap.h"
-#include "trainckpt.h"
-#include "util.h"
+#include "ckpt/trainstate.h"
+#include "core/util.h"
 
 static char dir[] = "/tmp/lmt-test-safetensors.XXXXXX";
 static struct lmt_backend be;
@@ -496,7 +496,7 @@ static int save(struct lmt_gpt *g, const char *run, int layers_claimed, char *ou
 		 0, layers_claimed, g->cfg.NH, g->cfg.C, g->cfg.max_T, g->cfg.V, g->cfg.Vp, g->cfg.untied ? "true" : "false");
 	if (mkdir(run, 0755))
 		return tap_ok(0, "mkdir '%s'", run), -1;
-	if (lmt_trainckpt_tensors(g, &t, &n, &host, &err))
+	if (lmt_trainstate_tensors(g, &t, &n, &host, &err))
 		return tap_ok(0, "checkpoint tensors: %s", err.msg), -1;
 	struct lmt_ckpt_save sv = { run, 1, 1, t, n, state };
 	struct lmt_ckpt_result r;
@@ -729,7 +729,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	test_conversions();
-	if (tap_ok(lmt_backend_cpu_init(&be, 1, &err) == 0, "the CPU backend, 1 thread %s", err.msg)) {
+	if (tap_ok(lmt_backend_open(&be, "cpu", 1, &err) == 0, "the CPU backend, 1 thread %s", err.msg)) {
 		model_case(0);
 		model_case(1);
 		test_mismatch();

@@ -16,11 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "afile.h"
+#include "core/atomicfile.h"
 #include "tap.h"
-#include "tokenizer.h"
-#include "tokformats.h"
-#include "util.h"
+#include "data/tokenizer.h"
+#include "data/tokinterop.h"
+#include "core/util.h"
 
 int lmt_tok_bpe_impl(struct lmt_tok_state *s, const uint8_t *p, size_t n, int heap,
 		     struct lmt_u32vec *out);

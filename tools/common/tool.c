@@ -13,8 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "afile.h"
-#include "version.h"
+#include "core/atomicfile.h"
+#include "backend/backend.h"
+#include "core/version.h"
 
 const char *tool_name = "lmt";
 int tool_quiet;
@@ -29,7 +30,7 @@ static void on_signal(int sig)
 		tool_interrupted = sig;
 		return;
 	}
-	lmt_afile_cleanup_signal();
+	lmt_atomicfile_cleanup_signal();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -73,7 +74,7 @@ void die(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
-	lmt_afile_cleanup_signal();
+	lmt_atomicfile_cleanup_signal();
 	exit(1);
 }
 
@@ -146,8 +147,8 @@ void print_version(void)
 	printf("%s (lmt) %s\n", tool_name, LMT_VERSION);
 	printf("revision: %s\n", lmt_revision());
 	printf("library: liblmt %s\n", LMT_VERSION);
-	printf("backends: %s\n", lmt_backends());
-	printf("cuda: %s\n", lmt_cuda_status());
+	printf("backends: %s\n", lmt_backend_names());
+	printf("cuda: %s\n", lmt_backend_cuda_status());
 }
 
 long long opt_int(const char *opt, const char *s, long long min, long long max)

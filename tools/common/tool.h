@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "corpus.h"
-#include "error.h"
+#include "data/corpus.h"
+#include "core/error.h"
 
 extern const char *tool_name;
 extern int tool_quiet;

@@ -1,0 +1,1031 @@
+/*
+ * ckpt.c: writing, reading and finding checkpoints (see ckpt.h).
+ */
+#include "ckpt/ckpt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/atomicfile.h"
+#include "core/binformat.h"
+#include "core/json.h"
+#include "core/util.h"
+
+const struct lmt_format lmt_format_ckpt = {
+	"\x89LMTCKP\n", 1, 0, "checkpoint data file", 32,
+};
+
+#define ALIGN 64
+
+void lmt_ckpt_rmdir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			char p[PATH_MAX];
+			if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
+				unlink(p);
+		}
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
+static int fmt_path(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fmt_path(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(out, cap, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= cap)
+		return lmt_err_set(err, LMT_EINVAL, "path too long: '%.60s...'", out);
+	return 0;
+}
+
+/* ---- writing ---- */
+
+/*
+ * Test hook: LMT_TEST_CKPT_KILL=PHASE[@UPDATE] kills the process (SIGKILL, as a
+ * crash would) at that point of a save: "data" after the first data file is half
+ * written, "manifest" after the manifest is written into the temporary directory
+ * but before the rename, "rename" right after the rename, before the parent's
+ * fsync. The kill-and-resume tests use it to stop a save where a signal from
+ * outside could only land by chance. LMT_TEST_CKPT_DELAY=SECONDS holds every save
+ * that long before its rename (to have one in flight).
+ */
+static void test_kill(const char *phase, uint64_t update)
+{
+	const char *v = getenv("LMT_TEST_CKPT_KILL");
+	if (!v)
+		return;
+	size_t n = strlen(phase);
+	if (strncmp(v, phase, n) || (v[n] && v[n] != '@'))
+		return;
+	if (v[n] == '@' && strtoull(v + n + 1, NULL, 10) != update)
+		return;
+	kill(getpid(), SIGKILL);
+}
+
+struct chunkrec {
+	int t, rank;
+	uint64_t offset, count, byte_offset;
+	uint32_t crc;
+};
+
+/* One rank's payload digests: the SHA-256 of the whole payload (padding included)
+ * and each chunk's CRC-32C, from the chunks' layout. */
+struct hashjob {
+	const struct lmt_ckpt_save *s;
+	struct chunkrec *ch;     /* the rank's chunks, one per tensor */
+	uint8_t sha[LMT_SHA256_LEN];
+	int failed;
+};
+
+static void *hash_rank(void *arg)
+{
+	struct hashjob *h = arg;
+	struct lmt_sha256 sha;
+	static const uint8_t zero[ALIGN];
+	if (lmt_sha256_init(&sha)) {
+		h->failed = 1;
+		return NULL;
+	}
+	uint64_t size = 0;
+	for (int i = 0; i < h->s->ntensors; i++) {
+		struct chunkrec *c = &h->ch[i];
+		const float *d = h->s->tensors[i].data + c->offset;
+		lmt_sha256_update(&sha, zero, (size_t)(c->byte_offset - size));
+		/* CRC and SHA over the same 1 MiB at a time, while it is in cache */
+		const uint8_t *b = (const uint8_t *)d;
+		uint64_t n = c->count * 4;
+		uint32_t crc = 0;
+		for (uint64_t at = 0; at < n; at += 1 << 20) {
+			size_t k = (size_t)LMT_MIN((uint64_t)1 << 20, n - at);
+			crc = lmt_crc32c(crc, b + at, k);
+			lmt_sha256_update(&sha, b + at, k);
+		}
+		c->crc = crc;
+		size = c->byte_offset + n;
+	}
+	lmt_sha256_final(&sha, h->sha);
+	return NULL;
+}
+
+/* A data file's entry in the manifest. */
+struct filerec {
+	uint64_t bytes;
+	uint8_t sha[LMT_SHA256_LEN];
+};
+
+/* dir/manifest.json, atomically: files[r] and rank_ch[r][i] (tensor i's chunk on
+ * rank r) for W ranks. *bytes gets its size. */
+static int write_manifest(const char *dir, uint64_t update, int W, const char *state_json,
+			  const struct lmt_ckpt_tensor *tensors, int ntensors, const struct filerec *files,
+			  const struct chunkrec *const *rank_ch, uint64_t *bytes, struct lmt_err *err)
+{
+	struct lmt_json j;
+	char hex[LMT_SHA256_HEX], p[PATH_MAX];
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_str(&j, "schema", "lmt-checkpoint");
+	lmt_json_u64(&j, "schema_version", LMT_CKPT_SCHEMA);
+	lmt_json_u64(&j, "update", update);
+	lmt_json_u64(&j, "world", (uint64_t)W);
+	lmt_json_raw(&j, "state", state_json ? state_json : "{}");
+	lmt_json_arr(&j, "files");
+	for (int r = 0; r < W; r++) {
+		char nm[64];
+		snprintf(nm, sizeof nm, "rank-%05d.lmckpt", r);
+		lmt_json_obj(&j, NULL);
+		lmt_json_str(&j, "path", nm);
+		lmt_json_u64(&j, "rank", (uint64_t)r);
+		lmt_json_u64(&j, "bytes", files[r].bytes);
+		lmt_json_str(&j, "payload_sha256", lmt_sha256_hex(files[r].sha, hex));
+		lmt_json_obj_end(&j);
+	}
+	lmt_json_arr_end(&j);
+	lmt_json_arr(&j, "tensors");
+	for (int i = 0; i < ntensors; i++) {
+		const struct lmt_ckpt_tensor *t = &tensors[i];
+		lmt_json_obj(&j, NULL);
+		lmt_json_str(&j, "name", t->name);
+		lmt_json_str(&j, "dtype", "f32");
+		lmt_json_arr(&j, "shape");
+		for (int d = 0; d < t->ndim; d++)
+			lmt_json_u64(&j, NULL, (uint64_t)t->shape[d]);
+		lmt_json_arr_end(&j);
+		lmt_json_arr(&j, "chunks");
+		for (int r = 0; r < W; r++) {
+			const struct chunkrec *c = &rank_ch[r][i];
+			char crc[16];
+			snprintf(crc, sizeof crc, "%08x", c->crc);
+			lmt_json_obj(&j, NULL);
+			lmt_json_u64(&j, "rank", (uint64_t)r);
+			lmt_json_u64(&j, "offset", c->offset);
+			lmt_json_u64(&j, "count", c->count);
+			lmt_json_u64(&j, "byte_offset", c->byte_offset);
+			lmt_json_str(&j, "crc32c", crc);
+			lmt_json_obj_end(&j);
+		}
+		lmt_json_arr_end(&j);
+		lmt_json_obj_end(&j);
+	}
+	lmt_json_arr_end(&j);
+	lmt_json_end(&j);
+	if (j.oom || LMT_GROW(j.buf, j.cap, j.len + 2)) {
+		lmt_json_release(&j);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	j.buf[j.len++] = '\n';
+	int rc = fmt_path(p, sizeof p, err, "%s/manifest.json", dir);
+	if (!rc)
+		rc = lmt_write_file_atomic(p, j.buf, j.len, err);
+	*bytes = j.len;
+	lmt_json_release(&j);
+	return rc;
+}
+
+int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, struct lmt_err *err)
+{
+	double t0 = lmt_now();
+	char ck[PATH_MAX], tmp[PATH_MAX], fin[PATH_MAX], p[PATH_MAX];
+	int rc;
+	memset(r, 0, sizeof *r);
+	if ((rc = fmt_path(ck, sizeof ck, err, "%s/ckpt", s->run_dir)) ||
+	    (rc = fmt_path(fin, sizeof fin, err, "%s/step-%08llu", ck, (unsigned long long)s->update)) ||
+	    (rc = fmt_path(tmp, sizeof tmp, err, "%s/.tmp-step-%08llu-%d", ck, (unsigned long long)s->update,
+			   (int)getpid())))
+		return rc;
+	if (mkdir(ck, 0755) && errno != EEXIST)
+		return lmt_err_errno(err, "'%s'", ck);
+	struct stat st;
+	if (stat(fin, &st) == 0)
+		return lmt_err_set(err, LMT_EINVAL, "'%s' exists already", fin);
+	lmt_ckpt_rmdir(tmp);
+	if (mkdir(tmp, 0755))
+		return lmt_err_errno(err, "'%s'", tmp);
+	int W = s->world > 0 ? s->world : 1;
+	struct chunkrec *ch = calloc((size_t)W * s->ntensors, sizeof *ch);
+	struct filerec *files = calloc((size_t)W, sizeof *files);
+	if (!ch || !files) {
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (int rank = 0; rank < W; rank++) {
+		struct lmt_binwriter w;
+		/* the layout first; then a thread hashes (SHA-256 of the payload, CRC-32C
+		 * of each chunk) while this one writes, both reading the same memory */
+		uint64_t size = 0;
+		for (int i = 0; i < s->ntensors; i++) {
+			struct chunkrec *c = &ch[(size_t)rank * s->ntensors + i];
+			c->t = i;
+			c->rank = rank;
+			lmt_ckpt_split(s->tensors[i].numel, W, rank, &c->offset, &c->count);
+			size += (ALIGN - size % ALIGN) % ALIGN;
+			c->byte_offset = size;
+			size += c->count * 4;
+		}
+		struct hashjob hj = { s, ch + (size_t)rank * s->ntensors, { 0 }, 0 };
+		pthread_t th;
+		if ((rc = fmt_path(p, sizeof p, err, "%s/rank-%05d.lmckpt", tmp, rank)) ||
+		    (rc = lmt_binwriter_open(&w, p, &lmt_format_ckpt, err)))
+			goto fail;
+		lmt_binwriter_external_sha(&w, NULL);
+		int threaded = pthread_create(&th, NULL, hash_rank, &hj) == 0;
+		for (int i = 0; i < s->ntensors && !rc; i++) {
+			const struct chunkrec *c = &ch[(size_t)rank * s->ntensors + i];
+			static const uint8_t zero[ALIGN];
+			rc = lmt_binwriter_write(&w, zero, (size_t)(c->byte_offset - w.payload_size), err);
+			if (rank == 0 && i == s->ntensors / 2)
+				test_kill("data", s->update);
+			if (!rc)
+				rc = lmt_binwriter_write(&w, s->tensors[i].data + c->offset, c->count * 4, err);
+		}
+		if (threaded)
+			pthread_join(th, NULL);
+		else
+			hash_rank(&hj);
+		if (!rc && hj.failed)
+			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		uint8_t ext[32] = { 0 };
+		lmt_store_u32(ext, (uint32_t)rank);
+		lmt_store_u32(ext + 4, (uint32_t)W);
+		lmt_store_u64(ext + 8, (uint64_t)s->ntensors);
+		if (rc) {
+			lmt_binwriter_abort(&w);
+			goto fail;
+		}
+		lmt_binwriter_external_sha(&w, hj.sha);
+		files[rank].bytes = LMT_HDR_SIZE + lmt_format_ckpt.ext_size + w.payload_size;
+		if ((rc = lmt_binwriter_finish(&w, ext, NULL, err)))
+			goto fail;
+		memcpy(files[rank].sha, w.payload_sha256, 32);
+		r->bytes += files[rank].bytes;
+	}
+
+	/* the manifest, last */
+	const struct chunkrec **rank_ch = malloc((size_t)W * sizeof *rank_ch);
+	if (!rank_ch) {
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (int rank = 0; rank < W; rank++)
+		rank_ch[rank] = ch + (size_t)rank * s->ntensors;
+	uint64_t mbytes = 0;
+	rc = write_manifest(tmp, s->update, W, s->state_json, s->tensors, s->ntensors, files, rank_ch, &mbytes, err);
+	free(rank_ch);
+	r->bytes += mbytes;
+	if (rc || (rc = lmt_fsync_dir(tmp, err)))
+		goto fail;
+	test_kill("manifest", s->update);
+	const char *delay = getenv("LMT_TEST_CKPT_DELAY");
+	if (delay)
+		usleep((useconds_t)(atof(delay) * 1e6));
+	if (rename(tmp, fin)) {
+		rc = lmt_err_errno(err, "'%s': rename into place", fin);
+		goto fail;
+	}
+	test_kill("rename", s->update);
+	if ((rc = lmt_fsync_dir(ck, err)))
+		goto out;
+	snprintf(r->path, sizeof r->path, "%s", fin);
+	r->write_s = lmt_now() - t0;
+	goto out;
+fail:
+	lmt_ckpt_rmdir(tmp);
+out:
+	free(ch);
+	free(files);
+	return rc;
+}
+
+int lmt_ckpt_remove(const char *run_dir, const char *name, struct lmt_err *err)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+	int rc;
+	if ((rc = fmt_path(from, sizeof from, err, "%s/ckpt/%s", run_dir, name)) ||
+	    (rc = fmt_path(to, sizeof to, err, "%s/ckpt/.del-%s-%d", run_dir, name, (int)getpid())))
+		return rc;
+	if (rename(from, to))
+		return lmt_err_errno(err, "'%s': cannot remove", from);
+	lmt_ckpt_rmdir(to);
+	return 0;
+}
+
+/* ---- asynchronous saving ---- */
+
+void lmt_ckpt_async_init(struct lmt_ckpt_async *a)
+{
+	memset(a, 0, sizeof *a);
+	pthread_mutex_init(&a->mu, NULL);
+}
+
+static void *async_main(void *arg)
+{
+	struct lmt_ckpt_async *a = arg;
+	struct lmt_err err = { 0 };
+	struct lmt_ckpt_result r;
+	int rc = lmt_ckpt_write(&a->save, &r, &err);
+	pthread_mutex_lock(&a->mu);
+	a->rc = rc;
+	a->err = err;
+	a->res = r;
+	a->done = 1;
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+static void *prep_main(void *arg)
+{
+	struct lmt_ckpt_async *a = arg;
+	float *b = malloc(a->prep_n * sizeof *b);
+	if (b) {
+		long pg = sysconf(_SC_PAGESIZE);
+		size_t step = pg > 0 ? (size_t)pg : 4096;
+		for (size_t i = 0; i < a->prep_n * sizeof *b; i += step)
+			((volatile char *)b)[i] = 0;
+	}
+	a->buf = b;
+	a->cap = b ? a->prep_n : 0;
+	return NULL;
+}
+
+void lmt_ckpt_async_reserve(struct lmt_ckpt_async *a, size_t numel)
+{
+	if (a->started || a->preparing || numel <= a->cap)
+		return;
+	free(a->buf);
+	a->buf = NULL;
+	a->cap = 0;
+	a->prep_n = numel;
+	if (pthread_create(&a->prep, NULL, prep_main, a) == 0)
+		a->preparing = 1;
+	else
+		prep_main(a);
+}
+
+int lmt_ckpt_async_start(struct lmt_ckpt_async *a, const struct lmt_ckpt_save *s, struct lmt_err *err)
+{
+	if (a->preparing) {
+		pthread_join(a->prep, NULL);
+		a->preparing = 0;
+	}
+	if (a->started)
+		return lmt_err_set(err, LMT_EINVAL,
+			"a checkpoint save is still in flight (update %llu); not starting another",
+			(unsigned long long)a->save.update);
+	size_t total = 0;
+	for (int i = 0; i < s->ntensors; i++)
+		total += s->tensors[i].numel;
+	if (total > a->cap) {
+		free(a->buf);
+		a->buf = malloc(total * sizeof *a->buf);
+		a->cap = a->buf ? total : 0;
+		if (!a->buf)
+			return lmt_err_set(err, LMT_ENOMEM, "cannot hold a %.1f MB snapshot for the checkpoint", total * 4 / 1e6);
+	}
+	free(a->t);
+	free(a->state_json);
+	free(a->run_dir);
+	a->t = malloc(((size_t)s->ntensors + 1) * sizeof *a->t);
+	a->state_json = strdup(s->state_json ? s->state_json : "{}");
+	a->run_dir = strdup(s->run_dir);
+	if (!a->t || !a->state_json || !a->run_dir)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	/* the snapshot: after this copy training may change the originals */
+	size_t at = 0;
+	for (int i = 0; i < s->ntensors; i++) {
+		a->t[i] = s->tensors[i];
+		a->t[i].data = a->buf + at;
+		at += s->tensors[i].numel;
+	}
+	/* in pieces of 4 MiB over the threads: memory bandwidth, not one core, bounds it */
+	enum { PIECE = 1 << 20 };
+	long npieces = 0;
+	for (int i = 0; i < s->ntensors; i++)
+		npieces += (long)((s->tensors[i].numel + PIECE - 1) / PIECE);
+#pragma omp parallel for num_threads(a->threads > 0 ? a->threads : 1) schedule(dynamic, 4)
+	for (long q = 0; q < npieces; q++) {
+		long k = q;
+		int i = 0;
+		while (k >= (long)((s->tensors[i].numel + PIECE - 1) / PIECE))
+			k -= (long)((s->tensors[i++].numel + PIECE - 1) / PIECE);
+		size_t off = (size_t)k * PIECE, n = LMT_MIN((size_t)PIECE, s->tensors[i].numel - off);
+		memcpy((float *)a->t[i].data + off, s->tensors[i].data + off, n * sizeof(float));
+	}
+	a->save = *s;
+	a->save.tensors = a->t;
+	a->save.state_json = a->state_json;
+	a->save.run_dir = a->run_dir;
+	a->done = 0;
+	if (pthread_create(&a->th, NULL, async_main, a))
+		return lmt_err_set(err, LMT_ENOMEM, "cannot start the checkpoint writer thread");
+	a->started = 1;
+	return 0;
+}
+
+static int async_collect(struct lmt_ckpt_async *a, struct lmt_ckpt_result *r, int *rc, struct lmt_err *err)
+{
+	pthread_join(a->th, NULL);
+	a->started = 0;
+	*r = a->res;
+	*rc = a->rc;
+	if (err && a->rc)
+		*err = a->err;
+	return 1;
+}
+
+int lmt_ckpt_async_poll(struct lmt_ckpt_async *a, struct lmt_ckpt_result *r, int *rc, struct lmt_err *err)
+{
+	if (!a->started)
+		return 0;
+	pthread_mutex_lock(&a->mu);
+	int done = a->done;
+	pthread_mutex_unlock(&a->mu);
+	return done ? async_collect(a, r, rc, err) : 0;
+}
+
+int lmt_ckpt_async_wait(struct lmt_ckpt_async *a, struct lmt_ckpt_result *r, int *rc, struct lmt_err *err)
+{
+	if (!a->started)
+		return 0;
+	return async_collect(a, r, rc, err);
+}
+
+void lmt_ckpt_async_release(struct lmt_ckpt_async *a)
+{
+	if (a->preparing)
+		pthread_join(a->prep, NULL);
+	if (a->started)
+		pthread_join(a->th, NULL);
+	free(a->buf);
+	free(a->t);
+	free(a->state_json);
+	free(a->run_dir);
+	pthread_mutex_destroy(&a->mu);
+	memset(a, 0, sizeof *a);
+}
+
+/* ---- reading ---- */
+
+static int get_u64(json_t *o, const char *k, uint64_t *v)
+{
+	json_t *x = json_object_get(o, k);
+	if (!json_is_integer(x) || json_integer_value(x) < 0)
+		return -1;
+	*v = (uint64_t)json_integer_value(x);
+	return 0;
+}
+
+void lmt_ckpt_close(struct lmt_ckpt *c)
+{
+	for (int i = 0; i < c->nfiles; i++)
+		free(c->files[i].name);
+	for (int i = 0; i < c->nt; i++) {
+		free(c->t[i].name);
+		free(c->t[i].chunks);
+	}
+	free(c->files);
+	free(c->t);
+	free(c->dir);
+	json_decref(c->manifest);
+	memset(c, 0, sizeof *c);
+}
+
+static int cmp_chunk(const void *x, const void *y)
+{
+	const struct lmt_ckpt_chunk *a = x, *b = y;
+	return a->offset < b->offset ? -1 : a->offset > b->offset;
+}
+
+/* Map file k of the checkpoint, checking it against the manifest. */
+static int open_file(const struct lmt_ckpt *c, int k, int verify, struct lmt_binreader *f, char *path, size_t cap,
+		     struct lmt_err *err)
+{
+	int rc = fmt_path(path, cap, err, "%s/%s", c->dir, c->files[k].name);
+	if (rc)
+		return rc;
+	if ((rc = lmt_binreader_open(f, path, &lmt_format_ckpt, verify ? LMT_BIN_VERIFY : 0, err)))
+		return rc;
+	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
+	if (f->size != c->files[k].bytes)
+		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': %zu bytes, the manifest says %llu", path, f->size,
+				 (unsigned long long)c->files[k].bytes);
+	else if (memcmp(f->hdr.payload_sha256, c->files[k].sha256, 32))
+		rc = lmt_err_set(err, LMT_ECHECKSUM, "'%s': payload sha256 %s, the manifest says %s", path,
+				 lmt_sha256_hex(f->hdr.payload_sha256, a), lmt_sha256_hex(c->files[k].sha256, b));
+	else if (lmt_load_u32(f->ext) != (uint32_t)c->files[k].rank || lmt_load_u32(f->ext + 4) != (uint32_t)c->world)
+		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': rank %u of %u, the manifest says %d of %d", path,
+				 lmt_load_u32(f->ext), lmt_load_u32(f->ext + 4), c->files[k].rank, c->world);
+	if (rc)
+		lmt_binreader_close(f);
+	return rc;
+}
+
+static int file_of_rank(const struct lmt_ckpt *c, int rank)
+{
+	for (int k = 0; k < c->nfiles; k++)
+		if (c->files[k].rank == rank)
+			return k;
+	return -1;
+}
+
+int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_err *err)
+{
+	memset(c, 0, sizeof *c);
+	char path[PATH_MAX];
+	int rc = fmt_path(path, sizeof path, err, "%s/manifest.json", dir);
+	if (rc)
+		return rc;
+	struct stat st;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return lmt_err_errno(err, "'%s': not a checkpoint directory", dir);
+	if (stat(path, &st) != 0)
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': no manifest.json: not a complete checkpoint", dir);
+	json_error_t je;
+	json_t *m = json_load_file(path, 0, &je);
+	if (!m)
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': line %d: invalid JSON: %s", path, je.line, je.text);
+	c->manifest = m;
+	c->dir = strdup(dir);
+	uint64_t ver = 0, upd = 0, world = 0;
+	json_t *schema = json_object_get(m, "schema"), *files = json_object_get(m, "files"),
+	       *tensors = json_object_get(m, "tensors");
+	if (!json_is_string(schema) || strcmp(json_string_value(schema), "lmt-checkpoint") ||
+	    get_u64(m, "schema_version", &ver)) {
+		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': not an lmt checkpoint manifest", path);
+		goto fail;
+	}
+	if (ver != LMT_CKPT_SCHEMA) {
+		rc = lmt_err_set(err, LMT_EVERSION, "'%s': checkpoint schema version %llu, this build reads %d", path,
+				 (unsigned long long)ver, LMT_CKPT_SCHEMA);
+		goto fail;
+	}
+	if (get_u64(m, "update", &upd) || get_u64(m, "world", &world) || world == 0 || world > 1u << 20 ||
+	    !json_is_object(json_object_get(m, "state")) || !json_is_array(files) || !json_is_array(tensors) ||
+	    json_array_size(files) != world) {
+		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': missing or inconsistent update, world, state, files or tensors",
+				 path);
+		goto fail;
+	}
+	c->update = upd;
+	c->world = (int)world;
+	c->nfiles = (int)json_array_size(files);
+	c->files = calloc((size_t)c->nfiles, sizeof *c->files);
+	c->nt = (int)json_array_size(tensors);
+	c->t = calloc((size_t)c->nt + 1, sizeof *c->t);
+	if (!c->files || !c->t) {
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (int k = 0; k < c->nfiles; k++)
+		c->files[k].rank = -1;
+	for (int k = 0; k < c->nfiles; k++) {
+		json_t *x = json_array_get(files, (size_t)k), *nm = json_object_get(x, "path"),
+		       *sh = json_object_get(x, "payload_sha256");
+		uint64_t rank, bytes;
+		if (!json_is_string(nm) || strchr(json_string_value(nm), '/') || get_u64(x, "rank", &rank) ||
+		    rank >= world || get_u64(x, "bytes", &bytes) || !json_is_string(sh) ||
+		    lmt_sha256_parse(json_string_value(sh), c->files[k].sha256) || file_of_rank(c, (int)rank) >= 0) {
+			rc = lmt_err_set(err, LMT_EFORMAT, "'%s': files[%d] is incomplete or inconsistent", path, k);
+			goto fail;
+		}
+		c->files[k].name = strdup(json_string_value(nm));
+		c->files[k].rank = (int)rank;
+		c->files[k].bytes = bytes;
+	}
+	for (int i = 0; i < c->nt; i++) {
+		struct lmt_ckpt_entry *e = &c->t[i];
+		json_t *x = json_array_get(tensors, (size_t)i), *nm = json_object_get(x, "name"),
+		       *shape = json_object_get(x, "shape"), *chunks = json_object_get(x, "chunks"),
+		       *dt = json_object_get(x, "dtype");
+		if (!json_is_string(nm) || !json_is_array(shape) || json_array_size(shape) < 1 ||
+		    json_array_size(shape) > 3 || !json_is_array(chunks) || !json_is_string(dt) ||
+		    strcmp(json_string_value(dt), "f32")) {
+			rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensors[%d] is incomplete", path, i);
+			goto fail;
+		}
+		e->name = strdup(json_string_value(nm));
+		e->ndim = (int)json_array_size(shape);
+		e->numel = 1;
+		for (int k = 0; k < e->ndim; k++) {
+			json_t *v = json_array_get(shape, (size_t)k);
+			if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX) {
+				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s' has a bad shape", path, e->name);
+				goto fail;
+			}
+			e->shape[k] = (int)json_integer_value(v);
+			if (__builtin_mul_overflow(e->numel, (uint64_t)e->shape[k], &e->numel) || e->numel > (1ull << 40)) {
+				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s' has more than 2^40 elements", path,
+						 e->name);
+				goto fail;
+			}
+		}
+		e->nchunks = (int)json_array_size(chunks);
+		e->chunks = calloc((size_t)e->nchunks + 1, sizeof *e->chunks);
+		if (!e->chunks) {
+			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+			goto fail;
+		}
+		for (int k = 0; k < e->nchunks; k++) {
+			json_t *y = json_array_get(chunks, (size_t)k), *crc = json_object_get(y, "crc32c");
+			struct lmt_ckpt_chunk *q = &e->chunks[k];
+			uint64_t rank;
+			char *end;
+			if (get_u64(y, "rank", &rank) || rank >= world || get_u64(y, "offset", &q->offset) ||
+			    get_u64(y, "count", &q->count) || get_u64(y, "byte_offset", &q->byte_offset) ||
+			    !json_is_string(crc) || strlen(json_string_value(crc)) != 8) {
+				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s': chunk %d is incomplete", path, e->name, k);
+				goto fail;
+			}
+			q->rank = (int)rank;
+			q->crc32c = (uint32_t)strtoul(json_string_value(crc), &end, 16);
+			int k2 = file_of_rank(c, q->rank);
+			if (*end || k2 < 0 || q->byte_offset % 4 || q->count > (1ull << 40) ||
+			    q->byte_offset > c->files[k2].bytes || q->byte_offset + q->count * 4 > c->files[k2].bytes) {
+				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s': chunk %d lies outside its file", path,
+						 e->name, k);
+				goto fail;
+			}
+		}
+		/* the chunks must tile the tensor exactly */
+		qsort(e->chunks, (size_t)e->nchunks, sizeof *e->chunks, cmp_chunk);
+		uint64_t next = 0;
+		for (int k = 0; k < e->nchunks; k++) {
+			if (e->chunks[k].offset != next)
+				break;
+			next += e->chunks[k].count;
+		}
+		if (next != e->numel) {
+			rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s': its chunks do not cover its %llu elements exactly",
+					 path, e->name, (unsigned long long)e->numel);
+			goto fail;
+		}
+	}
+	if (verify) {
+		for (int k = 0; k < c->nfiles && !rc; k++) {
+			struct lmt_binreader f;
+			char fp[PATH_MAX];
+			if ((rc = open_file(c, k, 1, &f, fp, sizeof fp, err)))
+				break;
+			for (int i = 0; i < c->nt && !rc; i++)
+				for (int q = 0; q < c->t[i].nchunks && !rc; q++) {
+					const struct lmt_ckpt_chunk *ch = &c->t[i].chunks[q];
+					if (ch->rank != c->files[k].rank)
+						continue;
+					if (ch->byte_offset + ch->count * 4 > f.payload_size)
+						rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s' runs past the payload", fp,
+								 c->t[i].name);
+					else if (lmt_crc32c(0, f.payload + ch->byte_offset, ch->count * 4) != ch->crc32c)
+						rc = lmt_err_set(err, LMT_ECHECKSUM, "'%s': tensor '%s': CRC-32C mismatch", fp,
+								 c->t[i].name);
+				}
+			lmt_binreader_close(&f);
+		}
+		if (rc)
+			goto fail;
+	}
+	return 0;
+fail:
+	lmt_ckpt_close(c);
+	return rc;
+}
+
+const struct lmt_ckpt_entry *lmt_ckpt_find(const struct lmt_ckpt *c, const char *name)
+{
+	for (int i = 0; i < c->nt; i++)
+		if (!strcmp(c->t[i].name, name))
+			return &c->t[i];
+	return NULL;
+}
+
+int lmt_ckpt_read(const struct lmt_ckpt *c, const struct lmt_ckpt_entry *e, float *dst, struct lmt_err *err)
+{
+	return lmt_ckpt_read_range(c, e, 0, e->numel, dst, err);
+}
+
+void *lmt_ckpt_state(const struct lmt_ckpt *c, const char *key)
+{
+	return json_object_get(json_object_get(c->manifest, "state"), key);
+}
+
+/* ---- finding ---- */
+
+static int parse_step(const char *name, uint64_t *u)
+{
+	if (strncmp(name, "step-", 5))
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(name + 5, &end, 10);
+	if (errno || *end || end == name + 5)
+		return -1;
+	*u = v;
+	return 0;
+}
+
+int lmt_ckpt_list(const char *run_dir, char ***names, uint64_t **updates, int *n, struct lmt_err *err)
+{
+	char ck[PATH_MAX];
+	int rc = fmt_path(ck, sizeof ck, err, "%s/ckpt", run_dir);
+	*names = NULL;
+	*updates = NULL;
+	*n = 0;
+	if (rc)
+		return rc;
+	DIR *d = opendir(ck);
+	if (!d)
+		return errno == ENOENT ? 0 : lmt_err_errno(err, "'%s'", ck);
+	size_t cap = 0, capu = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		uint64_t u;
+		if (parse_step(e->d_name, &u))
+			continue;
+		if (LMT_GROW(*names, cap, (size_t)*n + 1) || lmt_grow((void **)updates, &capu, (size_t)*n + 1, sizeof **updates)) {
+			closedir(d);
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		}
+		(*names)[*n] = strdup(e->d_name);
+		(*updates)[*n] = u;
+		(*n)++;
+	}
+	closedir(d);
+	/* sort by update */
+	for (int i = 1; i < *n; i++)
+		for (int k = i; k > 0 && (*updates)[k] < (*updates)[k - 1]; k--) {
+			uint64_t tu = (*updates)[k];
+			(*updates)[k] = (*updates)[k - 1];
+			(*updates)[k - 1] = tu;
+			char *tn = (*names)[k];
+			(*names)[k] = (*names)[k - 1];
+			(*names)[k - 1] = tn;
+		}
+	return 0;
+}
+
+int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
+		    void (*report)(void *ctx, const char *path, const char *why), void *ctx, struct lmt_err *err)
+{
+	char ck[PATH_MAX];
+	int rc = fmt_path(ck, sizeof ck, err, "%s/ckpt", run_dir);
+	if (rc)
+		return rc;
+	/* interrupted saves and removals: never checkpoints, and safe to remove */
+	DIR *d = opendir(ck);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			int save = !strncmp(e->d_name, ".tmp-step-", 10);
+			if (!save && strncmp(e->d_name, ".del-step-", 10))
+				continue;
+			char p[PATH_MAX];
+			if (fmt_path(p, sizeof p, err, "%s/%s", ck, e->d_name))
+				continue;
+			/* the writer's process id ends the name: if it still runs (another
+			 * process on this run, by mistake), its save is not ours to remove */
+			const char *dash = strrchr(e->d_name, '-');
+			long pid = dash ? strtol(dash + 1, NULL, 10) : 0;
+			if (pid > 0 && pid != (long)getpid() && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+				if (report)
+					report(ctx, p, "a save or removal by a process that is still running; left alone");
+				continue;
+			}
+			if (report)
+				report(ctx, p, save ? "an interrupted save (never renamed into place); removed" :
+						      "an interrupted removal of an old checkpoint; removed");
+			lmt_ckpt_rmdir(p);
+		}
+		closedir(d);
+	}
+	char **names;
+	uint64_t *ups;
+	int n;
+	if ((rc = lmt_ckpt_list(run_dir, &names, &ups, &n, err)))
+		return rc;
+	int found = 0;
+	for (int i = n - 1; i >= 0; i--) {
+		char p[PATH_MAX];
+		struct lmt_ckpt c;
+		struct lmt_err e2 = { 0 };
+		if (found || fmt_path(p, sizeof p, &e2, "%s/%s", ck, names[i]))
+			continue;
+		if (lmt_ckpt_open(&c, p, verify, &e2) == 0) {
+			if (c.update != ups[i]) {
+				if (report) {
+					char why[PATH_MAX + 80];
+					snprintf(why, sizeof why, "'%s/manifest.json': update %llu, not the directory's", p,
+						 (unsigned long long)c.update);
+					report(ctx, p, why);
+				}
+			} else {
+				snprintf(out, cap, "%s", p);
+				found = 1;
+			}
+			lmt_ckpt_close(&c);
+		} else if (report) {
+			report(ctx, p, e2.msg);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	free(ups);
+	return found;
+}
+
+/* ---- reading part of a tensor ---- */
+
+int lmt_ckpt_read_range(const struct lmt_ckpt *c, const struct lmt_ckpt_entry *e, uint64_t off, uint64_t count,
+			float *dst, struct lmt_err *err)
+{
+	if (off > e->numel || count > e->numel - off)
+		return lmt_err_set(err, LMT_EINVAL, "'%s': tensor '%s': elements [%llu, +%llu) lie outside its %llu",
+				   c->dir, e->name, (unsigned long long)off, (unsigned long long)count,
+				   (unsigned long long)e->numel);
+	uint64_t end = off + count;
+	int rc = 0;
+	for (int k = 0; k < c->nfiles && !rc && count; k++) {
+		struct lmt_binreader f;
+		char fp[PATH_MAX];
+		int used = 0;
+		for (int q = 0; q < e->nchunks; q++) {
+			const struct lmt_ckpt_chunk *ch = &e->chunks[q];
+			used |= ch->rank == c->files[k].rank && ch->count && ch->offset < end && ch->offset + ch->count > off;
+		}
+		if (!used)
+			continue;
+		if ((rc = open_file(c, k, 0, &f, fp, sizeof fp, err)))
+			break;
+		for (int q = 0; q < e->nchunks; q++) {
+			const struct lmt_ckpt_chunk *ch = &e->chunks[q];
+			if (ch->rank != c->files[k].rank || !ch->count || ch->offset >= end || ch->offset + ch->count <= off)
+				continue;
+			if (ch->byte_offset + ch->count * 4 > f.payload_size) {
+				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s' runs past the payload", fp, e->name);
+				break;
+			}
+			const uint8_t *src = f.payload + ch->byte_offset;
+			if (lmt_crc32c(0, src, ch->count * 4) != ch->crc32c) {
+				rc = lmt_err_set(err, LMT_ECHECKSUM, "'%s': tensor '%s': CRC-32C mismatch (data corrupted)", fp,
+						 e->name);
+				break;
+			}
+			uint64_t a = LMT_MAX(off, ch->offset), b = LMT_MIN(end, ch->offset + ch->count);
+			memcpy(dst + (a - off), src + (a - ch->offset) * 4, (b - a) * 4);
+		}
+		lmt_binreader_close(&f);
+	}
+	return rc;
+}
+
+/* ---- writing chunk by chunk ---- */
+
+struct lmt_ckpt_wrank {
+	struct lmt_binwriter bw;
+	int open, next;                 /* file open; the next tensor it takes */
+	uint64_t bytes;
+	uint8_t sha[LMT_SHA256_LEN];
+	struct chunkrec *ch;            /* ntensors records */
+};
+
+void lmt_ckpt_writer_release(struct lmt_ckpt_writer *w)
+{
+	for (int r = 0; w->ranks && r < w->world; r++) {
+		if (w->ranks[r].open)
+			lmt_binwriter_abort(&w->ranks[r].bw);
+		free(w->ranks[r].ch);
+	}
+	free(w->ranks);
+	free(w->t);
+	free(w->dir);
+	memset(w, 0, sizeof *w);
+}
+
+int lmt_ckpt_writer_open(struct lmt_ckpt_writer *w, const char *dir, int world, const struct lmt_ckpt_tensor *t,
+			 int ntensors, struct lmt_err *err)
+{
+	memset(w, 0, sizeof *w);
+	if (world < 1 || ntensors < 0)
+		return lmt_err_set(err, LMT_EINVAL, "bad world size %d or tensor count %d", world, ntensors);
+	w->world = world;
+	w->ntensors = ntensors;
+	w->dir = strdup(dir);
+	w->t = calloc((size_t)ntensors + 1, sizeof *w->t);
+	w->ranks = calloc((size_t)world, sizeof *w->ranks);
+	int ok = w->dir && w->t && w->ranks;
+	for (int r = 0; ok && r < world; r++)
+		ok = (w->ranks[r].ch = calloc((size_t)ntensors + 1, sizeof *w->ranks[r].ch)) != NULL;
+	if (!ok) {
+		lmt_ckpt_writer_release(w);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < ntensors; i++) {
+		w->t[i] = t[i];
+		w->t[i].data = NULL;
+	}
+	return 0;
+}
+
+/* The rank's file holds its chunks; ext: rank, world, chunk count. */
+static int wrank_close(struct lmt_ckpt_writer *w, int rank, struct lmt_err *err)
+{
+	struct lmt_ckpt_wrank *k = &w->ranks[rank];
+	uint8_t ext[32] = { 0 };
+	lmt_store_u32(ext, (uint32_t)rank);
+	lmt_store_u32(ext + 4, (uint32_t)w->world);
+	lmt_store_u64(ext + 8, (uint64_t)w->ntensors);
+	k->bytes = LMT_HDR_SIZE + lmt_format_ckpt.ext_size + k->bw.payload_size;
+	k->open = 0;
+	int rc = lmt_binwriter_finish(&k->bw, ext, NULL, err);
+	if (!rc)
+		memcpy(k->sha, k->bw.payload_sha256, LMT_SHA256_LEN);
+	return rc;
+}
+
+static int wrank_open(struct lmt_ckpt_writer *w, int rank, struct lmt_err *err)
+{
+	char p[PATH_MAX];
+	int rc = fmt_path(p, sizeof p, err, "%s/rank-%05d.lmckpt", w->dir, rank);
+	if (!rc && !(rc = lmt_binwriter_open(&w->ranks[rank].bw, p, &lmt_format_ckpt, err)))
+		w->ranks[rank].open = 1;
+	return rc;
+}
+
+int lmt_ckpt_writer_chunk(struct lmt_ckpt_writer *w, int rank, int i, const float *data, struct lmt_err *err)
+{
+	if (rank < 0 || rank >= w->world || i < 0 || i >= w->ntensors || w->ranks[rank].next != i)
+		return lmt_err_set(err, LMT_EINVAL, "checkpoint writer: chunk of tensor %d for rank %d out of order", i, rank);
+	struct lmt_ckpt_wrank *k = &w->ranks[rank];
+	int rc;
+	if (!k->open && (rc = wrank_open(w, rank, err)))
+		return rc;
+	static const uint8_t zero[ALIGN];
+	struct chunkrec *c = &k->ch[i];
+	c->t = i;
+	c->rank = rank;
+	lmt_ckpt_split(w->t[i].numel, w->world, rank, &c->offset, &c->count);
+	size_t pad = (size_t)((ALIGN - k->bw.payload_size % ALIGN) % ALIGN);
+	if ((rc = lmt_binwriter_write(&k->bw, zero, pad, err)))
+		return rc;
+	c->byte_offset = k->bw.payload_size;
+	c->crc = lmt_crc32c(0, data, c->count * 4);
+	if ((rc = lmt_binwriter_write(&k->bw, data, c->count * 4, err)))
+		return rc;
+	if (++k->next == w->ntensors)
+		return wrank_close(w, rank, err);
+	return 0;
+}
+
+int lmt_ckpt_writer_finish(struct lmt_ckpt_writer *w, uint64_t update, const char *state_json,
+			   struct lmt_err *err)
+{
+	int rc, W = w->world;
+	for (int r = 0; r < W; r++) {
+		struct lmt_ckpt_wrank *k = &w->ranks[r];
+		if (w->ntensors == 0 && !k->open && (rc = wrank_open(w, r, err)))
+			return rc;
+		if (w->ntensors == 0 && (rc = wrank_close(w, r, err)))
+			return rc;
+		if (k->next != w->ntensors)
+			return lmt_err_set(err, LMT_EINVAL, "checkpoint writer: rank %d has %d of %d tensors", r, k->next,
+					   w->ntensors);
+	}
+	/* the manifest, last: written as lmt_ckpt_write writes it */
+	if (W < 1)
+		return lmt_err_set(err, LMT_EINVAL, "checkpoint writer: world size %d", W);
+	struct filerec *files = calloc((size_t)W, sizeof *files);
+	const struct chunkrec **rank_ch = calloc((size_t)W, sizeof *rank_ch);
+	if (!files || !rank_ch) {
+		free(files);
+		free(rank_ch);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	for (int r = 0; r < W; r++) {
+		files[r].bytes = w->ranks[r].bytes;
+		memcpy(files[r].sha, w->ranks[r].sha, LMT_SHA256_LEN);
+		rank_ch[r] = w->ranks[r].ch;
+	}
+	rc = write_manifest(w->dir, update, W, state_json, w->t, w->ntensors, files, rank_ch, &w->bytes, err);
+	for (int r = 0; r < W; r++)
+		w->bytes += w->ranks[r].bytes;
+	free(files);
+	free(rank_ch);
+	if (!rc)
+		rc = lmt_fsync_dir(w->dir, err);
+	return rc;
+}

@@ -1,0 +1,447 @@
+/*
+ * safetensors.c: a checkpoint's model as GPT-2 in safetensors, and its config.json
+ * (see safetensors.h for both layouts and the conversions).
+ *
+ * The header is computed from the model's shape before any tensor is read, so the
+ * file is written front to back in one pass: one source tensor in memory at a
+ * time, each converted (and transposed where GPT-2's Conv1D wants (in, out))
+ * straight into an output buffer of one layer's slice.
+ */
+#include "ckpt/safetensors.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/atomicfile.h"
+#include "core/json.h"
+#include "core/util.h"
+#include "core/version.h"
+
+/* ---- dtypes ---- */
+
+int lmt_st_dtype_parse(const char *s)
+{
+	if (!strcmp(s, "fp32") || !strcmp(s, "f32") || !strcmp(s, "float32"))
+		return LMT_ST_DTYPE_F32;
+	if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16"))
+		return LMT_ST_DTYPE_BF16;
+	if (!strcmp(s, "fp16") || !strcmp(s, "f16") || !strcmp(s, "float16"))
+		return LMT_ST_DTYPE_F16;
+	return -1;
+}
+
+const char *lmt_st_dtype_name(int dtype)
+{
+	return dtype == LMT_ST_DTYPE_BF16 ? "BF16" : dtype == LMT_ST_DTYPE_F16 ? "F16" : "F32";
+}
+
+const char *lmt_st_dtype_torch(int dtype)
+{
+	return dtype == LMT_ST_DTYPE_BF16 ? "bfloat16" : dtype == LMT_ST_DTYPE_F16 ? "float16" : "float32";
+}
+
+static uint32_t bits_of(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, 4);
+	return u;
+}
+
+static float float_of(uint32_t u)
+{
+	float x;
+	memcpy(&x, &u, 4);
+	return x;
+}
+
+/* bf16 is the top half of an fp32: add half an ulp of the kept part (less one
+ * when the kept part is even, so that a tie goes to even) and truncate. */
+uint16_t lmt_f32_to_bf16(float x)
+{
+	uint32_t u = bits_of(x);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x0040u); /* NaN: quiet, sign and top payload kept */
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (uint16_t)(u >> 16);
+}
+
+float lmt_bf16_to_f32(uint16_t h)
+{
+	return float_of((uint32_t)h << 16);
+}
+
+/*
+ * fp16: 1 sign, 5 exponent (bias 15), 10 fraction bits. Normal results drop 13
+ * fraction bits with round-to-nearest-even (a carry out of the fraction correctly
+ * bumps the exponent); results below 2^-14 are multiples of 2^-24 (subnormals),
+ * rounded the same way from the full 24-bit significand. 65520 = 65504 + half an
+ * ulp is a tie whose even neighbour is 2^16, beyond the range: infinity.
+ */
+uint16_t lmt_f32_to_f16(float x)
+{
+	uint32_t u = bits_of(x), ax = u & 0x7fffffffu;
+	uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+	if (ax > 0x7f800000u)
+		return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+	if (ax >= 0x477ff000u) /* 65520 and above, and infinity */
+		return (uint16_t)(sign | 0x7c00u);
+	if (ax >= 0x38800000u) { /* 2^-14 and above: normal */
+		uint32_t r = ax - 0x38000000u, q = r >> 13, rem = r & 0x1fffu;
+		if (rem > 0x1000u || (rem == 0x1000u && (q & 1u)))
+			q++;
+		return (uint16_t)(sign | q);
+	}
+	if (ax <= 0x33000000u) /* up to 2^-25, half the smallest subnormal: a tie to 0 */
+		return sign;
+	uint32_t e = ax >> 23, m = (ax & 0x7fffffu) | 0x800000u;
+	uint32_t shift = 126 - e; /* value = m * 2^(e - 150) = (m >> shift) * 2^-24 */
+	uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+	if (rem > half || (rem == half && (q & 1u)))
+		q++;
+	return (uint16_t)(sign | q);
+}
+
+float lmt_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+	if (e == 0x1f)
+		return float_of(sign | 0x7f800000u | (m << 13));
+	if (e)
+		return float_of(sign | ((e + 112) << 23) | (m << 13));
+	return (sign ? -1.0f : 1.0f) * (float)m * 0x1p-24f;
+}
+
+/* ---- the GPT-2 mapping ---- */
+
+/* lmt's parameters (model.h order) and GPT-2's names for them. */
+static const struct param {
+	const char *src;
+	const char *dst;             /* printf format; %d: the layer */
+	int layered, transpose, vocab_rows;
+} params[] = {
+	{ "wte", "transformer.wte.weight", 0, 0, 1 },
+	{ "wpe", "transformer.wpe.weight", 0, 0, 0 },
+	{ "ln1w", "transformer.h.%d.ln_1.weight", 1, 0, 0 },
+	{ "ln1b", "transformer.h.%d.ln_1.bias", 1, 0, 0 },
+	{ "qkvw", "transformer.h.%d.attn.c_attn.weight", 1, 1, 0 },
+	{ "qkvb", "transformer.h.%d.attn.c_attn.bias", 1, 0, 0 },
+	{ "attprojw", "transformer.h.%d.attn.c_proj.weight", 1, 1, 0 },
+	{ "attprojb", "transformer.h.%d.attn.c_proj.bias", 1, 0, 0 },
+	{ "ln2w", "transformer.h.%d.ln_2.weight", 1, 0, 0 },
+	{ "ln2b", "transformer.h.%d.ln_2.bias", 1, 0, 0 },
+	{ "fcw", "transformer.h.%d.mlp.c_fc.weight", 1, 1, 0 },
+	{ "fcb", "transformer.h.%d.mlp.c_fc.bias", 1, 0, 0 },
+	{ "fcprojw", "transformer.h.%d.mlp.c_proj.weight", 1, 1, 0 },
+	{ "fcprojb", "transformer.h.%d.mlp.c_proj.bias", 1, 0, 0 },
+	{ "lnfw", "transformer.ln_f.weight", 0, 0, 0 },
+	{ "lnfb", "transformer.ln_f.bias", 0, 0, 0 },
+	{ "lm_head", "lm_head.weight", 0, 0, 1 },
+};
+#define NPARAMS ((int)LMT_ARRAY_SIZE(params))
+
+struct cfg {
+	int L, NH, C, maxT, V, Vp, untied;
+};
+
+/* The shape model.h gives parameter p (without the leading L of a layered one). */
+static void src_shape(const struct cfg *m, int p, int *ndim, uint64_t *shape)
+{
+	uint64_t C = (uint64_t)m->C;
+	const char *n = params[p].src;
+	*ndim = 1;
+	if (!strcmp(n, "wte") || !strcmp(n, "lm_head")) {
+		*ndim = 2, shape[0] = (uint64_t)m->Vp, shape[1] = C;
+	} else if (!strcmp(n, "wpe")) {
+		*ndim = 2, shape[0] = (uint64_t)m->maxT, shape[1] = C;
+	} else if (!strcmp(n, "qkvw")) {
+		*ndim = 2, shape[0] = 3 * C, shape[1] = C;
+	} else if (!strcmp(n, "attprojw")) {
+		*ndim = 2, shape[0] = C, shape[1] = C;
+	} else if (!strcmp(n, "fcw")) {
+		*ndim = 2, shape[0] = 4 * C, shape[1] = C;
+	} else if (!strcmp(n, "fcprojw")) {
+		*ndim = 2, shape[0] = C, shape[1] = 4 * C;
+	} else if (!strcmp(n, "qkvb")) {
+		shape[0] = 3 * C;
+	} else if (!strcmp(n, "fcb")) {
+		shape[0] = 4 * C;
+	} else {
+		shape[0] = C;
+	}
+}
+
+static int get_int(json_t *o, const char *k, int lo, int *v)
+{
+	json_t *x = json_object_get(o, k);
+	if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > INT32_MAX)
+		return -1;
+	*v = (int)json_integer_value(x);
+	return 0;
+}
+
+static int read_cfg(const struct lmt_ckpt *c, struct cfg *m, struct lmt_err *err)
+{
+	json_t *o = lmt_ckpt_state(c, "model"), *u = json_object_get(o, "untied");
+	if (!json_is_object(o) || get_int(o, "layers", 1, &m->L) || get_int(o, "heads", 1, &m->NH) ||
+	    get_int(o, "channels", 1, &m->C) || get_int(o, "context", 1, &m->maxT) || get_int(o, "vocab", 1, &m->V) ||
+	    get_int(o, "vocab_padded", 1, &m->Vp) || !json_is_boolean(u))
+		return lmt_err_set(err, LMT_EFORMAT,
+				   "'%s/manifest.json': state.model lacks layers, heads, channels, context, vocab, "
+				   "vocab_padded or untied", c->dir);
+	m->untied = json_is_true(u);
+	if (m->C % m->NH || m->Vp < m->V)
+		return lmt_err_set(err, LMT_EFORMAT,
+				   "'%s/manifest.json': state.model: %d channels in %d heads, vocabulary %d padded to %d",
+				   c->dir, m->C, m->NH, m->V, m->Vp);
+	return 0;
+}
+
+/* One output tensor: a slice of a source tensor. */
+struct item {
+	char name[96];
+	int p, layer;
+	uint64_t rows, cols;       /* the slice as (rows, cols) of the source (cols 1: a vector) */
+	int ndim;
+	uint64_t shape[2];         /* as written */
+	uint64_t begin, end;       /* data_offsets */
+};
+
+struct out {
+	struct lmt_atomicfile af;
+	struct lmt_sha256 sha;
+	uint64_t bytes;
+	const char *path;
+};
+
+static int out_write(struct out *o, const void *p, size_t n, struct lmt_err *err)
+{
+	if (n && fwrite(p, 1, n, o->af.fp) != n)
+		return lmt_err_errno(err, "'%s': write", o->path);
+	lmt_sha256_update(&o->sha, p, n);
+	o->bytes += n;
+	return 0;
+}
+
+/* dst[k] = convert(src[k]) for the slice, transposed if asked: src is (rows, cols)
+ * row-major, the output (cols, rows). */
+static void convert(const float *src, uint64_t rows, uint64_t cols, int transpose, int dtype, uint8_t *dst,
+		    struct lmt_st_result *r)
+{
+	uint64_t n = rows * cols, over = 0, nan = 0;
+	for (uint64_t k = 0; k < n; k++) {
+		/* output element k: row k / cols of the source, or for a transpose, output
+		 * row k / rows is source column, output column k % rows is source row */
+		float v = transpose ? src[(k % rows) * cols + k / rows] : src[k];
+		nan += isnan(v) != 0;
+		if (dtype == LMT_ST_DTYPE_F32) {
+			memcpy(dst + 4 * k, &v, 4);
+			continue;
+		}
+		uint16_t h = dtype == LMT_ST_DTYPE_BF16 ? lmt_f32_to_bf16(v) : lmt_f32_to_f16(v);
+		/* an infinity made from a finite value */
+		over += isfinite(v) && (h & 0x7fffu) == (dtype == LMT_ST_DTYPE_BF16 ? 0x7f80u : 0x7c00u);
+		memcpy(dst + 2 * k, &h, 2);
+	}
+	r->overflow += over;
+	r->nan += nan;
+}
+
+static int write_config(const struct lmt_st_opts *o, const struct cfg *m, struct lmt_err *err)
+{
+	struct lmt_json j;
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_arr(&j, "architectures");
+	lmt_json_str(&j, NULL, "GPT2LMHeadModel");
+	lmt_json_arr_end(&j);
+	lmt_json_str(&j, "model_type", "gpt2");
+	lmt_json_u64(&j, "vocab_size", (uint64_t)m->V);
+	lmt_json_u64(&j, "n_positions", (uint64_t)m->maxT);
+	lmt_json_u64(&j, "n_ctx", (uint64_t)m->maxT);
+	lmt_json_u64(&j, "n_embd", (uint64_t)m->C);
+	lmt_json_u64(&j, "n_layer", (uint64_t)m->L);
+	lmt_json_u64(&j, "n_head", (uint64_t)m->NH);
+	lmt_json_null(&j, "n_inner");
+	lmt_json_str(&j, "activation_function", "gelu_new");
+	lmt_json_num(&j, "layer_norm_epsilon", 1e-5);
+	lmt_json_bool(&j, "scale_attn_weights", 1);
+	lmt_json_bool(&j, "tie_word_embeddings", !m->untied);
+	if (o->bos_id >= 0)
+		lmt_json_i64(&j, "bos_token_id", o->bos_id);
+	if (o->eos_id >= 0)
+		lmt_json_i64(&j, "eos_token_id", o->eos_id);
+	lmt_json_str(&j, "torch_dtype", lmt_st_dtype_torch(o->dtype));
+	lmt_json_end(&j);
+	int rc = 0;
+	if (j.oom || LMT_GROW(j.buf, j.cap, j.len + 2))
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	else {
+		j.buf[j.len++] = '\n';
+		rc = lmt_write_file_atomic(o->config_path, j.buf, j.len, err);
+	}
+	lmt_json_release(&j);
+	return rc;
+}
+
+int lmt_safetensors_export_gpt2(const struct lmt_ckpt *c, const struct lmt_st_opts *o, struct lmt_st_result *r,
+				struct lmt_err *err)
+{
+	memset(r, 0, sizeof *r);
+	struct cfg m;
+	int rc = read_cfg(c, &m, err);
+	if (rc)
+		return rc;
+	size_t es = o->dtype == LMT_ST_DTYPE_F32 ? 4 : 2;
+
+	/* the source tensors, checked, and the output tensors they make */
+	const struct lmt_ckpt_entry *src[NPARAMS] = { 0 };
+	struct item *items = calloc((size_t)NPARAMS * (size_t)m.L + 1, sizeof *items);
+	if (!items)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	int n = 0;
+	uint64_t off = 0, max_src = 0, max_slice = 0;
+	for (int p = 0; p < NPARAMS; p++) {
+		if (!strcmp(params[p].src, "lm_head") && !m.untied)
+			continue;
+		char name[80];
+		snprintf(name, sizeof name, "param/%s", params[p].src);
+		const struct lmt_ckpt_entry *e = lmt_ckpt_find(c, name);
+		int nd;
+		uint64_t sh[2] = { 1, 1 }, want[3];
+		src_shape(&m, p, &nd, sh);
+		int wnd = 0;
+		if (params[p].layered)
+			want[wnd++] = (uint64_t)m.L;
+		for (int d = 0; d < nd; d++)
+			want[wnd++] = sh[d];
+		int same = e && e->ndim == wnd;
+		for (int d = 0; same && d < wnd; d++)
+			same = (uint64_t)e->shape[d] == want[d];
+		if (!same) {
+			char ws[96] = "", hs[96] = "";
+			for (int d = 0; d < wnd; d++)
+				snprintf(ws + strlen(ws), sizeof ws - strlen(ws), "%s%llu", d ? " " : "", (unsigned long long)want[d]);
+			for (int d = 0; e && d < e->ndim; d++)
+				snprintf(hs + strlen(hs), sizeof hs - strlen(hs), "%s%d", d ? " " : "", e->shape[d]);
+			rc = e ? lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s' has shape [%s], state.model implies [%s]",
+					     c->dir, name, hs, ws)
+			       : lmt_err_set(err, LMT_EFORMAT, "'%s': no tensor '%s' (state.model needs it)", c->dir, name);
+			free(items);
+			return rc;
+		}
+		src[p] = e;
+		max_src = LMT_MAX(max_src, e->numel);
+		for (int l = 0; l < (params[p].layered ? m.L : 1); l++) {
+			struct item *it = &items[n++];
+			snprintf(it->name, sizeof it->name, params[p].dst, l);
+			it->p = p;
+			it->layer = l;
+			it->rows = params[p].vocab_rows ? (uint64_t)m.V : sh[0];
+			it->cols = nd == 2 ? sh[1] : 1;
+			it->ndim = nd;
+			if (params[p].transpose)
+				it->shape[0] = it->cols, it->shape[1] = it->rows;
+			else
+				it->shape[0] = it->rows, it->shape[1] = it->cols;
+			it->begin = off;
+			off += it->rows * it->cols * es;
+			it->end = off;
+			max_slice = LMT_MAX(max_slice, it->rows * it->cols);
+		}
+	}
+
+	/* the header */
+	struct lmt_json j;
+	char upd[32];
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_obj(&j, "__metadata__");
+	lmt_json_str(&j, "format", "pt");
+	lmt_json_str(&j, "producer", "lmt " LMT_VERSION);
+	snprintf(upd, sizeof upd, "%llu", (unsigned long long)c->update);
+	lmt_json_str(&j, "lmt_update", upd);
+	json_t *ts = lmt_ckpt_state(c, "tokenizer_sha256");
+	if (json_is_string(ts))
+		lmt_json_str(&j, "lmt_tokenizer_sha256", json_string_value(ts));
+	lmt_json_obj_end(&j);
+	for (int i = 0; i < n; i++) {
+		lmt_json_obj(&j, items[i].name);
+		lmt_json_str(&j, "dtype", lmt_st_dtype_name(o->dtype));
+		lmt_json_arr(&j, "shape");
+		for (int d = 0; d < items[i].ndim; d++)
+			lmt_json_u64(&j, NULL, items[i].shape[d]);
+		lmt_json_arr_end(&j);
+		lmt_json_arr(&j, "data_offsets");
+		lmt_json_u64(&j, NULL, items[i].begin);
+		lmt_json_u64(&j, NULL, items[i].end);
+		lmt_json_arr_end(&j);
+		lmt_json_obj_end(&j);
+	}
+	lmt_json_end(&j);
+	while (!j.oom && j.len % 8 && !LMT_GROW(j.buf, j.cap, j.len + 1))
+		j.buf[j.len++] = ' ';
+	float *buf = malloc((size_t)max_src * 4 + 4);
+	uint8_t *cv = malloc((size_t)max_slice * es + 4);
+	struct out out = { .path = o->path };
+	out.af.slot = -1;
+	if (j.oom || j.len % 8 || !buf || !cv) {
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		goto done;
+	}
+	r->header_bytes = j.len;
+	r->peak_buffer = max_src * 4 + max_slice * es;
+	if ((rc = lmt_atomicfile_open(&out.af, o->path, err)))
+		goto done;
+	if (lmt_sha256_init(&out.sha)) {
+		lmt_atomicfile_abort(&out.af);
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		goto done;
+	}
+	uint8_t len8[8];
+	lmt_store_u64(len8, (uint64_t)j.len);
+	if ((rc = out_write(&out, len8, 8, err)) || (rc = out_write(&out, j.buf, j.len, err)))
+		goto fail;
+
+	/* the tensors, one source tensor at a time */
+	for (int i = 0; i < n;) {
+		int p = items[i].p;
+		if ((rc = lmt_ckpt_read(c, src[p], buf, err)))
+			goto fail;
+		for (; i < n && items[i].p == p; i++) {
+			const struct item *it = &items[i];
+			uint64_t slice = src[p]->numel / (params[p].layered ? (uint64_t)m.L : 1);
+			convert(buf + (uint64_t)it->layer * slice, it->rows, it->cols, params[p].transpose, o->dtype, cv, r);
+			if ((rc = out_write(&out, cv, (size_t)(it->end - it->begin), err)))
+				goto fail;
+			r->elements += it->rows * it->cols;
+		}
+	}
+	if (out.bytes != 8 + j.len + off) {
+		rc = lmt_err_set(err, LMT_EINVAL, "'%s': wrote %llu bytes, the header accounts for %llu", o->path,
+				 (unsigned long long)out.bytes, (unsigned long long)(8 + j.len + off));
+		goto fail;
+	}
+	lmt_sha256_final(&out.sha, r->sha256);
+	r->bytes = out.bytes;
+	r->tensors = n;
+	if ((rc = lmt_atomicfile_commit(&out.af, err)))
+		goto done;
+	/* the config after the weights: a failure removes the new weights again, so
+	 * the two never disagree */
+	if (o->config_path && (rc = write_config(o, &m, err)))
+		unlink(o->path);
+	goto done;
+fail:
+	lmt_sha256_release(&out.sha);
+	lmt_atomicfile_abort(&out.af);
+done:
+	lmt_json_release(&j);
+	free(buf);
+	free(cv);
+	free(items);
+	return rc;
+}

@@ -1,0 +1,29 @@
+/*
+ * trainstate.h: a model's training state as checkpoint tensors, and back.
+ *
+ * The state is every parameter tensor ("param/wte", ...) and AdamW's two moments
+ * ("adam_m/wte", "adam_v/wte", ...), each a global tensor of the model's shape.
+ * The scalar state (update count, cursor, clocks, ...) travels in the manifest;
+ * see tools/train.c.
+ */
+#ifndef LMT_TRAINSTATE_H
+#define LMT_TRAINSTATE_H
+
+#include "ckpt/ckpt.h"
+#include "core/error.h"
+#include "model/model.h"
+
+/* The tensors to save, as host memory: on a backend whose device memory is host
+ * memory they point straight at it, otherwise at copies in *host (caller frees
+ * *host and *t). */
+int lmt_trainstate_tensors(struct lmt_gpt *g, struct lmt_ckpt_tensor **t, int *n, float **host,
+			  struct lmt_err *err);
+/* Load parameters and moments from c into g (which has its optimizer allocated);
+ * every tensor must be present with the model's shape, or the message names it. */
+int lmt_trainstate_restore(struct lmt_gpt *g, const struct lmt_ckpt *c, struct lmt_err *err);
+/* Load the parameters ("param/NAME") only, for evaluation: no optimizer needed, the
+ * moments are not read. The same checks as lmt_trainstate_restore, each chunk's
+ * CRC-32C included. */
+int lmt_trainstate_load_params(struct lmt_gpt *g, const struct lmt_ckpt *c, struct lmt_err *err);
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * atomicfile.h: atomic file output.
+ *
+ * Every lmt output file is written under a temporary name in the destination's
+ * directory, flushed and fsynced, renamed over the final name, and the directory is
+ * fsynced, so a reader sees either the old file or the complete new one, never a
+ * partial one. A tool that fails, or is interrupted by a signal, removes its
+ * temporaries: lmt_atomicfile_abort() on error paths, lmt_atomicfile_cleanup_signal() from a
+ * signal handler (async-signal-safe: it only calls unlink).
+ *
+ *	struct lmt_atomicfile af;
+ *	if (lmt_atomicfile_open(&af, "out.bin", &err)) ...
+ *	fwrite(..., af.fp);             // or write(af.fd, ...)
+ *	if (lmt_atomicfile_commit(&af, &err)) ...   // on error the temporary is gone
+ */
+#ifndef LMT_ATOMICFILE_H
+#define LMT_ATOMICFILE_H
+
+#include <stdio.h>
+
+#include "core/error.h"
+
+struct lmt_atomicfile {
+	char *path;   /* final name */
+	char *tmp;    /* temporary name, in the same directory */
+	FILE *fp;     /* buffered stream on the temporary */
+	int slot;     /* index in the cleanup registry, or -1 */
+};
+
+int lmt_atomicfile_open(struct lmt_atomicfile *af, const char *path, struct lmt_err *err);
+/* fflush + fsync + rename + fsync(dir). Releases af either way. */
+int lmt_atomicfile_commit(struct lmt_atomicfile *af, struct lmt_err *err);
+/* Close and unlink the temporary. Safe to call on a released or zeroed struct. */
+void lmt_atomicfile_abort(struct lmt_atomicfile *af);
+
+/* Unlink every temporary still open in this process; async-signal-safe. */
+void lmt_atomicfile_cleanup_signal(void);
+
+/* fsync the directory that holds path (or path itself if it is a directory). */
+int lmt_fsync_dir(const char *path, struct lmt_err *err);
+
+/* Write a whole buffer atomically. */
+int lmt_write_file_atomic(const char *path, const void *data, size_t n, struct lmt_err *err);
+
+/* Read a whole file into a malloc'd buffer (NUL-terminated; *n excludes the NUL).
+ * The caller frees *data. */
+int lmt_read_file(const char *path, char **data, size_t *n, struct lmt_err *err);
+
+#endif

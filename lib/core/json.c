@@ -1,0 +1,241 @@
+/*
+ * json.c: the JSON writer described in json.h.
+ */
+#include "core/json.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+
+void lmt_json_init(struct lmt_json *j)
+{
+	memset(j, 0, sizeof *j);
+}
+
+void lmt_json_release(struct lmt_json *j)
+{
+	free(j->buf);
+	memset(j, 0, sizeof *j);
+}
+
+void lmt_json_reset(struct lmt_json *j)
+{
+	j->len = 0;
+	j->depth = 0;
+	j->oom = 0;
+}
+
+static void put(struct lmt_json *j, const char *s, size_t n)
+{
+	if (LMT_GROW(j->buf, j->cap, j->len + n + 1)) {
+		j->oom = 1;
+		return;
+	}
+	memcpy(j->buf + j->len, s, n);
+	j->len += n;
+	j->buf[j->len] = 0;
+}
+
+static void putc_(struct lmt_json *j, char c)
+{
+	put(j, &c, 1);
+}
+
+void lmt_json_escape(struct lmt_json *j, const char *s, size_t n)
+{
+	static const char hx[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	putc_(j, '"');
+	while (p < end) {
+		const unsigned char *run = p;
+		/* copy the longest run of bytes that need no escaping */
+		while (p < end && *p >= 0x20 && *p != '"' && *p != '\\' && *p < 0x80)
+			p++;
+		if (p > run)
+			put(j, (const char *)run, (size_t)(p - run));
+		if (p >= end)
+			break;
+		unsigned c = *p;
+		if (c < 0x80) {
+			char e[7] = "\\u00";
+			switch (c) {
+			case '"': put(j, "\\\"", 2); break;
+			case '\\': put(j, "\\\\", 2); break;
+			case '\n': put(j, "\\n", 2); break;
+			case '\r': put(j, "\\r", 2); break;
+			case '\t': put(j, "\\t", 2); break;
+			case '\b': put(j, "\\b", 2); break;
+			case '\f': put(j, "\\f", 2); break;
+			default:
+				e[4] = hx[c >> 4];
+				e[5] = hx[c & 15];
+				put(j, e, 6);
+			}
+			p++;
+			continue;
+		}
+		/* validate one UTF-8 sequence (RFC 3629: no overlongs, no surrogates) */
+		int len = 0;
+		uint32_t cp = 0;
+		if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
+		else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
+		else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
+		int ok = len > 0 && end - p >= len;
+		for (int k = 1; ok && k < len; k++) {
+			if ((p[k] & 0xc0) != 0x80)
+				ok = 0;
+			else
+				cp = cp << 6 | (p[k] & 0x3f);
+		}
+		if (ok && ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+			   (len == 4 && (cp < 0x10000 || cp > 0x10ffff))))
+			ok = 0;
+		if (ok) {
+			put(j, (const char *)p, (size_t)len);
+			p += len;
+		} else {
+			put(j, "\xef\xbf\xbd", 3); /* U+FFFD for one bad byte */
+			p++;
+		}
+	}
+	putc_(j, '"');
+}
+
+static void sep(struct lmt_json *j, const char *key)
+{
+	if (j->depth > 0) {
+		if (!j->first[j->depth])
+			putc_(j, ',');
+		j->first[j->depth] = 0;
+	}
+	if (key) {
+		lmt_json_escape(j, key, strlen(key));
+		putc_(j, ':');
+	}
+}
+
+static void open_(struct lmt_json *j, const char *key, char c)
+{
+	sep(j, key);
+	putc_(j, c);
+	if (j->depth + 1 < (int)sizeof j->first)
+		j->depth++;
+	j->first[j->depth] = 1;
+}
+
+void lmt_json_begin(struct lmt_json *j)
+{
+	lmt_json_reset(j);
+	open_(j, NULL, '{');
+}
+
+void lmt_json_obj(struct lmt_json *j, const char *key) { open_(j, key, '{'); }
+void lmt_json_arr(struct lmt_json *j, const char *key) { open_(j, key, '['); }
+
+void lmt_json_obj_end(struct lmt_json *j)
+{
+	putc_(j, '}');
+	if (j->depth > 0)
+		j->depth--;
+}
+
+void lmt_json_arr_end(struct lmt_json *j)
+{
+	putc_(j, ']');
+	if (j->depth > 0)
+		j->depth--;
+}
+
+void lmt_json_str(struct lmt_json *j, const char *key, const char *s)
+{
+	if (!s) {
+		lmt_json_null(j, key);
+		return;
+	}
+	lmt_json_strn(j, key, s, strlen(s));
+}
+
+void lmt_json_strn(struct lmt_json *j, const char *key, const char *s, size_t n)
+{
+	sep(j, key);
+	lmt_json_escape(j, s, n);
+}
+
+void lmt_json_i64(struct lmt_json *j, const char *key, int64_t v)
+{
+	char b[32];
+	int n = snprintf(b, sizeof b, "%lld", (long long)v);
+	sep(j, key);
+	put(j, b, (size_t)n);
+}
+
+void lmt_json_u64(struct lmt_json *j, const char *key, uint64_t v)
+{
+	char b[32];
+	int n = snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+	sep(j, key);
+	put(j, b, (size_t)n);
+}
+
+char *lmt_fmt_double(double v, char *buf)
+{
+	/* %g drops trailing zeros, so the first of 15, 16, 17 digits that reads back is
+	 * also the shortest form (a shorter one would print the same at 15 digits) */
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, 32, "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	return buf;
+}
+
+void lmt_json_num(struct lmt_json *j, const char *key, double v)
+{
+	if (!isfinite(v)) {
+		lmt_json_null(j, key);
+		return;
+	}
+	char b[32];
+	lmt_fmt_double(v, b);
+	sep(j, key);
+	put(j, b, strlen(b));
+}
+
+void lmt_json_bool(struct lmt_json *j, const char *key, int v)
+{
+	sep(j, key);
+	put(j, v ? "true" : "false", v ? 4 : 5);
+}
+
+void lmt_json_null(struct lmt_json *j, const char *key)
+{
+	sep(j, key);
+	put(j, "null", 4);
+}
+
+void lmt_json_raw(struct lmt_json *j, const char *key, const char *text)
+{
+	sep(j, key);
+	put(j, text, strlen(text));
+}
+
+void lmt_json_end(struct lmt_json *j)
+{
+	while (j->depth > 0) {
+		putc_(j, '}');
+		j->depth--;
+	}
+}
+
+int lmt_json_end_line(struct lmt_json *j, FILE *fp)
+{
+	lmt_json_end(j);
+	putc_(j, '\n');
+	if (j->oom)
+		return -1;
+	if (fwrite(j->buf, 1, j->len, fp) != j->len)
+		return -1;
+	return fflush(fp) == 0 ? 0 : -1;
+}

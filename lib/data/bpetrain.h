@@ -1,0 +1,112 @@
+/*
+ * bpetrain.h: counting words and training byte-level BPE merges.
+ *
+ * Counting. Text is pre-tokenized (pretok.h) and each distinct piece ("word") is
+ * counted with a 64-bit count. Counting is per thread (one lmt_wordcount each) and
+ * the tables are merged afterwards; the result does not depend on the split.
+ *
+ * Training. Words are sorted by their bytes, so nothing below depends on hash order
+ * or thread count. Each word is a sequence of symbol ids, starting from its bytes
+ * (id = byte value). The trainer keeps:
+ *   - the count of every adjacent pair, summed over words weighted by word count
+ *     (overlapping occurrences such as the two (a,a) in "aaa" both count, as in
+ *     every BPE trainer);
+ *   - for every pair, the words it occurs in (entries may go stale; they are checked);
+ *   - a max-heap of (count, pair) with lazy invalidation: an entry whose count no
+ *     longer matches is re-pushed with the current count when it surfaces. Counts of
+ *     existing pairs only fall after a merge, and every pair whose count rises (those
+ *     containing the new token) is pushed afresh, so the first fresh entry popped is
+ *     the true maximum.
+ * A merge of (a, b) rewrites only the words that contain it, left to right without
+ * overlap, subtracting their old pairs and adding their new ones.
+ *
+ * Tie-break (documented, deterministic): the highest count wins; among equal counts,
+ * the pair with the smaller left id, then the smaller right id. Ids: 0..255 are the
+ * bytes, merged tokens take 256, 257, ... in order of creation. A merge whose result
+ * is a byte string that already has an id reuses that id (the merge is recorded but
+ * the vocabulary does not grow), as HuggingFace's trainer does.
+ * Training stops when the vocabulary reaches its target, or when no pair occurs at
+ * least min_count times. Pairs whose result would exceed max_token_len bytes are
+ * never merged.
+ */
+#ifndef LMT_BPETRAIN_H
+#define LMT_BPETRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "data/pretok.h"
+
+struct lmt_wordcount {
+	uint64_t *h;            /* hash | 1, 0 = empty */
+	uint64_t *count;
+	uint64_t *key;          /* off << 24 | len: bytes at arena[off .. off+len) */
+	size_t mask, n;
+	uint8_t *arena;
+	size_t alen, acap;
+	uint64_t total;         /* sum of counts */
+};
+
+int lmt_wordcount_init(struct lmt_wordcount *wc);
+void lmt_wordcount_release(struct lmt_wordcount *wc);
+/* Add count occurrences of the word w[0..n). Words longer than 16 MiB are split. */
+int lmt_wordcount_add(struct lmt_wordcount *wc, const void *w, size_t n, uint64_t count);
+/* Pre-tokenize text with it (reset to the text) and count its pieces. */
+int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
+			   const char *text, size_t len);
+/* Add every word of src into dst. */
+int lmt_wordcount_merge(struct lmt_wordcount *dst, const struct lmt_wordcount *src);
+/* Bytes held by the table (for the memory report). */
+size_t lmt_wordcount_bytes(const struct lmt_wordcount *wc);
+
+struct lmt_bpe_opts {
+	uint32_t n_tokens;      /* target number of non-special tokens (>= 256) */
+	uint32_t max_token_len; /* bytes; 0 = no limit */
+	uint64_t min_count;     /* stop when the best pair occurs fewer times (default 2) */
+	/* called every `every` merges and at the end; nonzero return stops training */
+	int (*progress)(void *ctx, uint32_t merges, uint32_t tokens, uint64_t best_count);
+	void *ctx;
+	uint32_t every;
+};
+
+struct lmt_bpe_result {
+	uint32_t n_merges;
+	uint32_t (*merge)[3];   /* a, b, c: merge i has priority i */
+	uint32_t n_tokens;      /* 256 + distinct results */
+	uint8_t *bytes;         /* token i is bytes[off[i] .. off[i+1]) */
+	uint32_t *off;
+	uint64_t distinct_words, total_words;
+	uint64_t peak_bytes;    /* largest size of the trainer's own tables */
+};
+
+int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
+		  struct lmt_bpe_result *res, struct lmt_err *err);
+void lmt_bpe_result_release(struct lmt_bpe_result *res);
+
+struct lmt_tokenizer;
+/*
+ * The tokenizer a training run defines: ids 0..255 are the bytes, then the merged
+ * tokens in order of creation, then the special tokens in the order given. Merge i
+ * has priority i. eos/bos/pad name special tokens (NULL: the default rule of
+ * lmt_tok_set_roles).
+ */
+int lmt_bpe_to_tokenizer(const struct lmt_bpe_result *r, const char *pattern, const char *regex,
+			 const char *const *specials, int nspecials, const char *eos,
+			 const char *bos, const char *pad, struct lmt_tokenizer *t,
+			 struct lmt_err *err);
+
+/*
+ * A character-level tokenizer (tok-train --chars): ids 0..255 are the bytes (the
+ * fallback for anything unseen or not valid UTF-8), then every multi-byte character
+ * of the counted text (wc must come from the pattern LMT_CHARS_PATTERN, one
+ * character per piece), most frequent first (ties by bytes), up to n_tokens, then the
+ * special tokens. There are no merges: a piece that is a token is that token
+ * (LMT_TOK_IGNORE_MERGES), any other piece falls back to its bytes.
+ */
+#define LMT_CHARS_PATTERN "(?s)."
+int lmt_chars_to_tokenizer(const struct lmt_wordcount *wc, uint32_t n_tokens, const char *const *specials,
+			   int nspecials, const char *eos, const char *bos, const char *pad,
+			   struct lmt_tokenizer *t, struct lmt_err *err);
+
+#endif

@@ -1,0 +1,1213 @@
+/*
+ * corpus.c: the document reader described in corpus.h.
+ *
+ * A corpus is a list of leaf inputs (directories are expanded up front so that a
+ * missing or unreadable path is reported before any work is done). Each leaf is a
+ * plain file read with read(2), a compressed file or stdin read through libarchive's
+ * "raw" format, or an archive whose regular members are sources of their own.
+ * Documents are cut out of a growable input buffer, so memory holds one document
+ * plus what has been read ahead of it.
+ */
+#include "data/corpus.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/util.h"
+
+enum leaf_kind { LEAF_PLAIN, LEAF_COMPRESSED, LEAF_ARCHIVE, LEAF_STDIN };
+
+struct lmt_corpus {
+	struct lmt_corpus_opts o;
+	const char *field;
+
+	char **leaves;
+	size_t nleaves, leafcap, ileaf;
+	uint64_t total_bytes, done_bytes;
+
+	struct source {
+		char *name;      /* "path" or "archive:member" */
+		char *label;     /* the same, quoted for messages */
+	} *srcs;
+	size_t nnames, namecap;
+
+	/* the open leaf */
+	struct archive *arch;    /* an archive being walked member by member */
+	const char *arch_path;
+
+	/* the open source */
+	int open;
+	int fd;                  /* plain file, or -1 */
+	struct archive *ar;      /* data source when fd < 0 */
+	struct archive *nested;  /* compressed member opened from memory */
+	char *nested_mem;
+	int fmt;                 /* LMT_CORPUS_TEXT or LMT_CORPUS_JSONL */
+	uint32_t src;
+	uint64_t ordinal, line;
+	uint64_t src_bytes;      /* bytes read from this source (plain files) */
+
+	char *buf;
+	size_t cap, start, end;
+	int eof;
+	char *doc;
+	size_t doccap;
+};
+
+static const char *const archive_sfx[] = {
+	".tar", ".tar.gz", ".tgz", ".tar.zst", ".tzst", ".tar.xz", ".txz", ".tar.bz2",
+	".tbz2", ".zip", ".tar.lz4",
+};
+static const char *const compress_sfx[] = { ".gz", ".zst", ".xz", ".bz2", ".lz4" };
+static const char *const jsonl_sfx[] = { ".jsonl", ".ndjson", ".json" };
+
+static int ends_with(const char *s, const char *sfx)
+{
+	size_t a = strlen(s), b = strlen(sfx);
+	return a >= b && !strcasecmp(s + a - b, sfx);
+}
+
+static int any_sfx(const char *s, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ends_with(s, list[i]))
+			return (int)strlen(list[i]);
+	return 0;
+}
+
+static int classify(const char *path)
+{
+	if (!strcmp(path, "-"))
+		return LEAF_STDIN;
+	if (any_sfx(path, archive_sfx, LMT_ARRAY_SIZE(archive_sfx)))
+		return LEAF_ARCHIVE;
+	if (any_sfx(path, compress_sfx, LMT_ARRAY_SIZE(compress_sfx)))
+		return LEAF_COMPRESSED;
+	return LEAF_PLAIN;
+}
+
+/* Format of a name (with any compression suffix already ignored). */
+static int format_of(const struct lmt_corpus *c, const char *name)
+{
+	if (c->o.format != LMT_CORPUS_AUTO)
+		return c->o.format;
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s", name);
+	int k = any_sfx(tmp, compress_sfx, LMT_ARRAY_SIZE(compress_sfx));
+	if (k)
+		tmp[strlen(tmp) - k] = 0;
+	return any_sfx(tmp, jsonl_sfx, LMT_ARRAY_SIZE(jsonl_sfx)) ? LMT_CORPUS_JSONL : LMT_CORPUS_TEXT;
+}
+
+int lmt_txt_docs_parse(const char *s)
+{
+	if (!strcmp(s, "file")) return LMT_TXT_FILE;
+	if (!strcmp(s, "line")) return LMT_TXT_LINE;
+	if (!strcmp(s, "blank")) return LMT_TXT_BLANK;
+	return -1;
+}
+
+int lmt_corpus_format_parse(const char *s)
+{
+	if (!strcmp(s, "auto")) return LMT_CORPUS_AUTO;
+	if (!strcmp(s, "text")) return LMT_CORPUS_TEXT;
+	if (!strcmp(s, "jsonl")) return LMT_CORPUS_JSONL;
+	return -1;
+}
+
+static int add_leaf(struct lmt_corpus *c, const char *path, struct lmt_err *err)
+{
+	if (LMT_GROW(c->leaves, c->leafcap, c->nleaves + 1))
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	if (!(c->leaves[c->nleaves] = strdup(path)))
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	c->nleaves++;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int expand(struct lmt_corpus *c, const char *path, int depth, struct lmt_err *err)
+{
+	struct stat st;
+	if (!strcmp(path, "-"))
+		return add_leaf(c, path, err);
+	if (stat(path, &st) != 0)
+		return lmt_err_errno(err, "'%s'", path);
+	if (!S_ISDIR(st.st_mode)) {
+		if (access(path, R_OK) != 0)
+			return lmt_err_errno(err, "'%s'", path);
+		c->total_bytes += (uint64_t)st.st_size;
+		return add_leaf(c, path, err);
+	}
+	if (depth > 64)
+		return lmt_err_set(err, LMT_EINVAL, "'%s': directories nested too deep", path);
+	DIR *d = opendir(path);
+	if (!d)
+		return lmt_err_errno(err, "'%s'", path);
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	int rc = 0;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (LMT_GROW(names, cap, n + 1) || !(names[n] = strdup(e->d_name))) {
+			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+			break;
+		}
+		n++;
+	}
+	closedir(d);
+	/* byte order, not the locale's collation, so every machine sees the same order */
+	qsort(names, n, sizeof *names, cmp_str);
+	for (size_t i = 0; i < n && !rc; i++) {
+		size_t len = strlen(path) + strlen(names[i]) + 2;
+		char *sub = malloc(len);
+		if (!sub) {
+			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+			break;
+		}
+		snprintf(sub, len, "%s%s%s", path, ends_with(path, "/") ? "" : "/", names[i]);
+		rc = expand(c, sub, depth + 1, err);
+		free(sub);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+int lmt_corpus_open(struct lmt_corpus **out, const char *const *paths, int npaths,
+		    const struct lmt_corpus_opts *opts, struct lmt_err *err)
+{
+	*out = NULL;
+	struct lmt_corpus *c = calloc(1, sizeof *c);
+	if (!c)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	if (opts)
+		c->o = *opts;
+	c->field = c->o.text_field ? c->o.text_field : "text";
+	c->fd = -1;
+	if (c->o.doc_sep && !*c->o.doc_sep) {
+		free(c);
+		return lmt_err_set(err, LMT_EINVAL, "document separator is empty");
+	}
+	int nstdin = 0;
+	for (int i = 0; i < npaths; i++) {
+		nstdin += !strcmp(paths[i], "-");
+		int rc = expand(c, paths[i], 0, err);
+		if (rc) {
+			lmt_corpus_close(c);
+			return rc;
+		}
+	}
+	if (nstdin > 1) {
+		lmt_corpus_close(c);
+		return lmt_err_set(err, LMT_EINVAL, "stdin ('-') given more than once");
+	}
+	*out = c;
+	return 0;
+}
+
+static int add_source(struct lmt_corpus *c, const char *name, const char *label,
+		      struct lmt_err *err)
+{
+	if (c->nnames >= UINT32_MAX - 1)
+		return lmt_err_set(err, LMT_ERANGE, "more than 2^32 sources");
+	if (LMT_GROW(c->srcs, c->namecap, c->nnames + 1))
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	struct source *s = &c->srcs[c->nnames];
+	s->name = strdup(name);
+	s->label = strdup(label);
+	if (!s->name || !s->label) {
+		free(s->name);
+		free(s->label);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	c->src = (uint32_t)c->nnames++;
+	return 0;
+}
+
+static const char *label(const struct lmt_corpus *c)
+{
+	return c->srcs[c->src].label;
+}
+
+static void close_source(struct lmt_corpus *c)
+{
+	if (c->fd >= 0) {
+		if (c->fd != STDIN_FILENO)
+			close(c->fd);
+		c->done_bytes += c->src_bytes;
+	}
+	c->fd = -1;
+	if (c->nested) {
+		archive_read_free(c->nested);
+		c->nested = NULL;
+	}
+	free(c->nested_mem);
+	c->nested_mem = NULL;
+	if (c->ar && c->ar != c->arch) {
+		c->done_bytes += (uint64_t)archive_filter_bytes(c->ar, -1);
+		archive_read_free(c->ar);
+	}
+	c->ar = NULL;
+	c->open = 0;
+	c->start = c->end = 0;
+	c->eof = 0;
+}
+
+static ssize_t src_read(struct lmt_corpus *c, char *dst, size_t n, struct lmt_err *err)
+{
+	if (c->fd >= 0) {
+		for (;;) {
+			ssize_t r = read(c->fd, dst, n);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				return lmt_err_errno(err, "%s: read", label(c));
+			c->src_bytes += (uint64_t)r;
+			return r;
+		}
+	}
+	struct archive *a = c->nested ? c->nested : c->ar;
+	la_ssize_t r = archive_read_data(a, dst, n);
+	if (r < 0)
+		return lmt_err_set(err, LMT_EFORMAT, "%s: %s", label(c),
+				   archive_error_string(a) ? archive_error_string(a) : "read error");
+	return r;
+}
+
+/* Read more input into buf[end..]; moves unread data to the front first. */
+static int fill(struct lmt_corpus *c, struct lmt_err *err)
+{
+	if (c->start > 0) {
+		memmove(c->buf, c->buf + c->start, c->end - c->start);
+		c->end -= c->start;
+		c->start = 0;
+	}
+	if (c->cap - c->end < 65536 &&
+	    LMT_GROW(c->buf, c->cap, c->cap < (1 << 20) ? (1 << 20) : c->cap * 2))
+		return lmt_err_set(err, LMT_ENOMEM, "%s: out of memory", label(c));
+	ssize_t r = src_read(c, c->buf + c->end, c->cap - c->end, err);
+	if (r < 0)
+		return (int)r;
+	if (r == 0)
+		c->eof = 1;
+	c->end += (size_t)r;
+	return 0;
+}
+
+static struct archive *new_raw_reader(void)
+{
+	struct archive *a = archive_read_new();
+	if (!a)
+		return NULL;
+	archive_read_support_filter_all(a);
+	archive_read_support_format_raw(a);
+	archive_read_support_format_empty(a);
+	return a;
+}
+
+static int open_archive_err(struct lmt_corpus *c, struct archive *a, const char *what,
+			    struct lmt_err *err)
+{
+	(void)c;
+	int rc = lmt_err_set(err, LMT_EFORMAT, "'%s': %s", what,
+			     archive_error_string(a) ? archive_error_string(a) : "cannot read");
+	archive_read_free(a);
+	return rc;
+}
+
+/* Open the next source. Returns 1 if one is open, 0 at the end of input, < 0 on error. */
+static int open_next(struct lmt_corpus *c, struct lmt_err *err)
+{
+	for (;;) {
+		if (c->arch) {
+			struct archive_entry *e;
+			int r = archive_read_next_header(c->arch, &e);
+			if (r == ARCHIVE_EOF) {
+				c->done_bytes += (uint64_t)archive_filter_bytes(c->arch, -1);
+				archive_read_free(c->arch);
+				c->arch = NULL;
+				continue;
+			}
+			if (r < ARCHIVE_WARN) {
+				/* name the member just read: the damage is after it */
+				const char *prev = c->nnames ? c->srcs[c->nnames - 1].name : NULL;
+				size_t pl = strlen(c->arch_path);
+				if (prev && !strncmp(prev, c->arch_path, pl) && prev[pl] == ':')
+					return lmt_err_set(err, LMT_EFORMAT, "'%s': after member '%s': %s",
+							   c->arch_path, prev + pl + 1, archive_error_string(c->arch));
+				return lmt_err_set(err, LMT_EFORMAT, "'%s': %s", c->arch_path,
+						   archive_error_string(c->arch));
+			}
+			if (archive_entry_filetype(e) != AE_IFREG)
+				continue;
+			const char *mname = archive_entry_pathname(e);
+			if (!mname)
+				mname = "?";
+			size_t nl = strlen(c->arch_path) + strlen(mname) + 2;
+			char *name = malloc(nl), *lab = malloc(2 * nl + 16);
+			if (!name || !lab) {
+				free(name);
+				free(lab);
+				return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+			}
+			snprintf(name, nl, "%s:%s", c->arch_path, mname);
+			snprintf(lab, 2 * nl + 16, "'%s' member '%s'", c->arch_path, mname);
+			int rc = add_source(c, name, lab, err);
+			free(name);
+			free(lab);
+			if (rc)
+				return rc;
+			c->fmt = format_of(c, mname);
+			c->ar = c->arch;
+			if (any_sfx(mname, compress_sfx, LMT_ARRAY_SIZE(compress_sfx))) {
+				/* a compressed member: decompress it from memory */
+				size_t cap = 0, len = 0;
+				char *m = NULL;
+				for (;;) {
+					if (LMT_GROW(m, cap, len + 65536)) {
+						free(m);
+						return lmt_err_set(err, LMT_ENOMEM, "%s: out of memory", label(c));
+					}
+					la_ssize_t k = archive_read_data(c->arch, m + len, cap - len);
+					if (k < 0) {
+						free(m);
+						return lmt_err_set(err, LMT_EFORMAT, "%s: %s", label(c),
+								   archive_error_string(c->arch));
+					}
+					if (k == 0)
+						break;
+					len += (size_t)k;
+				}
+				c->nested_mem = m;
+				c->nested = new_raw_reader();
+				struct archive_entry *ne;
+				if (!c->nested || archive_read_open_memory(c->nested, m, len) != ARCHIVE_OK ||
+				    archive_read_next_header(c->nested, &ne) < ARCHIVE_WARN)
+					return lmt_err_set(err, LMT_EFORMAT, "%s: %s", label(c),
+						c->nested ? archive_error_string(c->nested) : "out of memory");
+			}
+			c->open = 1;
+			return 1;
+		}
+		if (c->ileaf >= c->nleaves)
+			return 0;
+		const char *path = c->leaves[c->ileaf++];
+		int kind = classify(path);
+		if (kind == LEAF_PLAIN) {
+			char *lab = malloc(strlen(path) + 3);
+			if (!lab)
+				return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+			sprintf(lab, "'%s'", path);
+			int rc = add_source(c, path, lab, err);
+			free(lab);
+			if (rc)
+				return rc;
+			c->fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (c->fd < 0)
+				return lmt_err_errno(err, "'%s'", path);
+			c->src_bytes = 0;
+			c->fmt = format_of(c, path);
+			c->open = 1;
+			return 1;
+		}
+		if (kind == LEAF_ARCHIVE) {
+			struct archive *a = archive_read_new();
+			if (!a)
+				return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+			archive_read_support_filter_all(a);
+			archive_read_support_format_all(a);
+			if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK)
+				return open_archive_err(c, a, path, err);
+			c->arch = a;
+			c->arch_path = path;
+			continue;
+		}
+		/* compressed file or stdin: one stream through libarchive */
+		struct archive *a = new_raw_reader();
+		if (!a)
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		const char *name = kind == LEAF_STDIN ? "<stdin>" : path;
+		if (kind == LEAF_STDIN) {
+			archive_read_support_format_tar(a);
+			archive_read_support_format_zip(a);
+		}
+		int r = kind == LEAF_STDIN ? archive_read_open_fd(a, STDIN_FILENO, 1 << 16)
+					   : archive_read_open_filename(a, path, 1 << 16);
+		if (r != ARCHIVE_OK)
+			return open_archive_err(c, a, name, err);
+		struct archive_entry *e;
+		r = archive_read_next_header(a, &e);
+		if (r == ARCHIVE_EOF) { /* empty input */
+			archive_read_free(a);
+			continue;
+		}
+		if (r < ARCHIVE_WARN)
+			return open_archive_err(c, a, name, err);
+		if (kind == LEAF_STDIN && archive_format(a) != ARCHIVE_FORMAT_RAW) {
+			/* an archive arrived on stdin: walk it like a named one */
+			c->arch = a;
+			c->arch_path = "<stdin>";
+			/* the first member's header is already read: rewind by hand */
+			if (archive_entry_filetype(e) != AE_IFREG)
+				continue;
+			const char *mname = archive_entry_pathname(e);
+			char nm[4200], lab[4300];
+			snprintf(nm, sizeof nm, "<stdin>:%s", mname ? mname : "?");
+			snprintf(lab, sizeof lab, "'<stdin>' member '%s'", mname ? mname : "?");
+			int rc = add_source(c, nm, lab, err);
+			if (rc)
+				return rc;
+			c->fmt = format_of(c, mname ? mname : "");
+			c->ar = a;
+			c->open = 1;
+			return 1;
+		}
+		char *lab = malloc(strlen(name) + 3);
+		if (!lab) {
+			archive_read_free(a);
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		}
+		sprintf(lab, "'%s'", name);
+		int rc = add_source(c, name, lab, err);
+		free(lab);
+		if (rc) {
+			archive_read_free(a);
+			return rc;
+		}
+		c->ar = a;
+		c->fmt = kind == LEAF_STDIN ? c->o.format : format_of(c, path);
+		if (c->fmt == LMT_CORPUS_AUTO) {
+			/* sniff stdin: JSONL if the first non-blank byte is '{' */
+			c->open = 1;
+			while (!c->eof && c->end - c->start < 4096) {
+				if ((rc = fill(c, err)))
+					return rc;
+			}
+			size_t i = c->start;
+			while (i < c->end && (c->buf[i] == ' ' || c->buf[i] == '\n' ||
+					      c->buf[i] == '\r' || c->buf[i] == '\t'))
+				i++;
+			c->fmt = i < c->end && c->buf[i] == '{' ? LMT_CORPUS_JSONL : LMT_CORPUS_TEXT;
+		}
+		c->open = 1;
+		return 1;
+	}
+}
+
+/* Next line without its '\n'. 1: line; 0: end of source; < 0: error. */
+static int next_line(struct lmt_corpus *c, char **p, size_t *n, struct lmt_err *err)
+{
+	size_t scan = 0; /* bytes past start already searched */
+	for (;;) {
+		char *b = c->buf + c->start;
+		char *nl = c->end > c->start + scan ? memchr(b + scan, '\n', c->end - c->start - scan) : NULL;
+		if (nl) {
+			*p = b;
+			*n = (size_t)(nl - b);
+			c->start += *n + 1;
+			c->line++;
+			return 1;
+		}
+		if (c->eof) {
+			if (c->end > c->start) {
+				*p = b;
+				*n = c->end - c->start;
+				c->start = c->end;
+				c->line++;
+				return 1;
+			}
+			return 0;
+		}
+		scan = c->end - c->start;
+		int rc = fill(c, err);
+		if (rc)
+			return rc;
+	}
+}
+
+static int doc_reserve(struct lmt_corpus *c, size_t n, struct lmt_err *err)
+{
+	if (LMT_GROW(c->doc, c->doccap, n + 1))
+		return lmt_err_set(err, LMT_ENOMEM, "%s: document of %zu bytes: out of memory", label(c), n);
+	return 0;
+}
+
+/* ---- a fast path for JSONL ----
+ *
+ * Most JSONL corpora are flat objects, and building a jansson tree for every line
+ * costs more than everything else the readers do. This scanner validates the line
+ * as strict JSON (RFC 8259: grammar, escapes, UTF-8, surrogate pairs) and records
+ * where the text field's string is; it gives up (returns 0) on anything it does not
+ * handle plainly, and jansson then reads the line as before, with its messages for
+ * bad input. Like jansson, the last of duplicate keys wins. */
+
+struct jscan {
+	const unsigned char *p, *end;
+	int depth;
+	const char *field;
+	size_t flen;
+	const unsigned char *val;  /* the text field's string, quotes excluded */
+	size_t vlen;
+	int val_escaped;
+};
+
+static void jws(struct jscan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+		s->p++;
+}
+
+static int jhex(int c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* A string at s->p ('"'): 1 and its content span, or 0. */
+static int jstring(struct jscan *s, const unsigned char **start, size_t *len, int *escaped)
+{
+	const unsigned char *p = s->p + 1, *end = s->end;
+	*escaped = 0;
+	*start = p;
+	for (;;) {
+		while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+			p++;
+		if (p >= end || *p < 0x20)
+			return 0;
+		if (*p == '"')
+			break;
+		if (*p == '\\') {
+			*escaped = 1;
+			if (p + 1 >= end)
+				return 0;
+			unsigned char e = p[1];
+			if (e == 'u') {
+				if (end - p < 6 || !jhex(p[2]) || !jhex(p[3]) || !jhex(p[4]) || !jhex(p[5]))
+					return 0;
+				unsigned v = (unsigned)strtoul((const char[]){ (char)p[2], (char)p[3], (char)p[4], (char)p[5], 0 }, NULL, 16);
+				if (v >= 0xdc00 && v <= 0xdfff)
+					return 0; /* a lone low surrogate: jansson's message */
+				if (v >= 0xd800 && v <= 0xdbff) {
+					if (end - p < 12 || p[6] != '\\' || p[7] != 'u' || !jhex(p[8]) || !jhex(p[9]) ||
+					    !jhex(p[10]) || !jhex(p[11]))
+						return 0;
+					unsigned lo = (unsigned)strtoul((const char[]){ (char)p[8], (char)p[9], (char)p[10], (char)p[11], 0 },
+									NULL, 16);
+					if (lo < 0xdc00 || lo > 0xdfff)
+						return 0;
+					p += 12;
+				} else {
+					p += 6;
+				}
+				continue;
+			}
+			if (!strchr("\"\\/bfnrt", e) || !e)
+				return 0;
+			p += 2;
+			continue;
+		}
+		/* one UTF-8 sequence, no overlongs, no surrogates, at most U+10FFFF */
+		unsigned c = *p;
+		int k = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		if (!k || end - p < k)
+			return 0;
+		for (int i = 1; i < k; i++)
+			if ((p[i] & 0xc0) != 0x80)
+				return 0;
+		if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
+		    (c == 0xf4 && p[1] > 0x8f))
+			return 0;
+		p += k;
+	}
+	*len = (size_t)(p - *start);
+	s->p = p + 1;
+	return 1;
+}
+
+static int jvalue(struct jscan *s);
+
+static int jobject(struct jscan *s, int top)
+{
+	s->p++;
+	jws(s);
+	if (s->p < s->end && *s->p == '}') {
+		s->p++;
+		return 1;
+	}
+	for (;;) {
+		const unsigned char *k;
+		size_t kl;
+		int kesc;
+		if (s->p >= s->end || *s->p != '"' || !jstring(s, &k, &kl, &kesc) || kesc)
+			return 0;
+		jws(s);
+		if (s->p >= s->end || *s->p != ':')
+			return 0;
+		s->p++;
+		jws(s);
+		int is_field = top && kl == s->flen && !memcmp(k, s->field, kl);
+		if (is_field) {
+			if (s->p >= s->end || *s->p != '"')
+				return 0; /* not a string: jansson says so */
+			if (!jstring(s, &s->val, &s->vlen, &s->val_escaped))
+				return 0;
+		} else if (!jvalue(s)) {
+			return 0;
+		}
+		jws(s);
+		if (s->p >= s->end)
+			return 0;
+		if (*s->p == '}') {
+			s->p++;
+			return 1;
+		}
+		if (*s->p != ',')
+			return 0;
+		s->p++;
+		jws(s);
+	}
+}
+
+static int jvalue(struct jscan *s)
+{
+	if (s->p >= s->end || ++s->depth > 512)
+		return 0;
+	int ok = 0;
+	const unsigned char *start;
+	size_t len;
+	int esc;
+	switch (*s->p) {
+	case '{':
+		ok = jobject(s, 0);
+		break;
+	case '[':
+		s->p++;
+		jws(s);
+		if (s->p < s->end && *s->p == ']') {
+			s->p++;
+			ok = 1;
+			break;
+		}
+		for (;;) {
+			if (!jvalue(s))
+				break;
+			jws(s);
+			if (s->p < s->end && *s->p == ']') {
+				s->p++;
+				ok = 1;
+				break;
+			}
+			if (s->p >= s->end || *s->p != ',')
+				break;
+			s->p++;
+			jws(s);
+		}
+		break;
+	case '"':
+		ok = jstring(s, &start, &len, &esc);
+		break;
+	case 't':
+		ok = s->end - s->p >= 4 && !memcmp(s->p, "true", 4);
+		s->p += ok ? 4 : 0;
+		break;
+	case 'f':
+		ok = s->end - s->p >= 5 && !memcmp(s->p, "false", 5);
+		s->p += ok ? 5 : 0;
+		break;
+	case 'n':
+		ok = s->end - s->p >= 4 && !memcmp(s->p, "null", 4);
+		s->p += ok ? 4 : 0;
+		break;
+	default: {
+		const unsigned char *p = s->p, *e = s->end;
+		if (p < e && *p == '-')
+			p++;
+		if (p < e && *p == '0')
+			p++;
+		else if (p < e && *p >= '1' && *p <= '9')
+			while (p < e && *p >= '0' && *p <= '9')
+				p++;
+		else
+			break;
+		if (p < e && *p == '.') {
+			p++;
+			if (p >= e || *p < '0' || *p > '9')
+				break;
+			while (p < e && *p >= '0' && *p <= '9')
+				p++;
+		}
+		if (p < e && (*p == 'e' || *p == 'E')) {
+			p++;
+			if (p < e && (*p == '+' || *p == '-'))
+				p++;
+			if (p >= e || *p < '0' || *p > '9')
+				break;
+			while (p < e && *p >= '0' && *p <= '9')
+				p++;
+		}
+		s->p = p;
+		ok = 1;
+	}
+	}
+	s->depth--;
+	return ok;
+}
+
+/* Decode a validated JSON string body into out (room for n bytes: decoding never
+ * grows it); returns the length. */
+static size_t junescape(const unsigned char *p, size_t n, char *out)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n;) {
+		if (p[i] != '\\') {
+			out[k++] = (char)p[i++];
+			continue;
+		}
+		unsigned char e = p[i + 1];
+		if (e != 'u') {
+			static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+			out[k++] = to[strchr(from, e) - from];
+			i += 2;
+			continue;
+		}
+		char hx[5] = { (char)p[i + 2], (char)p[i + 3], (char)p[i + 4], (char)p[i + 5], 0 };
+		unsigned v = (unsigned)strtoul(hx, NULL, 16);
+		i += 6;
+		if (v >= 0xd800 && v <= 0xdbff) {
+			char lo[5] = { (char)p[i + 2], (char)p[i + 3], (char)p[i + 4], (char)p[i + 5], 0 };
+			v = 0x10000 + ((v - 0xd800) << 10) + ((unsigned)strtoul(lo, NULL, 16) - 0xdc00);
+			i += 6;
+		}
+		if (v < 0x80) {
+			out[k++] = (char)v;
+		} else if (v < 0x800) {
+			out[k++] = (char)(0xc0 | v >> 6);
+			out[k++] = (char)(0x80 | (v & 0x3f));
+		} else if (v < 0x10000) {
+			out[k++] = (char)(0xe0 | v >> 12);
+			out[k++] = (char)(0x80 | ((v >> 6) & 0x3f));
+			out[k++] = (char)(0x80 | (v & 0x3f));
+		} else {
+			out[k++] = (char)(0xf0 | v >> 18);
+			out[k++] = (char)(0x80 | ((v >> 12) & 0x3f));
+			out[k++] = (char)(0x80 | ((v >> 6) & 0x3f));
+			out[k++] = (char)(0x80 | (v & 0x3f));
+		}
+	}
+	return k;
+}
+
+/* 1: *start and *len give the text field's string (escaped or not); 0: ask jansson. */
+static int fast_jsonl(const char *line, size_t n, const char *field, const unsigned char **start, size_t *len,
+		      int *escaped)
+{
+	struct jscan s = { (const unsigned char *)line, (const unsigned char *)line + n, 0, field, strlen(field), NULL,
+			   0, 0 };
+	jws(&s);
+	if (s.p >= s.end || *s.p != '{' || !jobject(&s, 1))
+		return 0;
+	jws(&s);
+	if (s.p != s.end || !s.val)
+		return 0;
+	*start = s.val;
+	*len = s.vlen;
+	*escaped = s.val_escaped;
+	return 1;
+}
+
+static int read_jsonl(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *err)
+{
+	char *p;
+	size_t n;
+	int rc;
+	while ((rc = next_line(c, &p, &n, err)) == 1) {
+		size_t i = 0;
+		while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r'))
+			i++;
+		if (i == n)
+			continue; /* blank line */
+		const unsigned char *fs;
+		size_t fl;
+		int esc;
+		if (fast_jsonl(p, n, c->field, &fs, &fl, &esc)) {
+			if ((rc = doc_reserve(c, fl, err)))
+				return rc;
+			size_t len = esc ? junescape(fs, fl, c->doc) : fl;
+			if (!esc)
+				memcpy(c->doc, fs, fl);
+			if (len == 0 && !c->o.keep_empty)
+				continue;
+			c->doc[len] = 0;
+			d->text = c->doc;
+			d->len = len;
+			d->line = c->line;
+			return 1;
+		}
+		json_error_t je;
+		json_t *root = json_loadb(p, n, JSON_ALLOW_NUL, &je);
+		if (!root)
+			return lmt_err_set(err, LMT_EFORMAT, "%s: line %llu: invalid JSON: %s (column %d)",
+					   label(c), (unsigned long long)c->line, je.text, je.column);
+		if (!json_is_object(root)) {
+			json_decref(root);
+			return lmt_err_set(err, LMT_EFORMAT, "%s: line %llu: expected a JSON object",
+					   label(c), (unsigned long long)c->line);
+		}
+		json_t *t = json_object_get(root, c->field);
+		if (!t || !json_is_string(t)) {
+			json_decref(root);
+			return lmt_err_set(err, LMT_EFORMAT, "%s: line %llu: %s '%s'", label(c),
+					   (unsigned long long)c->line,
+					   t ? "expected a string in field" : "no field", c->field);
+		}
+		size_t len = json_string_length(t);
+		if (len == 0 && !c->o.keep_empty) {
+			json_decref(root);
+			continue;
+		}
+		if ((rc = doc_reserve(c, len, err))) {
+			json_decref(root);
+			return rc;
+		}
+		memcpy(c->doc, json_string_value(t), len);
+		c->doc[len] = 0;
+		json_decref(root);
+		d->text = c->doc;
+		d->len = len;
+		d->line = c->line;
+		return 1;
+	}
+	return rc;
+}
+
+static int read_text(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *err)
+{
+	int rc;
+	if (c->o.doc_sep) {
+		const char *sep = c->o.doc_sep;
+		size_t sl = strlen(sep), scan = 0;
+		for (;;) {
+			char *b = c->buf + c->start;
+			size_t avail = c->end - c->start;
+			char *hit = avail > scan ? memmem(b + scan, avail - scan, sep, sl) : NULL;
+			if (hit || (c->eof && avail)) {
+				size_t n = hit ? (size_t)(hit - b) : avail;
+				c->start += hit ? n + sl : n;
+				if (n == 0 && !c->o.keep_empty) {
+					scan = 0;
+					continue;
+				}
+				d->text = b;
+				d->len = n;
+				return 1;
+			}
+			if (c->eof)
+				return 0;
+			scan = avail >= sl ? avail - sl + 1 : 0;
+			if ((rc = fill(c, err)))
+				return rc;
+		}
+	}
+	if (c->o.txt_docs == LMT_TXT_FILE) {
+		if (c->eof && c->start == c->end)
+			return 0;
+		while (!c->eof)
+			if ((rc = fill(c, err)))
+				return rc;
+		d->text = c->buf + c->start;
+		d->len = c->end - c->start;
+		c->start = c->end;
+		return d->len || c->o.keep_empty ? 1 : 0;
+	}
+	char *p;
+	size_t n;
+	if (c->o.txt_docs == LMT_TXT_LINE) {
+		while ((rc = next_line(c, &p, &n, err)) == 1) {
+			if (n && p[n - 1] == '\r')
+				n--;
+			if (n == 0 && !c->o.keep_empty)
+				continue;
+			d->text = p;
+			d->len = n;
+			d->line = c->line;
+			return 1;
+		}
+		return rc;
+	}
+	/* LMT_TXT_BLANK: paragraphs; the document keeps its inner line breaks */
+	size_t len = 0;
+	uint64_t first = 0;
+	while ((rc = next_line(c, &p, &n, err)) == 1) {
+		int blank = n == 0 || (n == 1 && p[0] == '\r');
+		if (blank) {
+			if (len)
+				break;
+			continue;
+		}
+		if (!len)
+			first = c->line;
+		if ((rc = doc_reserve(c, len + n + 1, err)))
+			return rc;
+		if (len)
+			c->doc[len++] = '\n';
+		memcpy(c->doc + len, p, n);
+		len += n;
+	}
+	if (rc < 0)
+		return rc;
+	if (!len)
+		return 0;
+	c->doc[len] = 0;
+	d->text = c->doc;
+	d->len = len;
+	d->line = first;
+	return 1;
+}
+
+int lmt_corpus_next(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *err)
+{
+	for (;;) {
+		if (!c->open) {
+			int rc = open_next(c, err);
+			if (rc <= 0)
+				return rc;
+			c->ordinal = 0;
+			c->line = 0;
+		}
+		memset(d, 0, sizeof *d);
+		int rc = c->fmt == LMT_CORPUS_JSONL ? read_jsonl(c, d, err) : read_text(c, d, err);
+		if (rc < 0)
+			return rc;
+		if (rc == 1) {
+			d->source = c->src;
+			d->ordinal = c->ordinal++;
+			return 1;
+		}
+		close_source(c);
+	}
+}
+
+void lmt_corpus_close(struct lmt_corpus *c)
+{
+	if (!c)
+		return;
+	close_source(c);
+	if (c->arch)
+		archive_read_free(c->arch);
+	for (size_t i = 0; i < c->nleaves; i++)
+		free(c->leaves[i]);
+	for (size_t i = 0; i < c->nnames; i++) {
+		free(c->srcs[i].name);
+		free(c->srcs[i].label);
+	}
+	free(c->leaves);
+	free(c->srcs);
+	free(c->buf);
+	free(c->doc);
+	free(c);
+}
+
+uint32_t lmt_corpus_nsources(const struct lmt_corpus *c)
+{
+	return (uint32_t)c->nnames;
+}
+
+const char *lmt_corpus_source_name(const struct lmt_corpus *c, uint32_t id)
+{
+	return id < c->nnames ? c->srcs[id].name : NULL;
+}
+
+void lmt_corpus_progress(const struct lmt_corpus *c, uint64_t *done, uint64_t *total)
+{
+	uint64_t d = c->done_bytes;
+	if (c->fd >= 0)
+		d += c->src_bytes;
+	else if (c->arch)
+		d += (uint64_t)archive_filter_bytes(c->arch, -1);
+	else if (c->ar)
+		d += (uint64_t)archive_filter_bytes(c->ar, -1);
+	*done = d;
+	*total = c->total_bytes;
+}
+
+int lmt_corpus_read_batch(struct lmt_corpus *c, struct lmt_docbatch *b, size_t max_bytes,
+			  size_t max_docs, int (*keep)(void *ctx, const struct lmt_doc *d),
+			  void *ctx, struct lmt_err *err)
+{
+	b->len = 0;
+	b->n = 0;
+	if (b->stopped)
+		return 0;
+	while (b->len < max_bytes && b->n < max_docs) {
+		struct lmt_doc d;
+		int rc = lmt_corpus_next(c, &d, err);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			b->stopped = 1;
+			break;
+		}
+		if (keep) {
+			int k = keep(ctx, &d);
+			if (k < 0) {
+				b->stopped = 1;
+				break;
+			}
+			if (k == 0)
+				continue;
+		}
+		if (LMT_GROW(b->text, b->cap, b->len + d.len + 1) || LMT_GROW(b->docs, b->capdocs, b->n + 1))
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory batching documents");
+		memcpy(b->text + b->len, d.text, d.len);
+		b->text[b->len + d.len] = 0;
+		d.text = (const char *)(uintptr_t)b->len; /* an offset until the batch is full */
+		b->docs[b->n++] = d;
+		b->len += d.len + 1;
+	}
+	for (size_t i = 0; i < b->n; i++)
+		b->docs[i].text = b->text + (uintptr_t)b->docs[i].text;
+	return (int)LMT_MIN(b->n, (size_t)INT32_MAX);
+}
+
+void lmt_docbatch_release(struct lmt_docbatch *b)
+{
+	free(b->text);
+	free(b->docs);
+	memset(b, 0, sizeof *b);
+}
+
+/* ---- read-ahead queue: two batches, one being filled while the other is used ---- */
+
+struct lmt_batchq {
+	struct lmt_corpus *c;
+	size_t max_bytes, max_docs;
+	int (*keep)(void *ctx, const struct lmt_doc *d);
+	void *ctx;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct lmt_docbatch slot[2];
+	int full[2];             /* 1: filled, not yet taken */
+	int busy[2];             /* 1: handed to the caller */
+	int count[2];            /* documents in the slot */
+	int fill, take;          /* next slot to fill / to take */
+	int done, stop, rc;
+	struct lmt_err err;
+};
+
+static void *batchq_main(void *arg)
+{
+	struct lmt_batchq *q = arg;
+	for (;;) {
+		pthread_mutex_lock(&q->mu);
+		while (!q->stop && (q->full[q->fill] || q->busy[q->fill]))
+			pthread_cond_wait(&q->cv, &q->mu);
+		int i = q->fill;
+		int stop = q->stop;
+		pthread_mutex_unlock(&q->mu);
+		if (stop)
+			break;
+		struct lmt_err err = { 0 };
+		int n = lmt_corpus_read_batch(q->c, &q->slot[i], q->max_bytes, q->max_docs, q->keep, q->ctx, &err);
+		pthread_mutex_lock(&q->mu);
+		if (n > 0) {
+			q->count[i] = n;
+			q->full[i] = 1;
+			q->fill = 1 - i;
+		} else {
+			q->done = 1;
+			q->rc = n;
+			q->err = err;
+		}
+		pthread_cond_broadcast(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+		if (n <= 0)
+			break;
+	}
+	return NULL;
+}
+
+struct lmt_batchq *lmt_batchq_start(struct lmt_corpus *c, size_t max_bytes, size_t max_docs,
+				    int (*keep)(void *ctx, const struct lmt_doc *d), void *ctx)
+{
+	struct lmt_batchq *q = calloc(1, sizeof *q);
+	if (!q)
+		return NULL;
+	q->c = c;
+	q->max_bytes = max_bytes;
+	q->max_docs = max_docs;
+	q->keep = keep;
+	q->ctx = ctx;
+	pthread_mutex_init(&q->mu, NULL);
+	pthread_cond_init(&q->cv, NULL);
+	if (pthread_create(&q->th, NULL, batchq_main, q)) {
+		pthread_mutex_destroy(&q->mu);
+		pthread_cond_destroy(&q->cv);
+		free(q);
+		return NULL;
+	}
+	return q;
+}
+
+int lmt_batchq_get(struct lmt_batchq *q, struct lmt_docbatch **b, struct lmt_err *err)
+{
+	pthread_mutex_lock(&q->mu);
+	while (!q->full[q->take] && !q->done)
+		pthread_cond_wait(&q->cv, &q->mu);
+	int rc;
+	if (q->full[q->take]) {
+		int i = q->take;
+		q->full[i] = 0;
+		q->busy[i] = 1;
+		q->take = 1 - i;
+		*b = &q->slot[i];
+		rc = 1;
+	} else {
+		rc = q->rc;
+		if (rc < 0 && err)
+			*err = q->err;
+		*b = NULL;
+	}
+	pthread_mutex_unlock(&q->mu);
+	return rc;
+}
+
+void lmt_batchq_put(struct lmt_batchq *q, struct lmt_docbatch *b)
+{
+	pthread_mutex_lock(&q->mu);
+	q->busy[b == &q->slot[1]] = 0;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+}
+
+void lmt_batchq_stop(struct lmt_batchq *q)
+{
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->mu);
+	q->stop = 1;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	pthread_join(q->th, NULL);
+	pthread_mutex_destroy(&q->mu);
+	pthread_cond_destroy(&q->cv);
+	lmt_docbatch_release(&q->slot[0]);
+	lmt_docbatch_release(&q->slot[1]);
+	free(q);
+}

@@ -1,0 +1,54 @@
+/*
+ * dataset.h: a shard-pack dataset directory: its manifest and its shards.
+ *
+ * The manifest (manifest.json, written last by shard-pack) is the dataset: a
+ * directory without one is not a dataset. lmt_dataset_open parses and checks it;
+ * shards are mapped on demand and checked against it when first mapped (size,
+ * header, payload SHA-256 as the manifest records it), so corruption is found
+ * before any of a shard's tokens are used. The SHA-256 of manifest.json is the
+ * dataset's identity.
+ */
+#ifndef LMT_DATASET_H
+#define LMT_DATASET_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "core/digest.h"
+#include "core/error.h"
+#include "data/shard.h"
+
+#define LMT_DATASET_SCHEMA 1
+
+struct lmt_dataset_shard {
+	char *name;              /* as in the manifest, relative to the directory */
+	char *path;              /* directory + name */
+	int split;
+	uint32_t index;          /* position within its split */
+	uint64_t bytes, tokens, seqs, segments;
+	uint8_t sha256[LMT_SHA256_LEN];   /* of the payload, as in the shard header */
+	struct lmt_shard sh;
+	int open;
+};
+
+struct lmt_dataset {
+	char *dir;
+	uint8_t manifest_sha256[LMT_SHA256_LEN];
+	uint8_t tokenizer_sha256[LMT_SHA256_LEN];
+	uint32_t seq_len, token_bytes, vocab_size, pad_id, eos_id;
+	uint64_t split_seqs[3];
+	uint32_t split_shards[3];
+	struct lmt_dataset_shard *shards;
+	size_t nshards;
+	pthread_mutex_t mu;      /* guards opening shards */
+};
+
+int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err);
+void lmt_dataset_close(struct lmt_dataset *d);
+/* Map shard i if not yet (thread-safe), verifying it against the manifest. */
+int lmt_dataset_shard(struct lmt_dataset *d, size_t i, const struct lmt_shard **out, struct lmt_err *err);
+/* Re-read shard i from disk: size, header, payload SHA-256 against the manifest. */
+int lmt_dataset_verify_shard(struct lmt_dataset *d, size_t i, struct lmt_err *err);
+int lmt_split_parse(const char *s);
+
+#endif

@@ -1,0 +1,202 @@
+/*
+ * minhash.h: MinHash signatures, LSH banding and union-find clustering, for
+ * near-duplicate detection (Broder 1997; Leskovec, Rajaraman and Ullman, "Mining
+ * of Massive Datasets", ch. 3).
+ *
+ * A document is a set of shingles: the 64-bit hashes of its word n-grams (words
+ * are runs of non-White_Space characters of the normalised text; a document with
+ * fewer than n words is one shingle of all its words; one with no words has no
+ * shingles). Permutation i maps a shingle hash h to
+ *
+ *	pi_i(h) = (a_i * h + b_i) mod (2^61 - 1)
+ *
+ * with a_i in [1, 2^61 - 2] and b_i in [0, 2^61 - 2] drawn from a seeded PRNG
+ * (splitmix64), computed exactly (the product has 125 bits). The signature keeps,
+ * for each permutation, the low 32 bits of the minimum over the shingles: 4 bytes
+ * a permutation. Two sets agree in one signature value with probability J (their
+ * Jaccard similarity) plus at most 2^-32 for two different minima whose low bits
+ * collide, so the fraction of equal values estimates J.
+ *
+ * LSH: the first b*r values form b bands of r rows; two documents are candidates
+ * when all r values of some band agree, which happens with probability
+ * 1 - (1 - J^r)^b. b and r are chosen for a threshold t by minimising
+ * 0.5 * FP + 0.5 * FN (as datasketch does), with
+ *
+ *	FP(b, r) = integral_0^t   1 - (1 - s^r)^b      ds
+ *	FN(b, r) = integral_t^1   (1 - s^r)^b          ds
+ *
+ * over b * r <= num_perm, each integral by the composite Simpson rule on 1000
+ * equal steps (a fixed rule, so every build picks the same b and r).
+ */
+#ifndef LMT_MINHASH_H
+#define LMT_MINHASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+#define LMT_MINHASH_PRIME 0x1fffffffffffffffULL /* 2^61 - 1, a Mersenne prime */
+#define LMT_MINHASH_MAX_PERM 1024
+#define LMT_MINHASH_EMPTY 0xffffffffu          /* every value of a shingle-less signature */
+
+/* x mod (2^61 - 1) for any 64-bit x. */
+static inline uint64_t lmt_mod61(uint64_t x)
+{
+	x = (x & LMT_MINHASH_PRIME) + (x >> 61);
+	return x >= LMT_MINHASH_PRIME ? x - LMT_MINHASH_PRIME : x;
+}
+
+/* (a * h + b) mod (2^61 - 1) for a, b, h < 2^61 - 1. */
+static inline uint64_t lmt_mod61_affine(uint64_t a, uint64_t b, uint64_t h)
+{
+	unsigned __int128 x = (unsigned __int128)a * h + b;  /* < 2^122 + 2^61 */
+	uint64_t s = ((uint64_t)x & LMT_MINHASH_PRIME) + (uint64_t)(x >> 61); /* < 2^62 */
+	s = (s & LMT_MINHASH_PRIME) + (s >> 61);
+	return s >= LMT_MINHASH_PRIME ? s - LMT_MINHASH_PRIME : s;
+}
+
+struct lmt_minhash {
+	int num_perm;            /* signature values */
+	int npad;                /* num_perm rounded up to a multiple of 8 */
+	int ngram;               /* words per shingle */
+	int kernel;              /* index of the signing kernel */
+	uint64_t seed;
+	uint64_t *a, *b;         /* npad each; a_i, b_i for i < num_perm */
+};
+
+/* num_perm 1..LMT_MINHASH_MAX_PERM, ngram >= 1. */
+int lmt_minhash_init(struct lmt_minhash *m, int num_perm, int ngram, uint64_t seed,
+		     struct lmt_err *err);
+void lmt_minhash_release(struct lmt_minhash *m);
+
+/*
+ * Words and shingles. lmt_word_hashes appends the 64-bit hashes of the words of a
+ * (normalised) text to *v (capacity *cap, grown with LMT_GROW; the caller frees
+ * it) and counts them in *n; returns 0 or LMT_ENOMEM. lmt_ngram_hash hashes k
+ * consecutive word hashes (so a shingle does not depend on what separates its
+ * words, and n-grams of different lengths never collide by construction).
+ * lmt_shingles writes the hashes of the ngram-word windows of nwords words to
+ * out (nwords - ngram + 1 of them; one of all the words when nwords < ngram;
+ * none when nwords == 0) and returns their number.
+ */
+int lmt_word_hashes(const char *text, size_t len, uint64_t **v, size_t *cap, size_t *n);
+uint64_t lmt_ngram_hash(const uint64_t *words, size_t k);
+size_t lmt_shingles(const uint64_t *words, size_t nwords, int ngram, uint64_t *out);
+
+/* Signature of n shingle hashes into sig[num_perm]; all LMT_MINHASH_EMPTY for n == 0.
+ * mins is scratch space of m->npad values; it is left holding the full 61-bit
+ * minima of the first num_perm permutations. */
+void lmt_minhash_sign(const struct lmt_minhash *m, const uint64_t *sh, size_t n, uint32_t *sig,
+		      uint64_t *mins);
+
+/* The signing kernel: "avx512", "avx2" or "scalar", the fastest this CPU runs is
+ * chosen by lmt_minhash_init; all give the same signatures. set_kernel picks one
+ * by name (for tests and benchmarks) and returns -1 if the CPU cannot run it. */
+const char *lmt_minhash_kernel(const struct lmt_minhash *m);
+int lmt_minhash_set_kernel(struct lmt_minhash *m, const char *name);
+
+/* Fraction of equal values of two signatures. */
+double lmt_minhash_similarity(const uint32_t *x, const uint32_t *y, int num_perm);
+
+/* The LSH bucket key of band k (rows r, values k*r .. k*r + r - 1). */
+uint64_t lmt_lsh_band_key(const uint32_t *sig, int band, int rows);
+
+/* The integrals above, and the (b, r) that minimises wfp * FP + wfn * FN over
+ * b * r <= num_perm (ties: the first found, b ascending, then r ascending).
+ * lmt_lsh_params returns 0 or LMT_ENOMEM. */
+double lmt_lsh_false_positive(double t, int b, int r);
+double lmt_lsh_false_negative(double t, int b, int r);
+int lmt_lsh_params(double t, int num_perm, double wfp, double wfn, int *bands, int *rows);
+
+/* Probability that two sets of Jaccard similarity s share a band: 1-(1-s^r)^b. */
+double lmt_lsh_probability(double s, int b, int r);
+
+/*
+ * Union-find over document indices, where a set's root is always its smallest
+ * index (the first document in input order), so the result does not depend on
+ * the order of the unions. parent[i] = i initially.
+ */
+static inline uint32_t lmt_uf_find(uint32_t *parent, uint32_t x)
+{
+	while (parent[x] != x) {
+		parent[x] = parent[parent[x]]; /* path halving */
+		x = parent[x];
+	}
+	return x;
+}
+
+static inline void lmt_uf_union(uint32_t *parent, uint32_t x, uint32_t y)
+{
+	x = lmt_uf_find(parent, x);
+	y = lmt_uf_find(parent, y);
+	if (x < y)
+		parent[y] = x;
+	else if (y < x)
+		parent[x] = y;
+}
+
+/*
+ * Signatures of many documents, in chunks so that growing the store never copies
+ * it (and never needs twice its size). Document i's signature is
+ * lmt_sigstore_at(s, i), num_perm values.
+ */
+#define LMT_SIGSTORE_CHUNK 16384
+struct lmt_sigstore {
+	int num_perm;
+	uint32_t **chunks;
+	size_t nchunks, capchunks;
+};
+static inline uint32_t *lmt_sigstore_at(const struct lmt_sigstore *s, size_t i)
+{
+	return s->chunks[i / LMT_SIGSTORE_CHUNK] + (i % LMT_SIGSTORE_CHUNK) * (size_t)s->num_perm;
+}
+/* Make room for documents 0..n-1. Returns 0 or LMT_ENOMEM. */
+int lmt_sigstore_reserve(struct lmt_sigstore *s, size_t n);
+void lmt_sigstore_release(struct lmt_sigstore *s);
+
+/*
+ * Cluster by LSH: for each band, documents whose band keys are equal are joined in
+ * parent (which may already hold unions, e.g. of exact duplicates). Documents
+ * with flags[i] & skip take no part. Uses a table of 12 bytes a slot, 2 to 4
+ * slots a taking document, while it runs. Returns 0, or LMT_ENOMEM.
+ */
+int lmt_lsh_cluster(const struct lmt_sigstore *sigs, size_t n, int bands, int rows,
+		    const uint8_t *flags, uint8_t skip, uint32_t *parent, struct lmt_err *err);
+
+/*
+ * A table from LSH band keys to the first document that had them, for matching
+ * one set of documents against another (training documents against evaluation
+ * documents). Keys of all bands share one table; the band is mixed into the key.
+ */
+struct lmt_lsh_table {
+	uint64_t *keys;
+	uint32_t *vals;          /* UINT32_MAX: empty slot */
+	size_t cap, n;
+	int bands, rows;
+};
+int lmt_lsh_table_init(struct lmt_lsh_table *t, int bands, int rows);
+void lmt_lsh_table_release(struct lmt_lsh_table *t);
+/* Add the bands of signature sig for document id (a key already present keeps
+ * its first document). Returns 0 or LMT_ENOMEM. */
+int lmt_lsh_table_add(struct lmt_lsh_table *t, const uint32_t *sig, uint32_t id);
+/* The document of the lowest band whose key matches, or UINT32_MAX. */
+uint32_t lmt_lsh_table_query(const struct lmt_lsh_table *t, const uint32_t *sig);
+
+/* A set of 64-bit values (n-gram hashes) with a 32-bit value each (the first
+ * document that had the key). */
+struct lmt_u64map {
+	uint64_t *keys;
+	uint32_t *vals;
+	size_t cap, n;
+};
+int lmt_u64map_put(struct lmt_u64map *m, uint64_t key, uint32_t val); /* keeps the first */
+uint32_t lmt_u64map_get(const struct lmt_u64map *m, uint64_t key);    /* UINT32_MAX: absent */
+void lmt_u64map_release(struct lmt_u64map *m);
+
+/* Sort v[0..*n) and drop repeats. */
+void lmt_u64_sort_unique(uint64_t *v, size_t *n);
+/* |A ∩ B| / |A ∪ B| of two sorted, repeat-free sets; 1 when both are empty. */
+double lmt_jaccard_sorted(const uint64_t *x, size_t nx, const uint64_t *y, size_t ny);
+
+#endif

@@ -1,0 +1,209 @@
+/*
+ * pretok.c: the PCRE2-backed pre-tokenizer.
+ *
+ * The pattern sources are the ones published with tiktoken (gpt2, cl100k_base,
+ * o200k_base), written without possessive quantifiers; PCRE2 splits identically with
+ * or without them. One substitution is made: PCRE2's \s under UCP also matches
+ * U+180E (MONGOLIAN VOWEL SEPARATOR), which is not White_Space since Unicode 6.3
+ * and is not matched by the regex engine tiktoken uses; the built-in patterns spell
+ * \s out as the Unicode White_Space set so both agree.
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "data/pretok.h"
+
+#include <pcre2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WS "\\t\\n\\x{0b}\\f\\r\\x{20}\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}" \
+	   "\\x{2028}\\x{2029}\\x{202f}\\x{205f}\\x{3000}"
+
+static const struct {
+	const char *name;
+	const char *src;      /* as published */
+	const char *pcre;     /* what we compile: \s spelled out */
+} builtins[] = {
+	{ "gpt2",
+	  "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
+	  "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|[" WS "]+(?![^" WS
+	  "])|[" WS "]+" },
+	{ "cl100k",
+	  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"
+	  "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+	  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^" WS
+	  "\\p{L}\\p{N}]+[\\r\\n]*|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+" },
+	{ "o200k",
+	  "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+	  "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+	  "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"
+	  "[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+	  "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+	  "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+	  "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^" WS
+	  "\\p{L}\\p{N}]+[\\r\\n/]*|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+" },
+};
+
+const char *lmt_pretok_builtin(const char *name)
+{
+	for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
+		if (!strcmp(builtins[i].name, name))
+			return builtins[i].src;
+	return NULL;
+}
+
+const char *lmt_pretok_name_of(const char *regex)
+{
+	for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
+		if (!strcmp(builtins[i].src, regex) || !strcmp(builtins[i].pcre, regex))
+			return builtins[i].name;
+	return NULL;
+}
+
+int lmt_pretok_init(struct lmt_pretok *p, const char *name, const char *regex,
+		    struct lmt_err *err)
+{
+	memset(p, 0, sizeof *p);
+	const char *src = NULL, *pcre = NULL;
+	if (!name || !*name)
+		name = regex ? "custom" : "none";
+	if (!strcmp(name, "none")) {
+		snprintf(p->name, sizeof p->name, "none");
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
+		if (!strcmp(builtins[i].name, name)) {
+			src = builtins[i].src;
+			pcre = builtins[i].pcre;
+		}
+	if (!src) {
+		if (strcmp(name, "custom") || !regex)
+			return lmt_err_set(err, LMT_EINVAL,
+				"unknown pattern '%s' (expected gpt2, cl100k, o200k, none or a regex)", name);
+		/* a custom regex equal to a built-in's source gets the built-in treatment */
+		const char *bn = lmt_pretok_name_of(regex);
+		if (bn)
+			return lmt_pretok_init(p, bn, NULL, err);
+		src = pcre = regex;
+	}
+	snprintf(p->name, sizeof p->name, "%s", name);
+	p->regex = strdup(src);
+	if (!p->regex)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	int ec;
+	PCRE2_SIZE eo;
+	pcre2_code *code = pcre2_compile((PCRE2_SPTR)pcre, PCRE2_ZERO_TERMINATED,
+					 PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &ec, &eo, NULL);
+	if (!code) {
+		PCRE2_UCHAR msg[256];
+		pcre2_get_error_message(ec, msg, sizeof msg);
+		free(p->regex);
+		p->regex = NULL;
+		return lmt_err_set(err, LMT_EFORMAT, "pattern '%s': %s at offset %zu", name,
+				   (char *)msg, (size_t)eo);
+	}
+	p->jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
+	p->code = code;
+	return 0;
+}
+
+void lmt_pretok_release(struct lmt_pretok *p)
+{
+	if (p->code)
+		pcre2_code_free(p->code);
+	free(p->regex);
+	memset(p, 0, sizeof *p);
+}
+
+int lmt_pretok_iter_init(struct lmt_pretok_iter *it, const struct lmt_pretok *p)
+{
+	memset(it, 0, sizeof *it);
+	it->p = p;
+	if (!p->code)
+		return 0;
+	it->md = pcre2_match_data_create_from_pattern(p->code, NULL);
+	it->mctx = pcre2_match_context_create(NULL);
+	if (!it->md || !it->mctx) {
+		lmt_pretok_iter_release(it);
+		return LMT_ENOMEM;
+	}
+	if (p->jit) {
+		it->jstack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, NULL);
+		if (!it->jstack) {
+			lmt_pretok_iter_release(it);
+			return LMT_ENOMEM;
+		}
+		pcre2_jit_stack_assign(it->mctx, NULL, it->jstack);
+	}
+	return 0;
+}
+
+void lmt_pretok_iter_release(struct lmt_pretok_iter *it)
+{
+	if (it->md)
+		pcre2_match_data_free(it->md);
+	if (it->mctx)
+		pcre2_match_context_free(it->mctx);
+	if (it->jstack)
+		pcre2_jit_stack_free(it->jstack);
+	memset(it, 0, sizeof *it);
+}
+
+void lmt_pretok_iter_reset(struct lmt_pretok_iter *it, const char *text, size_t len)
+{
+	it->text = text;
+	it->len = len;
+	it->pos = 0;
+	it->have = 0;
+}
+
+int lmt_pretok_next(struct lmt_pretok_iter *it, size_t *start, size_t *n)
+{
+	if (it->pos >= it->len)
+		return 0;
+	if (!it->p->code) {
+		*start = 0;
+		*n = it->len;
+		it->pos = it->len;
+		return 1;
+	}
+	if (!it->have) {
+		int rc;
+		size_t from = it->pos;
+		for (;;) {
+			rc = it->p->jit
+				? pcre2_jit_match(it->p->code, (PCRE2_SPTR)it->text, it->len, from, 0, it->md, it->mctx)
+				: pcre2_match(it->p->code, (PCRE2_SPTR)it->text, it->len, from, 0, it->md, it->mctx);
+			if (rc < 0)
+				break;
+			PCRE2_SIZE *ov = pcre2_get_ovector_pointer(it->md);
+			if (ov[1] > ov[0]) {
+				it->ms = ov[0];
+				it->me = ov[1];
+				break;
+			}
+			/* an empty match covers nothing: look again one byte on */
+			if (++from >= it->len) {
+				rc = -1;
+				break;
+			}
+		}
+		if (rc < 0) { /* no match in the rest: it is one unmatched piece */
+			it->ms = it->me = it->len;
+		}
+		it->have = 1;
+	}
+	if (it->ms > it->pos) { /* bytes no match covers come first, as a piece */
+		*start = it->pos;
+		*n = it->ms - it->pos;
+		it->pos = it->ms;
+		if (it->ms == it->me)
+			it->have = 0;
+		return 1;
+	}
+	*start = it->ms;
+	*n = it->me - it->ms;
+	it->pos = it->me;
+	it->have = 0;
+	return 1;
+}

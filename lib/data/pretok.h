@@ -1,0 +1,61 @@
+/*
+ * pretok.h: pre-tokenization, splitting text into pieces before BPE.
+ *
+ * The built-in patterns are the ones the reference tokenizers define:
+ *   gpt2    GPT-2 (and r50k/p50k)
+ *   cl100k  cl100k_base (GPT-3.5/4)
+ *   o200k   o200k_base (GPT-4o)
+ *   none    the whole text is one piece
+ * Any other PCRE2 pattern may be given as text. Matching uses PCRE2 with UTF, UCP and
+ * JIT. Two rules make the split total over arbitrary bytes, so that every input
+ * round-trips through encode and decode:
+ *   - bytes that are not valid UTF-8 are never matched (PCRE2_MATCH_INVALID_UTF);
+ *   - every maximal run of bytes that no match covers becomes a piece of its own.
+ * For valid UTF-8, the built-in patterns cover every character, so the second rule
+ * never applies and the pieces are exactly the reference tokenizer's.
+ *
+ * The compiled pattern is shared and read-only; each thread needs its own
+ * struct lmt_pretok_iter state (match data), made with lmt_pretok_iter_init.
+ */
+#ifndef LMT_PRETOK_H
+#define LMT_PRETOK_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+
+struct lmt_pretok {
+	char name[32];       /* "gpt2", "cl100k", "o200k", "none" or "custom" */
+	char *regex;         /* the PCRE2 source, NULL for none */
+	void *code;          /* pcre2_code_8 */
+	int jit;             /* JIT compilation succeeded */
+};
+
+/* Compile a built-in pattern by name, or a custom regex (name "custom"). */
+int lmt_pretok_init(struct lmt_pretok *p, const char *name, const char *regex,
+		    struct lmt_err *err);
+void lmt_pretok_release(struct lmt_pretok *p);
+
+/* The source text of a built-in pattern, or NULL for an unknown name or "none". */
+const char *lmt_pretok_builtin(const char *name);
+/* The built-in name whose source equals regex, or NULL. */
+const char *lmt_pretok_name_of(const char *regex);
+
+struct lmt_pretok_iter {
+	const struct lmt_pretok *p;
+	void *md;            /* pcre2_match_data_8 */
+	void *mctx;          /* pcre2_match_context_8 */
+	void *jstack;        /* pcre2_jit_stack_8 */
+	const char *text;
+	size_t len, pos;
+	size_t ms, me;       /* a match found ahead of an unmatched run */
+	int have;
+};
+
+int lmt_pretok_iter_init(struct lmt_pretok_iter *it, const struct lmt_pretok *p);
+void lmt_pretok_iter_release(struct lmt_pretok_iter *it);
+void lmt_pretok_iter_reset(struct lmt_pretok_iter *it, const char *text, size_t len);
+/* Next piece as [*start, *start + *n). Returns 1, or 0 at the end. */
+int lmt_pretok_next(struct lmt_pretok_iter *it, size_t *start, size_t *n);
+
+#endif

@@ -1,0 +1,343 @@
+/*
+ * textnorm.c: the normaliser and word splitter described in textnorm.h.
+ *
+ * One pass over the input, one character at a time. ASCII goes through a 128-entry
+ * class table; other characters through binary searches of the generated range
+ * tables in unitab.h (a few hundred entries each, so at most 9 or 10 probes).
+ */
+#include "data/textnorm.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "data/unitab.h"
+#include "core/util.h"
+
+_Static_assert(LMT_UNITAB_MAX_GROWTH <= 2, "lmt_textnorm_bound assumes growth of at most 2");
+
+int lmt_utf8_decode(const unsigned char *p, size_t n, uint32_t *cp)
+{
+	unsigned c = p[0];
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	int len;
+	uint32_t v;
+	if (c >= 0xc2 && c <= 0xdf) { len = 2; v = c & 0x1f; }
+	else if (c >= 0xe0 && c <= 0xef) { len = 3; v = c & 0x0f; }
+	else if (c >= 0xf0 && c <= 0xf4) { len = 4; v = c & 0x07; }
+	else goto bad;
+	if (n < (size_t)len)
+		goto bad;
+	for (int k = 1; k < len; k++) {
+		if ((p[k] & 0xc0) != 0x80)
+			goto bad;
+		v = v << 6 | (p[k] & 0x3f);
+	}
+	/* RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF */
+	if ((len == 3 && (v < 0x800 || (v >= 0xd800 && v <= 0xdfff))) ||
+	    (len == 4 && (v < 0x10000 || v > 0x10ffff)))
+		goto bad;
+	*cp = v;
+	return len;
+bad:
+	*cp = LMT_UTF8_BAD + c;
+	return 1;
+}
+
+int lmt_utf8_encode(uint32_t cp, char *out)
+{
+	unsigned char *o = (unsigned char *)out;
+	if (cp < 0x80) {
+		o[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		o[0] = (unsigned char)(0xc0 | cp >> 6);
+		o[1] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		o[0] = (unsigned char)(0xe0 | cp >> 12);
+		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+		o[2] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	o[0] = (unsigned char)(0xf0 | cp >> 18);
+	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
+	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
+	o[3] = (unsigned char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+static int in_ranges(const struct lmt_unitab_range *r, size_t n, uint32_t cp)
+{
+	if (n == 0 || cp < r[0].lo || cp > r[n - 1].hi)
+		return 0;
+	size_t lo = 0, hi = n; /* find the last range with r.lo <= cp */
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (r[mid].lo <= cp)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return cp <= r[lo].hi;
+}
+
+uint32_t lmt_uni_lower(uint32_t cp)
+{
+	if (cp < 128)
+		return (lmt_unitab_ascii[cp] & LMT_UNITAB_UPPER) ? cp + 32 : cp;
+	const struct lmt_unitab_case *r = lmt_unitab_lower;
+	size_t n = LMT_ARRAY_SIZE(lmt_unitab_lower);
+	if (cp < r[0].lo || cp > r[n - 1].hi)
+		return cp;
+	size_t lo = 0, hi = n;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (r[mid].lo <= cp)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (cp <= r[lo].hi && (cp - r[lo].lo) % r[lo].stride == 0)
+		return (uint32_t)((int32_t)cp + r[lo].delta);
+	return cp;
+}
+
+uint32_t lmt_uni_base(uint32_t cp)
+{
+	const struct lmt_unitab_pair *p = lmt_unitab_base;
+	size_t n = LMT_ARRAY_SIZE(lmt_unitab_base);
+	if (cp < p[0].cp || cp > p[n - 1].cp)
+		return cp;
+	size_t lo = 0, hi = n;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+		if (p[mid].cp <= cp)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return p[lo].cp == cp ? p[lo].base : cp;
+}
+
+#define IN(table, cp) in_ranges(table, LMT_ARRAY_SIZE(table), cp)
+
+int lmt_uni_is_mark(uint32_t cp) { return cp >= 0x300 && IN(lmt_unitab_mn, cp); }
+int lmt_uni_is_punct(uint32_t cp)
+{
+	return cp < 128 ? (lmt_unitab_ascii[cp] & LMT_UNITAB_PUNCT) != 0 : IN(lmt_unitab_punct, cp);
+}
+int lmt_uni_is_space(uint32_t cp)
+{
+	return cp < 128 ? (lmt_unitab_ascii[cp] & LMT_UNITAB_SPACE) != 0 : IN(lmt_unitab_space, cp);
+}
+int lmt_uni_is_digit(uint32_t cp)
+{
+	return cp < 128 ? (lmt_unitab_ascii[cp] & LMT_UNITAB_DIGIT) != 0 : IN(lmt_unitab_digit, cp);
+}
+const char *lmt_uni_version(void) { return LMT_UNITAB_VERSION; }
+
+/* For each set of flags, the byte to write for an ASCII byte and what to do with
+ * it, so that runs of ordinary letters are copied by a tight loop. */
+enum { A_COPY, A_DIGIT, A_SPACE, A_PUNCT };
+static unsigned char ascii_map[LMT_TEXTNORM_ALL + 1][128], ascii_act[LMT_TEXTNORM_ALL + 1][128];
+static pthread_once_t ascii_once = PTHREAD_ONCE_INIT;
+
+static void ascii_init(void)
+{
+	for (unsigned f = 0; f <= LMT_TEXTNORM_ALL; f++) {
+		for (int c = 0; c < 128; c++) {
+			int cls = lmt_unitab_ascii[c];
+			ascii_map[f][c] = (unsigned char)((f & LMT_TEXTNORM_LOWER) && (cls & LMT_UNITAB_UPPER) ? c + 32 : c);
+			ascii_act[f][c] = (f & LMT_TEXTNORM_DIGITS) && (cls & LMT_UNITAB_DIGIT) ? A_DIGIT
+					: (cls & LMT_UNITAB_SPACE) ? A_SPACE
+					: (f & LMT_TEXTNORM_PUNCT) && (cls & LMT_UNITAB_PUNCT) ? A_PUNCT : A_COPY;
+		}
+	}
+}
+
+size_t lmt_textnorm_apply(unsigned flags, const char *text, size_t n, char *out)
+{
+	const unsigned char *p = (const unsigned char *)text, *end = p + n;
+	size_t o = 0;
+	int in_digits = 0, pending = 0;
+	const int lower = flags & LMT_TEXTNORM_LOWER, digits = flags & LMT_TEXTNORM_DIGITS;
+	const int punct = flags & LMT_TEXTNORM_PUNCT, space = flags & LMT_TEXTNORM_SPACE;
+	const int accents = flags & LMT_TEXTNORM_ACCENTS;
+	pthread_once(&ascii_once, ascii_init);
+	const unsigned char *map = ascii_map[flags & LMT_TEXTNORM_ALL];
+	const unsigned char *act = ascii_act[flags & LMT_TEXTNORM_ALL];
+	while (p < end) {
+		uint32_t cp;
+		int len, cls;
+		if (*p < 0x80 && act[*p] == A_COPY) {
+			if (pending) {
+				out[o++] = ' ';
+				pending = 0;
+			}
+			in_digits = 0;
+			do
+				out[o++] = (char)map[*p++];
+			while (p < end && *p < 0x80 && act[*p] == A_COPY);
+			continue;
+		}
+		if (*p < 0x80) {
+			int a = act[*p], c = *p++;
+			if (a == A_DIGIT) {
+				if (!in_digits) {
+					if (pending) {
+						out[o++] = ' ';
+						pending = 0;
+					}
+					out[o++] = '0';
+					in_digits = 1;
+				}
+				continue;
+			}
+			in_digits = 0;
+			if (space)
+				pending = o > 0; /* white space or punctuation: one space, later */
+			else
+				out[o++] = a == A_PUNCT ? ' ' : (char)c;
+			continue;
+		}
+		{
+			len = lmt_utf8_decode(p, (size_t)(end - p), &cp);
+			if (cp >= LMT_UTF8_BAD) {
+				cls = 0;
+			} else {
+				if (accents) {
+					if (lmt_uni_is_mark(cp)) {
+						p += len; /* invisible: it neither ends a digit run nor a word */
+						continue;
+					}
+					cp = lmt_uni_base(cp);
+				}
+				if (lower)
+					cp = lmt_uni_lower(cp);
+				cls = (lmt_uni_is_digit(cp) ? LMT_UNITAB_DIGIT : 0) |
+				      (lmt_uni_is_punct(cp) ? LMT_UNITAB_PUNCT : 0) |
+				      (lmt_uni_is_space(cp) ? LMT_UNITAB_SPACE : 0);
+			}
+		}
+		const unsigned char *src = p;
+		p += len;
+		if (digits && (cls & LMT_UNITAB_DIGIT)) {
+			if (in_digits)
+				continue;
+			in_digits = 1;
+			cp = '0';
+			cls = 0;
+		} else {
+			in_digits = 0;
+		}
+		int is_sp = (cls & LMT_UNITAB_SPACE) || (punct && (cls & LMT_UNITAB_PUNCT));
+		if (is_sp && space) {
+			pending = o > 0;
+			continue;
+		}
+		if (pending) {
+			out[o++] = ' ';
+			pending = 0;
+		}
+		if (is_sp && !(cls & LMT_UNITAB_SPACE)) {
+			out[o++] = ' '; /* punctuation, without collapsing */
+		} else if (cp >= LMT_UTF8_BAD) {
+			out[o++] = (char)*src;
+		} else if (cp < 0x80) {
+			out[o++] = (char)cp;
+		} else {
+			o += (size_t)lmt_utf8_encode(cp, out + o);
+		}
+	}
+	return o;
+}
+
+static const char *const flag_names[] = { "lower", "digits", "punct", "space", "accents" };
+
+int lmt_textnorm_parse(const char *s, unsigned *flags, const char **bad)
+{
+	*flags = 0;
+	*bad = NULL;
+	if (!strcmp(s, "none"))
+		return 0;
+	if (!strcmp(s, "all")) {
+		*flags = LMT_TEXTNORM_ALL;
+		return 0;
+	}
+	for (;;) {
+		size_t l = strcspn(s, ",");
+		int k;
+		for (k = 0; k < (int)LMT_ARRAY_SIZE(flag_names); k++)
+			if (l == strlen(flag_names[k]) && !strncmp(s, flag_names[k], l))
+				break;
+		if (k == (int)LMT_ARRAY_SIZE(flag_names)) {
+			*bad = s;
+			return -1;
+		}
+		*flags |= 1u << k;
+		if (!s[l])
+			return 0;
+		s += l + 1;
+	}
+}
+
+char *lmt_textnorm_format(unsigned flags, char *buf)
+{
+	buf[0] = 0;
+	for (int k = 0; k < (int)LMT_ARRAY_SIZE(flag_names); k++) {
+		if (flags & (1u << k)) {
+			if (buf[0])
+				strcat(buf, ",");
+			strcat(buf, flag_names[k]);
+		}
+	}
+	if (!buf[0])
+		strcpy(buf, "none");
+	return buf;
+}
+
+int lmt_textnorm_next_word(const char *text, size_t n, size_t *pos, size_t *start, size_t *len)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	size_t i = *pos;
+	uint32_t cp;
+	/* skip white space */
+	while (i < n) {
+		if (p[i] < 0x80) {
+			if (!(lmt_unitab_ascii[p[i]] & LMT_UNITAB_SPACE))
+				break;
+			i++;
+			continue;
+		}
+		int l = lmt_utf8_decode(p + i, n - i, &cp);
+		if (cp >= LMT_UTF8_BAD || !lmt_uni_is_space(cp))
+			break;
+		i += (size_t)l;
+	}
+	if (i >= n) {
+		*pos = n;
+		return 0;
+	}
+	size_t s = i;
+	while (i < n) {
+		if (p[i] < 0x80) {
+			if (lmt_unitab_ascii[p[i]] & LMT_UNITAB_SPACE)
+				break;
+			i++;
+			continue;
+		}
+		int l = lmt_utf8_decode(p + i, n - i, &cp);
+		if (cp < LMT_UTF8_BAD && lmt_uni_is_space(cp))
+			break;
+		i += (size_t)l;
+	}
+	*start = s;
+	*len = i - s;
+	*pos = i;
+	return 1;
+}

@@ -1,0 +1,38 @@
+/*
+ * tokinterop.h: importing and exporting other tokenizers' files.
+ *
+ *   tiktoken rank file   one line per token: base64(bytes) SP rank. Imported with
+ *                        tiktoken's semantics: a piece that is itself a token is
+ *                        that token (ignore_merges); otherwise every split of a token
+ *                        of rank r into two tokens is a merge of priority r.
+ *   GPT-2 files          encoder.json (byte-level string -> id) and vocab.bpe (the
+ *                        merges in order, after a "#version" line). Merge i has
+ *                        priority i.
+ *   HuggingFace          tokenizer.json with a byte-level BPE model (ByteLevel
+ *                        pre-tokenizer, alone or after a Split regex). Merge i of
+ *                        model.merges has priority i; ignore_merges is honoured.
+ *
+ * Ids are kept exactly as the source numbers them. Where the source leaves holes in
+ * the id space (cl100k has none at 100256 and between 100261 and 100275), each hole
+ * gets a special token "<|lmt_unused_N|>" so ids stay identical; such tokens are
+ * never produced by encoding.
+ *
+ * Special tokens for formats that do not list them (tiktoken, GPT-2) are given as
+ * "STRING=ID" (or "STRING" for the next free id).
+ */
+#ifndef LMT_TOKINTEROP_H
+#define LMT_TOKINTEROP_H
+
+#include "core/error.h"
+#include "data/tokenizer.h"
+
+int lmt_tok_import_tiktoken(struct lmt_tokenizer *t, const char *path, const char *pattern,
+			    const char *const *specials, int nspecials, struct lmt_err *err);
+int lmt_tok_import_gpt2(struct lmt_tokenizer *t, const char *encoder_json, const char *vocab_bpe,
+			const char *const *specials, int nspecials, struct lmt_err *err);
+int lmt_tok_import_hf(struct lmt_tokenizer *t, const char *path, struct lmt_err *err);
+
+/* Write a HuggingFace tokenizer.json (atomically). */
+int lmt_tok_export_hf(const struct lmt_tokenizer *t, const char *path, struct lmt_err *err);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * generate.h: sampling from a GPT-2 with a key/value cache.
+ *
+ * lmt_sample_tokens (trainer.h) recomputes the forward pass over the whole prefix
+ * for every new token: O(T^2) work per token, fine for a few samples during
+ * training. Here each layer's keys and values of the positions seen so far are
+ * kept, so a new token costs one pass of the weights over one position plus
+ * attention of one query over the cached keys: O(T C) per layer instead of
+ * O(T^2 C).
+ *
+ * The weights are applied through the backend, as in model.c (GEMMs of one row,
+ * LayerNorm, GELU); the cache lives in host memory and the attention of the one new
+ * query is computed on the host, in the order of the backend's own attention (max-
+ * shifted exponentials, normalised, then the weighted sum of values), so no
+ * operation is added to the backend table. A prompt is run through the batched
+ * forward pass (lmt_gpt_logits) once and its keys and values copied into the cache.
+ *
+ * lmt_generate has lmt_sample_tokens' contract and draws the same random numbers
+ * the same way, so for the same seed, temperature and top-k it picks the same
+ * tokens (the logits agree to float rounding: one-row GEMMs against a batched pass;
+ * test-evaluate checks the ids and a 1e-4 bound on the logits). Its window is the
+ * model's context, max_T; lmt_sample_tokens' is the activations' T, the same when
+ * they are sized to the context, as train sizes them. Past the context the window
+ * slides as there: every new token recomputes the last max_T tokens from position
+ * 0, which costs what the recompute sampler costs.
+ */
+#ifndef LMT_GENERATE_H
+#define LMT_GENERATE_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "data/gencorpus.h"
+#include "model/model.h"
+
+struct lmt_kv {
+	struct lmt_gpt *g;
+	int len;                 /* positions cached: the next token goes at position len */
+	float *k, *v;            /* host: (L, max_T, C) each */
+	/* device scratch for one position */
+	float *x, *ln, *mean, *rstd, *qkv, *atty, *r2, *fch, *fchg, *logits;
+	int32_t *tok;
+	/* host scratch */
+	float *h_qkv, *h_atty, *s;
+};
+
+/* Cache and scratch for g (g must outlive it). */
+int lmt_kv_init(struct lmt_kv *kv, struct lmt_gpt *g, struct lmt_err *err);
+void lmt_kv_release(struct lmt_kv *kv);
+
+/*
+ * Start over with n tokens (1 <= n <= max_T) at positions 0 .. n-1: one batched
+ * forward pass (g's activations are reallocated if they hold fewer than n positions,
+ * and left reshaped to (1, n)), its keys and values cached; the logits of the last
+ * position (V floats) into logits.
+ */
+int lmt_kv_prefill(struct lmt_kv *kv, const int32_t *tok, int n, float *logits, struct lmt_err *err);
+/* Append one token at position kv->len (< max_T); its logits (V floats) into logits. */
+int lmt_kv_step(struct lmt_kv *kv, int32_t tok, float *logits, struct lmt_err *err);
+
+/*
+ * The next token from a row of V logits: the argmax (lowest id on a tie) when
+ * temperature <= 0, else a draw from the softmax at temperature over the top_k
+ * largest (0: all), the same selection and the same single draw from r as
+ * lmt_sample_tokens. idx: V ints of scratch.
+ */
+int lmt_pick_token(const float *row, int V, double temperature, int top_k, struct lmt_rng *r, int *idx);
+
+/* lmt_sample_tokens' contract (trainer.h), with the cache. */
+int lmt_generate(struct lmt_gpt *g, const int32_t *prompt, int np, int n, double temperature, int top_k,
+		 uint64_t seed, int32_t *out, struct lmt_err *err);
+
+#endif

@@ -1,0 +1,327 @@
+/*
+ * trainer.c: the training step, evaluation and sampling (trainer.h).
+ */
+#include "model/trainer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/gencorpus.h"
+#include "model/generate.h"
+#include "core/util.h"
+
+double lmt_lr_at(const struct lmt_train_cfg *c, uint64_t u)
+{
+	double lo = c->lr * c->min_lr_frac;
+	if (u < c->warmup)
+		return c->lr * (double)(u + 1) / (double)c->warmup;
+	if (u >= c->updates)
+		return lo;
+	double q = (double)(u - c->warmup) / (double)(c->updates - c->warmup);
+	switch (c->schedule) {
+	case LMT_SCHED_LINEAR: return c->lr - (c->lr - lo) * q;
+	case LMT_SCHED_CONSTANT: return c->lr;
+	default: return lo + (c->lr - lo) * 0.5 * (1.0 + cos(M_PI * q));
+	}
+}
+
+/* The segment covering position p, or -1; segments are sorted and disjoint, and p
+ * only grows, so *k walks forward. */
+static int seg_at(const struct lmt_sample *x, uint32_t p, uint32_t *k)
+{
+	while (*k < x->nseg && x->segs[*k].start + x->segs[*k].len <= p)
+		(*k)++;
+	return *k < x->nseg && x->segs[*k].start <= p ? (int)*k : -1;
+}
+
+uint64_t lmt_make_batch(const struct lmt_sample *s, int B, int T, int cross, int32_t *tok, int32_t *tgt,
+			int32_t *seg)
+{
+	uint64_t valid = 0;
+	for (int b = 0; b < B; b++) {
+		const struct lmt_sample *x = &s[b];
+		uint32_t k = 0, k1 = 0;
+		for (int p = 0; p < T; p++) {
+			size_t i = (size_t)b * T + p;
+			int here = seg_at(x, (uint32_t)p, &k), next = seg_at(x, (uint32_t)p + 1, &k1);
+			tok[i] = (int32_t)x->tokens[p];
+			/* padding gets a segment of its own, so it attends only to itself */
+			seg[i] = here >= 0 ? here : -(p + 1);
+			int ok = here >= 0 && next >= 0 && (cross || here == next);
+			tgt[i] = ok ? (int32_t)x->tokens[p + 1] : -1;
+			valid += ok;
+		}
+	}
+	return valid;
+}
+
+int lmt_trainer_init(struct lmt_trainer *tr, const struct lmt_train_cfg *cfg, struct lmt_backend *be,
+		     struct lmt_comm *comm, struct lmt_gpt *g, struct lmt_dataset *d, uint64_t cursor,
+		     struct lmt_err *err)
+{
+	memset(tr, 0, sizeof *tr);
+	tr->cfg = *cfg;
+	tr->be = be;
+	tr->comm = comm;
+	tr->g = g;
+	tr->T = (int)d->seq_len;
+	if (g->B != cfg->B || g->T != tr->T)
+		return lmt_err_set(err, LMT_EINVAL, "model activations are for %d x %d, the step needs %d x %d", g->B,
+				   g->T, cfg->B, tr->T);
+	int rc = lmt_gpt_alloc_optimizer(g, err);
+	if (rc)
+		return rc;
+	size_t ns = (size_t)cfg->B * cfg->accum, N = (size_t)cfg->B * tr->T * cfg->accum;
+	tr->samples = calloc(ns, sizeof *tr->samples);
+	tr->h_tok = malloc(N * sizeof *tr->h_tok);
+	tr->h_tgt = malloc(N * sizeof *tr->h_tgt);
+	tr->h_seg = malloc(N * sizeof *tr->h_seg);
+	if (!tr->samples || !tr->h_tok || !tr->h_tgt || !tr->h_seg) {
+		lmt_trainer_release(tr);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < ns; i++)
+		if (lmt_sample_alloc(&tr->samples[i], d)) {
+			lmt_trainer_release(tr);
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		}
+	struct lmt_loader_cfg lc = { LMT_SPLIT_TRAIN, cfg->seed, (uint32_t)comm->rank, (uint32_t)comm->world, 1,
+				     cfg->shuffle_window, (uint32_t)LMT_MIN(ns * 2, 256) };
+	if ((rc = lmt_loader_init(&tr->loader, d, &lc, cursor, err))) {
+		lmt_trainer_release(tr);
+		return rc;
+	}
+	return 0;
+}
+
+void lmt_trainer_release(struct lmt_trainer *tr)
+{
+	if (tr->samples)
+		for (size_t i = 0; i < (size_t)tr->cfg.B * tr->cfg.accum; i++)
+			lmt_sample_free(&tr->samples[i]);
+	free(tr->samples);
+	free(tr->h_tok);
+	free(tr->h_tgt);
+	free(tr->h_seg);
+	if (tr->loader.d)
+		lmt_loader_release(&tr->loader);
+	memset(tr, 0, sizeof *tr);
+}
+
+/* The first tensor holding a non-finite value in buf (params or grads). */
+static const char *find_nonfinite(struct lmt_gpt *g, const float *buf)
+{
+	for (int i = 0; i < g->nt; i++)
+		if (g->be->nonfinite(g->be, buf + g->t[i].offset, g->t[i].numel))
+			return g->t[i].name;
+	return NULL;
+}
+
+int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct lmt_err *err)
+{
+	struct lmt_backend *be = tr->be;
+	struct lmt_gpt *g = tr->g;
+	const struct lmt_train_cfg *c = &tr->cfg;
+	int B = c->B, T = tr->T, A = c->accum, rc;
+	size_t N = (size_t)B * T;
+	memset(st, 0, sizeof *st);
+	double t0 = lmt_now(), t;
+
+	/* 1-2: every micro-batch's samples first, to count the whole batch's targets */
+	uint64_t valid = 0;
+	for (int i = 0; i < A * B; i++)
+		if ((rc = lmt_loader_next(&tr->loader, &tr->samples[i], err)))
+			return rc;
+	for (int m = 0; m < A; m++)
+		valid += lmt_make_batch(&tr->samples[m * B], B, T, c->cross_doc_targets, tr->h_tok + m * N,
+					tr->h_tgt + m * N, tr->h_seg + m * N);
+	st->t_data = lmt_now() - t0;
+	t = lmt_now();
+	int64_t gvalid = (int64_t)valid;
+	if ((rc = tr->comm->allreduce_sum(tr->comm, &gvalid, 1, LMT_DTYPE_I64, err)))
+		return rc;
+	st->t_comm += lmt_now() - t;
+	if (gvalid == 0)
+		return lmt_err_set(err, LMT_EFORMAT,
+			"update %llu: the batch has no valid target tokens (all padding or masked)",
+			(unsigned long long)tr->update + 1);
+	float dscale = (float)(1.0 / (double)gvalid);
+
+	/* 3: forward and backward per micro-batch */
+	be->zero(be, g->grads, g->nparams * sizeof(float));
+	double loss_sum = 0;
+	for (int m = 0; m < A; m++) {
+		t = lmt_now();
+		be->to_device(be, g->tok, tr->h_tok + m * N, N * sizeof(int32_t));
+		be->to_device(be, g->tgt, tr->h_tgt + m * N, N * sizeof(int32_t));
+		be->to_device(be, g->seg, tr->h_seg + m * N, N * sizeof(int32_t));
+		st->t_data += lmt_now() - t;
+		t = lmt_now();
+		double ls;
+		lmt_gpt_forward(g, c->seg_mask, dscale, &ls);
+		loss_sum += ls;
+		st->t_forward += lmt_now() - t;
+		t = lmt_now();
+		lmt_gpt_backward(g, c->seg_mask);
+		st->t_backward += lmt_now() - t;
+	}
+
+	/* 4: sum gradients and loss over ranks */
+	t = lmt_now();
+	if ((rc = tr->comm->allreduce_sum(tr->comm, g->grads, g->nparams, LMT_DTYPE_F32, err)) ||
+	    (rc = tr->comm->allreduce_sum(tr->comm, &loss_sum, 1, LMT_DTYPE_F64, err)))
+		return rc;
+	st->t_comm += lmt_now() - t;
+
+	/* 5-6: norm, checks, clipping, AdamW */
+	t = lmt_now();
+	st->update = tr->update + 1;
+	st->valid_tokens = (uint64_t)gvalid;
+	st->positions = (uint64_t)N * A * tr->comm->world;
+	st->loss = loss_sum / (double)gvalid;
+	st->grad_norm = sqrt(be->sumsq(be, g->grads, g->nparams));
+	st->lr = lmt_lr_at(c, tr->update);
+	if (!isfinite(st->loss) || !isfinite(st->grad_norm)) {
+		st->nonfinite_what = !isfinite(st->loss) ? "loss" : "gradient";
+		st->nonfinite_tensor = find_nonfinite(g, g->grads);
+	}
+	float gscale = 1.0f;
+	if (!st->nonfinite_what && c->clip > 0 && st->grad_norm > c->clip) {
+		gscale = (float)(c->clip / st->grad_norm);
+		st->clipped = 1;
+	}
+	if (!st->nonfinite_what) {
+		tr->opt_steps++;
+		double b1 = c->beta1, b2 = c->beta2;
+		float bc1 = (float)(1.0 - pow(b1, (double)tr->opt_steps)), bc2 = (float)(1.0 - pow(b2, (double)tr->opt_steps));
+		for (int i = 0; i < g->nt; i++) {
+			const struct lmt_tensor *x = &g->t[i];
+			int decay = x->kind == LMT_PARAM_MATRIX || (c->decay_embeddings && x->kind == LMT_PARAM_EMBEDDING);
+			size_t bad = be->adamw(be, g->params + x->offset, g->grads + x->offset, g->m + x->offset,
+					       g->v + x->offset, x->numel, (float)st->lr, (float)b1, (float)b2, (float)c->eps,
+					       decay ? (float)c->weight_decay : 0.0f, bc1, bc2, gscale);
+			if (bad && !st->nonfinite_what) {
+				st->nonfinite_what = "parameter";
+				st->nonfinite_tensor = x->name;
+			}
+		}
+	}
+	st->t_optimizer = lmt_now() - t;
+	tr->update++;
+	tr->tokens += (uint64_t)gvalid;
+	tr->clipped_updates += st->clipped;
+	st->t_total = lmt_now() - t0;
+	if (st->nonfinite_what) {
+		/* a non-finite parameter is already in the weights and moments: skipping
+		 * cannot undo it, so it stops the run under either policy */
+		int param = !strcmp(st->nonfinite_what, "parameter");
+		st->skipped = !param;
+		if (c->on_nonfinite == LMT_NONFINITE_STOP || param)
+			return lmt_err_set(err, LMT_ERANGE, "update %llu: non-finite %s%s%s%s",
+					   (unsigned long long)tr->update, st->nonfinite_what,
+					   st->nonfinite_tensor ? " in '" : "",
+					   st->nonfinite_tensor ? st->nonfinite_tensor : "",
+					   st->nonfinite_tensor ? "'" : "");
+	}
+	return 0;
+}
+
+int lmt_evaluate(struct lmt_gpt *g, struct lmt_comm *comm, struct lmt_dataset *d, int split, uint64_t nseq,
+		 int seg_mask, int cross, double *loss, uint64_t *tokens, struct lmt_err *err)
+{
+	struct lmt_backend *be = g->be;
+	int B = g->B, T = g->T;
+	size_t N = (size_t)B * T;
+	if ((int)d->seq_len != T)
+		return lmt_err_set(err, LMT_EINVAL, "dataset sequences of %u, model activations for %d", d->seq_len, T);
+	nseq = LMT_MIN(nseq, d->split_seqs[split]);
+	struct lmt_loader l;
+	struct lmt_loader_cfg lc = { split, 0, (uint32_t)comm->rank, (uint32_t)comm->world, 0, 0, 0 };
+	int rc = lmt_loader_init(&l, d, &lc, (uint64_t)comm->rank, err);
+	if (rc)
+		return rc;
+	struct lmt_sample *s = calloc((size_t)B, sizeof *s);
+	int32_t *tok = malloc(N * 4), *tgt = malloc(N * 4), *seg = malloc(N * 4);
+	double sum = 0;
+	uint64_t count = 0;
+	for (int b = 0; s && b < B; b++)
+		if (lmt_sample_alloc(&s[b], d))
+			rc = LMT_ENOMEM;
+	if (!s || !tok || !tgt || !seg || rc) {
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* this rank's share: positions rank, rank + world, ... below nseq */
+	uint64_t mine = nseq > (uint64_t)comm->rank ? (nseq - comm->rank + comm->world - 1) / comm->world : 0;
+	for (uint64_t done = 0; done < mine;) {
+		int nb = (int)LMT_MIN((uint64_t)B, mine - done);
+		for (int b = 0; b < nb; b++)
+			if ((rc = lmt_loader_next(&l, &s[b], err)))
+				goto out;
+		count += lmt_make_batch(s, nb, T, cross, tok, tgt, seg);
+		for (size_t i = (size_t)nb * T; i < N; i++) { /* rows beyond the last sequence count nothing */
+			tok[i] = 0;
+			tgt[i] = -1;
+			seg[i] = -1;
+		}
+		be->to_device(be, g->tok, tok, N * 4);
+		be->to_device(be, g->tgt, tgt, N * 4);
+		be->to_device(be, g->seg, seg, N * 4);
+		double ls;
+		lmt_gpt_eval(g, seg_mask, &ls);
+		sum += ls;
+		done += (uint64_t)nb;
+	}
+	int64_t c64 = (int64_t)count;
+	if ((rc = comm->allreduce_sum(comm, &sum, 1, LMT_DTYPE_F64, err)) ||
+	    (rc = comm->allreduce_sum(comm, &c64, 1, LMT_DTYPE_I64, err)))
+		goto out;
+	*loss = c64 ? sum / (double)c64 : NAN;
+	*tokens = (uint64_t)c64;
+out:
+	if (s)
+		for (int b = 0; b < B; b++)
+			lmt_sample_free(&s[b]);
+	free(s);
+	free(tok);
+	free(tgt);
+	free(seg);
+	lmt_loader_release(&l);
+	return rc;
+}
+
+int lmt_sample_tokens(struct lmt_gpt *g, const int32_t *prompt, int np, int n, double temperature, int top_k,
+		      uint64_t seed, int32_t *out, struct lmt_err *err)
+{
+	struct lmt_backend *be = g->be;
+	int T = g->T, V = g->cfg.V, Vp = g->cfg.Vp;
+	size_t N = (size_t)g->B * T;
+	int32_t *ctx = malloc(((size_t)np + n + 1) * sizeof *ctx), *tok = calloc(N, 4), *tgt = malloc(N * 4);
+	float *row = malloc((size_t)V * sizeof *row);
+	int *idx = malloc((size_t)V * sizeof *idx);
+	if (!ctx || !tok || !tgt || !row || !idx) {
+		free(ctx), free(tok), free(tgt), free(row), free(idx);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	struct lmt_rng r;
+	lmt_rng_seed(&r, seed, 0x5a3);
+	memcpy(ctx, prompt, (size_t)np * sizeof *ctx);
+	int len = np;
+	for (size_t i = 0; i < N; i++)
+		tgt[i] = -1;
+	for (int k = 0; k < n; k++) {
+		int start = len > T ? len - T : 0, used = len - start;
+		memset(tok, 0, N * 4);
+		memcpy(tok, ctx + start, (size_t)used * 4);
+		be->to_device(be, g->tok, tok, N * 4);
+		be->to_device(be, g->tgt, tgt, N * 4);
+		lmt_gpt_logits(g, 0);
+		be->to_host(be, row, g->a.logits + (size_t)(used - 1) * Vp, (size_t)V * sizeof *row);
+		int next = lmt_pick_token(row, V, temperature, top_k, &r, idx);
+		ctx[len++] = next;
+		out[k] = next;
+	}
+	free(ctx), free(tok), free(tgt), free(row), free(idx);
+	return 0;
+}
