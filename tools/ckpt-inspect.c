@@ -264,9 +264,9 @@ static char *dump(json_t *x)
 	struct lmt_json j;
 	lmt_json_init(&j);
 	put_value(&j, NULL, x, 0);
-	if (j.oom || !j.buf)
+	if (j.out.oom || !j.out.buf)
 		die("out of memory");
-	return j.buf;
+	return j.out.buf;
 }
 
 static void shape_str(const struct lmt_ckpt_entry *e, char *b, size_t cap)

@@ -264,9 +264,9 @@ static char *new_state(const struct lmt_ckpt *c, int N, struct remap *rm)
 		put_value(&j, k, x);
 	lmt_json_end(&j);
 	json_decref(st);
-	if (j.oom)
+	if (j.out.oom)
 		die("out of memory");
-	char *s = strdup(j.buf);
+	char *s = strdup(j.out.buf);
 	lmt_json_release(&j);
 	if (!s)
 		die("out of memory");

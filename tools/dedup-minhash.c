@@ -612,10 +612,10 @@ struct p2res {
 static void write_line(struct lmt_json *j, FILE *fp, const char *what)
 {
 	lmt_json_end(j);
-	if (j->oom)
+	if (j->out.oom)
 		oom();
 	/* no flush per line: the caller flushes stdout once a batch */
-	if (fwrite(j->buf, 1, j->len, fp) != j->len || putc('\n', fp) == EOF)
+	if (fwrite(j->out.buf, 1, j->out.len, fp) != j->out.len || putc('\n', fp) == EOF)
 		die("'%s': write error", what);
 }
 
@@ -807,9 +807,9 @@ static void write_summary(const struct dedup *d, double secs, struct lmt_atomicf
 	lmt_json_u64(&j, "threads", (uint64_t)d->nt);
 	lmt_json_str(&j, "kernel", lmt_minhash_kernel(&d->mh));
 	lmt_json_end(&j);
-	if (j.oom)
+	if (j.out.oom)
 		oom();
-	fprintf(af->fp, "%s\n", j.buf);
+	fprintf(af->fp, "%s\n", j.out.buf);
 	if (lmt_atomicfile_commit(af, &err))
 		die_err(&err);
 	lmt_json_release(&j);

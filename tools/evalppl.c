@@ -182,7 +182,7 @@ struct opts {
 
 static void emit(struct lmt_json *j)
 {
-	if (j->oom)
+	if (j->out.oom)
 		die("out of memory");
 	if (lmt_json_end_line(j, stdout))
 		die("'<stdout>': write error");

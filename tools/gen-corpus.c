@@ -125,7 +125,7 @@ static int generate(const struct opts *o)
 			lmt_json_u64(&j, "id", i);
 			lmt_json_num(&j, "logprob", lp);
 			lmt_json_end(&j);
-			bad = j.oom || fwrite(j.buf, 1, j.len, out) != j.len || putc('\n', out) == EOF;
+			bad = j.out.oom || fwrite(j.out.buf, 1, j.out.len, out) != j.out.len || putc('\n', out) == EOF;
 			/* JSONL on stdout goes out a line at a time, so `| jq` sees it live */
 			if (!to_file && !bad)
 				bad = fflush(out) != 0;

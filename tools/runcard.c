@@ -1349,10 +1349,10 @@ static char *card_yaml(struct card *c, size_t *len)
 	json_t *v;
 	json_object_foreach(c->root, k, v)
 		yaml_value(c, &y, k, v, k);
-	if (y.oom)
+	if (y.out.oom)
 		die("out of memory");
-	*len = y.len;
-	return y.buf;
+	*len = y.out.len;
+	return y.out.buf;
 }
 
 /* ---- plots ---- */

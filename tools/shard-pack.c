@@ -394,14 +394,14 @@ static void write_manifest(const struct opts *o, const char *dir, const struct l
 	}
 	lmt_json_arr_end(&j);
 	lmt_json_end(&j);
-	if (j.oom)
+	if (j.out.oom)
 		die("out of memory writing the manifest");
 	char path[PATH_MAX];
 	path_fmt(path, sizeof path, "%s/manifest.json", dir);
-	if (LMT_GROW(j.buf, j.cap, j.len + 2))
+	if (LMT_GROW(j.out.buf, j.out.cap, j.out.len + 2))
 		die("out of memory");
-	j.buf[j.len++] = '\n';
-	if (lmt_write_file_atomic(path, j.buf, j.len, &err))
+	j.out.buf[j.out.len++] = '\n';
+	if (lmt_write_file_atomic(path, j.out.buf, j.out.len, &err))
 		die_err(&err);
 	lmt_json_release(&j);
 }

@@ -403,7 +403,7 @@ static void emit(struct lmt_json *j, FILE *f)
 {
 	if (lmt_json_end_line(j, stdout))
 		die("'<stdout>': write error");
-	if (f && (fwrite(j->buf, 1, j->len, f) != j->len || fflush(f)))
+	if (f && (fwrite(j->out.buf, 1, j->out.len, f) != j->out.len || fflush(f)))
 		die("run directory: write error");
 }
 
@@ -413,10 +413,10 @@ static void write_event(struct run *r, struct lmt_json *j)
 	lmt_json_end(j);
 	if (!r->events)
 		return;
-	if (LMT_GROW(j->buf, j->cap, j->len + 2))
+	if (LMT_GROW(j->out.buf, j->out.cap, j->out.len + 2))
 		die("out of memory");
-	j->buf[j->len++] = '\n';
-	if (fwrite(j->buf, 1, j->len, r->events) != j->len || fflush(r->events))
+	j->out.buf[j->out.len++] = '\n';
+	if (fwrite(j->out.buf, 1, j->out.len, r->events) != j->out.len || fflush(r->events))
 		die("run directory: write error");
 }
 
@@ -539,11 +539,11 @@ static void write_config(const struct run *r, const struct opts *o, const struct
 	lmt_json_num(&j, "peak_flops", peak);
 	lmt_json_str(&j, "peak_source", o->peak > 0 ? "--peak-flops" : "measured sgemm");
 	lmt_json_end(&j);
-	if (LMT_GROW(j.buf, j.cap, j.len + 2))
+	if (LMT_GROW(j.out.buf, j.out.cap, j.out.len + 2))
 		die("out of memory");
-	j.buf[j.len++] = '\n';
+	j.out.buf[j.out.len++] = '\n';
 	path_fmt(p, sizeof p, "%s/config.json", r->dir);
-	if (lmt_write_file_atomic(p, j.buf, j.len, &err))
+	if (lmt_write_file_atomic(p, j.out.buf, j.out.len, &err))
 		die_err(&err);
 	lmt_json_release(&j);
 }
@@ -707,9 +707,9 @@ static char *state_json(struct ckpt_ctx *k, double wall)
 		}
 	}
 	lmt_json_end(&j);
-	if (j.oom)
+	if (j.out.oom)
 		die("out of memory");
-	char *out = strdup(j.buf);
+	char *out = strdup(j.out.buf);
 	lmt_json_release(&j);
 	if (!out)
 		die("out of memory");
@@ -987,19 +987,19 @@ static void rewind_metrics(const char *dir, uint64_t offset, uint64_t upto, uint
 		} else if (!strncmp(q, "{\"event\":\"checkpoint\",\"update\":", 31) &&
 			   strtoull(q + 31, NULL, 10) <= upto) {
 			size_t len = (size_t)(e - q);
-			if (LMT_GROW(keep.buf, keep.cap, keep.len + len + 2))
+			if (LMT_GROW(keep.out.buf, keep.out.cap, keep.out.len + len + 2))
 				die("out of memory");
-			memcpy(keep.buf + keep.len, q, len);
-			keep.len += len;
-			keep.buf[keep.len++] = '\n';
+			memcpy(keep.out.buf + keep.out.len, q, len);
+			keep.out.len += len;
+			keep.out.buf[keep.out.len++] = '\n';
 		}
 	}
 	free(data);
 	if (truncate(p, (off_t)offset))
 		die("'%s': %s", p, strerror(errno));
-	if (keep.len) {
+	if (keep.out.len) {
 		FILE *f = fopen(p, "a");
-		if (!f || fwrite(keep.buf, 1, keep.len, f) != keep.len || fclose(f))
+		if (!f || fwrite(keep.out.buf, 1, keep.out.len, f) != keep.out.len || fclose(f))
 			die("'%s': %s", p, strerror(errno));
 	}
 	lmt_json_release(&keep);
@@ -1242,7 +1242,7 @@ int main(int argc, char **argv)
 		char p[PATH_MAX];
 		path_fmt(p, sizeof p, "%s/params.json", o.out);
 		lmt_json_end(&j);
-		if (lmt_write_file_atomic(p, j.buf, j.len, &err))
+		if (lmt_write_file_atomic(p, j.out.buf, j.out.len, &err))
 			die_err(&err);
 	}
 	if (have_ck) {

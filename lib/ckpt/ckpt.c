@@ -186,15 +186,15 @@ static int write_manifest(const char *dir, uint64_t update, int W, const char *s
 	}
 	lmt_json_arr_end(&j);
 	lmt_json_end(&j);
-	if (j.oom || LMT_GROW(j.buf, j.cap, j.len + 2)) {
+	if (j.out.oom || LMT_GROW(j.out.buf, j.out.cap, j.out.len + 2)) {
 		lmt_json_release(&j);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	}
-	j.buf[j.len++] = '\n';
+	j.out.buf[j.out.len++] = '\n';
 	int rc = fmt_path(p, sizeof p, err, "%s/manifest.json", dir);
 	if (!rc)
-		rc = lmt_write_file_atomic(p, j.buf, j.len, err);
-	*bytes = j.len;
+		rc = lmt_write_file_atomic(p, j.out.buf, j.out.len, err);
+	*bytes = j.out.len;
 	lmt_json_release(&j);
 	return rc;
 }

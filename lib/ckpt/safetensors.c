@@ -277,11 +277,11 @@ static int write_config(const struct lmt_st_opts *o, const struct cfg *m, struct
 	lmt_json_str(&j, "torch_dtype", lmt_st_dtype_torch(o->dtype));
 	lmt_json_end(&j);
 	int rc = 0;
-	if (j.oom || LMT_GROW(j.buf, j.cap, j.len + 2))
+	if (j.out.oom || LMT_GROW(j.out.buf, j.out.cap, j.out.len + 2))
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	else {
-		j.buf[j.len++] = '\n';
-		rc = lmt_write_file_atomic(o->config_path, j.buf, j.len, err);
+		j.out.buf[j.out.len++] = '\n';
+		rc = lmt_write_file_atomic(o->config_path, j.out.buf, j.out.len, err);
 	}
 	lmt_json_release(&j);
 	return rc;
@@ -382,17 +382,17 @@ int lmt_safetensors_export_gpt2(const struct lmt_ckpt *c, const struct lmt_st_op
 		lmt_json_obj_end(&j);
 	}
 	lmt_json_end(&j);
-	while (!j.oom && j.len % 8 && !LMT_GROW(j.buf, j.cap, j.len + 1))
-		j.buf[j.len++] = ' ';
+	while (!j.out.oom && j.out.len % 8 && !LMT_GROW(j.out.buf, j.out.cap, j.out.len + 1))
+		j.out.buf[j.out.len++] = ' ';
 	float *buf = malloc((size_t)max_src * 4 + 4);
 	uint8_t *cv = malloc((size_t)max_slice * es + 4);
 	struct out out = { .path = o->path };
 	out.af.slot = -1;
-	if (j.oom || j.len % 8 || !buf || !cv) {
+	if (j.out.oom || j.out.len % 8 || !buf || !cv) {
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		goto done;
 	}
-	r->header_bytes = j.len;
+	r->header_bytes = j.out.len;
 	r->peak_buffer = max_src * 4 + max_slice * es;
 	if ((rc = lmt_atomicfile_open(&out.af, o->path, err)))
 		goto done;
@@ -402,8 +402,8 @@ int lmt_safetensors_export_gpt2(const struct lmt_ckpt *c, const struct lmt_st_op
 		goto done;
 	}
 	uint8_t len8[8];
-	lmt_store_u64(len8, (uint64_t)j.len);
-	if ((rc = out_write(&out, len8, 8, err)) || (rc = out_write(&out, j.buf, j.len, err)))
+	lmt_store_u64(len8, (uint64_t)j.out.len);
+	if ((rc = out_write(&out, len8, 8, err)) || (rc = out_write(&out, j.out.buf, j.out.len, err)))
 		goto fail;
 
 	/* the tensors, one source tensor at a time */
@@ -420,9 +420,9 @@ int lmt_safetensors_export_gpt2(const struct lmt_ckpt *c, const struct lmt_st_op
 			r->elements += it->rows * it->cols;
 		}
 	}
-	if (out.bytes != 8 + j.len + off) {
+	if (out.bytes != 8 + j.out.len + off) {
 		rc = lmt_err_set(err, LMT_EINVAL, "'%s': wrote %llu bytes, the header accounts for %llu", o->path,
-				 (unsigned long long)out.bytes, (unsigned long long)(8 + j.len + off));
+				 (unsigned long long)out.bytes, (unsigned long long)(8 + j.out.len + off));
 		goto fail;
 	}
 	lmt_sha256_final(&out.sha, r->sha256);

@@ -16,26 +16,19 @@ void lmt_json_init(struct lmt_json *j)
 
 void lmt_json_release(struct lmt_json *j)
 {
-	free(j->buf);
+	lmt_strbuf_release(&j->out);
 	memset(j, 0, sizeof *j);
 }
 
 void lmt_json_reset(struct lmt_json *j)
 {
-	j->len = 0;
+	lmt_strbuf_reset(&j->out);
 	j->depth = 0;
-	j->oom = 0;
 }
 
 static void put(struct lmt_json *j, const char *s, size_t n)
 {
-	if (LMT_GROW(j->buf, j->cap, j->len + n + 1)) {
-		j->oom = 1;
-		return;
-	}
-	memcpy(j->buf + j->len, s, n);
-	j->len += n;
-	j->buf[j->len] = 0;
+	lmt_strbuf_put(&j->out, s, n);
 }
 
 static void putc_(struct lmt_json *j, char c)
@@ -233,9 +226,9 @@ int lmt_json_end_line(struct lmt_json *j, FILE *fp)
 {
 	lmt_json_end(j);
 	putc_(j, '\n');
-	if (j->oom)
+	if (j->out.oom)
 		return -1;
-	if (fwrite(j->buf, 1, j->len, fp) != j->len)
+	if (fwrite(j->out.buf, 1, j->out.len, fp) != j->out.len)
 		return -1;
 	return fflush(fp) == 0 ? 0 : -1;
 }

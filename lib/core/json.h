@@ -20,16 +20,16 @@
 #ifndef LMT_JSON_H
 #define LMT_JSON_H
 
+#include "core/strbuf.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 struct lmt_json {
-	char *buf;
-	size_t len, cap;
+	struct lmt_strbuf out;  /* the text so far */
 	int depth;
 	unsigned char first[32]; /* per nesting level: no comma needed yet */
-	int oom;
 };
 
 void lmt_json_init(struct lmt_json *j);

@@ -663,11 +663,11 @@ int lmt_tok_export_hf(const struct lmt_tokenizer *t, const char *path, struct lm
 	lmt_json_arr_end(&j);
 	lmt_json_obj_end(&j);
 	lmt_json_end(&j);
-	if (j.oom) {
+	if (j.out.oom) {
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = lmt_write_file_atomic(path, j.buf, j.len, err);
+	rc = lmt_write_file_atomic(path, j.out.buf, j.out.len, err);
 out:
 	free(s);
 	free(s2);

@@ -15,76 +15,30 @@
 #include <string.h>
 
 #include "data/textnorm.h"
+#include "core/strbuf.h"
 #include "core/util.h"
-
-struct buf {
-	char *p;
-	size_t len, cap;
-	int oom;
-};
-
-static void bput(struct buf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (LMT_GROW(b->p, b->cap, b->len + n + 1)) {
-		b->oom = 1;
-		return;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = 0;
-}
-
-static void bprintf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void bprintf(struct buf *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		b->oom = 1;
-		return;
-	}
-	if ((size_t)n < sizeof tmp) {
-		bput(b, tmp, (size_t)n);
-		return;
-	}
-	char *big = malloc((size_t)n + 1);
-	if (!big) {
-		b->oom = 1;
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(big, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	bput(b, big, (size_t)n);
-	free(big);
-}
 
 /* Text for XML content and attribute values: the five special characters as
  * entities; characters XML 1.0 does not allow, and bytes that are not UTF-8, as
  * U+FFFD. */
-static void xml_text(struct buf *b, const char *s)
+static void xml_text(struct lmt_strbuf *b, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)(s ? s : ""), *end = p + strlen((const char *)p);
 	while (p < end) {
 		uint32_t cp;
 		int n = lmt_utf8_decode(p, (size_t)(end - p), &cp);
 		switch (cp) {
-		case '&': bput(b, "&amp;", 5); break;
-		case '<': bput(b, "&lt;", 4); break;
-		case '>': bput(b, "&gt;", 4); break;
-		case '"': bput(b, "&quot;", 6); break;
-		case '\'': bput(b, "&apos;", 6); break;
+		case '&': lmt_strbuf_put(b, "&amp;", 5); break;
+		case '<': lmt_strbuf_put(b, "&lt;", 4); break;
+		case '>': lmt_strbuf_put(b, "&gt;", 4); break;
+		case '"': lmt_strbuf_put(b, "&quot;", 6); break;
+		case '\'': lmt_strbuf_put(b, "&apos;", 6); break;
 		default:
 			if (cp >= LMT_UTF8_BAD || (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xfffe ||
 			    cp == 0xffff)
-				bput(b, "\xef\xbf\xbd", 3);
+				lmt_strbuf_put(b, "\xef\xbf\xbd", 3);
 			else
-				bput(b, (const char *)p, (size_t)n);
+				lmt_strbuf_put(b, (const char *)p, (size_t)n);
 		}
 		p += n;
 	}
@@ -276,41 +230,41 @@ int lmt_plot_svg(const struct lmt_plot *p, char **out, size_t *len, struct lmt_e
 	}
 	const double top = cy + 16, py0 = H - bottom, py1 = top; /* py0: the bottom edge */
 
-	struct buf b = { 0 };
-	bprintf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	bprintf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" viewBox=\"0 0 %g %g\" "
+	struct lmt_strbuf b = { 0 };
+	lmt_strbuf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	lmt_strbuf_printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" viewBox=\"0 0 %g %g\" "
 		    "font-family=\"sans-serif\" font-size=\"%g\">\n", W, H, W, H, fs);
-	bput(&b, "<title>", 7);
+	lmt_strbuf_put(&b, "<title>", 7);
 	xml_text(&b, p->title);
-	bput(&b, "</title>\n", 9);
-	bprintf(&b, "<rect x=\"0\" y=\"0\" width=\"%g\" height=\"%g\" fill=\"#ffffff\"/>\n", W, H);
-	bprintf(&b, "<text class=\"title\" x=\"%.2f\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" "
+	lmt_strbuf_put(&b, "</title>\n", 9);
+	lmt_strbuf_printf(&b, "<rect x=\"0\" y=\"0\" width=\"%g\" height=\"%g\" fill=\"#ffffff\"/>\n", W, H);
+	lmt_strbuf_printf(&b, "<text class=\"title\" x=\"%.2f\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" "
 		    "font-weight=\"bold\">", (px0 + px1) / 2);
 	xml_text(&b, p->title);
-	bput(&b, "</text>\n", 8);
+	lmt_strbuf_put(&b, "</text>\n", 8);
 
 	/* grid, ticks and tick labels */
-	bput(&b, "<g class=\"axes\" stroke=\"#000000\" stroke-width=\"1\">\n", 51);
-	bprintf(&b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\"/>\n", px0, py1,
+	lmt_strbuf_put(&b, "<g class=\"axes\" stroke=\"#000000\" stroke-width=\"1\">\n", 51);
+	lmt_strbuf_printf(&b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"none\"/>\n", px0, py1,
 		px1 - px0, py0 - py1);
-	bput(&b, "</g>\n", 5);
-	bput(&b, "<g class=\"grid\" stroke=\"#dddddd\" stroke-width=\"1\">\n", 51);
+	lmt_strbuf_put(&b, "</g>\n", 5);
+	lmt_strbuf_put(&b, "<g class=\"grid\" stroke=\"#dddddd\" stroke-width=\"1\">\n", 51);
 	for (int i = 0; i < ax.nt; i++) {
 		double X = px0 + (ax.t[i] - ax.lo) / (ax.hi - ax.lo) * (px1 - px0);
-		bprintf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n", X, py0, X, py1);
+		lmt_strbuf_printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n", X, py0, X, py1);
 	}
 	for (int i = 0; i < ay[0].nt; i++) {
 		double Y = py0 + (tf(&ay[0], ay[0].t[i]) - ay[0].lo) / (ay[0].hi - ay[0].lo) * (py1 - py0);
-		bprintf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n", px0, Y, px1, Y);
+		lmt_strbuf_printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\"/>\n", px0, Y, px1, Y);
 	}
-	bput(&b, "</g>\n", 5);
-	bput(&b, "<g class=\"ticks\" fill=\"#000000\">\n", 33);
+	lmt_strbuf_put(&b, "</g>\n", 5);
+	lmt_strbuf_put(&b, "<g class=\"ticks\" fill=\"#000000\">\n", 33);
 	char lab[64];
 	for (int i = 0; i < ax.nt; i++) {
 		double X = px0 + (ax.t[i] - ax.lo) / (ax.hi - ax.lo) * (px1 - px0);
 		fmt_tick(ax.t[i], ax.step, 0, lab, sizeof lab);
-		bprintf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000000\"/>", X, py0, X, py0 + 5);
-		bprintf(&b, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", X, py0 + 18, lab);
+		lmt_strbuf_printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000000\"/>", X, py0, X, py0 + 5);
+		lmt_strbuf_printf(&b, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">%s</text>\n", X, py0 + 18, lab);
 	}
 	for (int r = 0; r < 2; r++) {
 		if (!ay[r].used)
@@ -319,46 +273,46 @@ int lmt_plot_svg(const struct lmt_plot *p, char **out, size_t *len, struct lmt_e
 		for (int i = 0; i < ay[r].nt; i++) {
 			double Y = py0 + (tf(&ay[r], ay[r].t[i]) - ay[r].lo) / (ay[r].hi - ay[r].lo) * (py1 - py0);
 			fmt_tick(ay[r].t[i], ay[r].step, ay[r].log, lab, sizeof lab);
-			bprintf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000000\"/>", ex, Y,
+			lmt_strbuf_printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"#000000\"/>", ex, Y,
 				ex + dx, Y);
-			bprintf(&b, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\">%s</text>\n", ex + 1.6 * dx, Y + 4,
+			lmt_strbuf_printf(&b, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"%s\">%s</text>\n", ex + 1.6 * dx, Y + 4,
 				r ? "start" : "end", lab);
 		}
 	}
-	bput(&b, "</g>\n", 5);
+	lmt_strbuf_put(&b, "</g>\n", 5);
 
 	/* axis labels */
-	bprintf(&b, "<text class=\"xlabel\" x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">", (px0 + px1) / 2, H - 14);
+	lmt_strbuf_printf(&b, "<text class=\"xlabel\" x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\">", (px0 + px1) / 2, H - 14);
 	xml_text(&b, p->xlabel);
-	bput(&b, "</text>\n", 8);
+	lmt_strbuf_put(&b, "</text>\n", 8);
 	for (int r = 0; r < 2; r++) {
 		const char *l = r ? p->y2label : p->ylabel;
 		if (!ay[r].used || !l)
 			continue;
 		double X = r ? W - 14 : 18, Y = (py0 + py1) / 2;
-		bprintf(&b, "<text class=\"ylabel\" x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" "
+		lmt_strbuf_printf(&b, "<text class=\"ylabel\" x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" "
 			    "transform=\"rotate(%d %.2f %.2f)\">", X, Y, r ? 90 : -90, X, Y);
 		xml_text(&b, l);
-		bput(&b, "</text>\n", 8);
+		lmt_strbuf_put(&b, "</text>\n", 8);
 	}
 
 	/* the data */
-	bprintf(&b, "<g class=\"plot-area\" data-x=\"%.17g %.17g %.2f %.2f\" data-y=\"%.17g %.17g %.2f %.2f\" "
+	lmt_strbuf_printf(&b, "<g class=\"plot-area\" data-x=\"%.17g %.17g %.2f %.2f\" data-y=\"%.17g %.17g %.2f %.2f\" "
 		    "data-y-scale=\"%s\"", ax.lo, ax.hi, px0, px1, ay[0].lo, ay[0].hi, py0, py1,
 		ay[0].log ? "log" : "linear");
 	if (ay[1].used)
-		bprintf(&b, " data-y2=\"%.17g %.17g %.2f %.2f\" data-y2-scale=\"%s\"", ay[1].lo, ay[1].hi, py0, py1,
+		lmt_strbuf_printf(&b, " data-y2=\"%.17g %.17g %.2f %.2f\" data-y2-scale=\"%s\"", ay[1].lo, ay[1].hi, py0, py1,
 			ay[1].log ? "log" : "linear");
-	bput(&b, ">\n", 2);
+	lmt_strbuf_put(&b, ">\n", 2);
 	for (int h = 0; h < p->nhlines; h++) {
 		const struct lmt_plot_hline *L = &p->hlines[h];
 		const struct axis *a = &ay[L->right != 0];
 		if (!usable(L->y, a->log))
 			continue;
 		double Y = py0 + (tf(a, L->y) - a->lo) / (a->hi - a->lo) * (py1 - py0);
-		bprintf(&b, "<line class=\"hline\" data-name=\"");
+		lmt_strbuf_printf(&b, "<line class=\"hline\" data-name=\"");
 		xml_text(&b, L->name);
-		bprintf(&b, "\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"1.2\" "
+		lmt_strbuf_printf(&b, "\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"1.2\" "
 			    "stroke-dasharray=\"6 4\"/>\n", px0, Y, px1, Y,
 			palette[(p->nseries + h) % LMT_ARRAY_SIZE(palette)]);
 	}
@@ -371,7 +325,7 @@ int lmt_plot_svg(const struct lmt_plot *p, char **out, size_t *len, struct lmt_e
 			int ok = i < S->n && isfinite(S->x[i]) && usable(S->y[i], a->log);
 			if (!ok) {
 				if (open)
-					bprintf(&b, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
+					lmt_strbuf_printf(&b, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
 						    "stroke-linejoin=\"round\"/>\n", col);
 				open = 0;
 				continue;
@@ -379,54 +333,54 @@ int lmt_plot_svg(const struct lmt_plot *p, char **out, size_t *len, struct lmt_e
 			double X = px0 + (S->x[i] - ax.lo) / (ax.hi - ax.lo) * (px1 - px0);
 			double Y = py0 + (tf(a, S->y[i]) - a->lo) / (a->hi - a->lo) * (py1 - py0);
 			if (!open) {
-				bprintf(&b, "<polyline class=\"series\" data-series=\"");
+				lmt_strbuf_printf(&b, "<polyline class=\"series\" data-series=\"");
 				xml_text(&b, S->name);
-				bprintf(&b, "\" data-axis=\"%s\" points=\"%.2f,%.2f", S->right ? "right" : "left", X, Y);
+				lmt_strbuf_printf(&b, "\" data-axis=\"%s\" points=\"%.2f,%.2f", S->right ? "right" : "left", X, Y);
 				open = 1;
 			} else {
-				bprintf(&b, " %.2f,%.2f", X, Y);
+				lmt_strbuf_printf(&b, " %.2f,%.2f", X, Y);
 			}
 		}
 		if (S->markers) {
-			bprintf(&b, "<g class=\"markers\" data-series=\"");
+			lmt_strbuf_printf(&b, "<g class=\"markers\" data-series=\"");
 			xml_text(&b, S->name);
-			bprintf(&b, "\" fill=\"%s\">\n", col);
+			lmt_strbuf_printf(&b, "\" fill=\"%s\">\n", col);
 			for (size_t i = 0; i < S->n; i++) {
 				if (!isfinite(S->x[i]) || !usable(S->y[i], a->log))
 					continue;
 				double X = px0 + (S->x[i] - ax.lo) / (ax.hi - ax.lo) * (px1 - px0);
 				double Y = py0 + (tf(a, S->y[i]) - a->lo) / (a->hi - a->lo) * (py1 - py0);
-				bprintf(&b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\"/>\n", X, Y);
+				lmt_strbuf_printf(&b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\"/>\n", X, Y);
 			}
-			bput(&b, "</g>\n", 5);
+			lmt_strbuf_put(&b, "</g>\n", 5);
 		}
 	}
-	bput(&b, "</g>\n", 5);
+	lmt_strbuf_put(&b, "</g>\n", 5);
 
 	/* legend */
-	bput(&b, "<g class=\"legend\">\n", 19);
+	lmt_strbuf_put(&b, "<g class=\"legend\">\n", 19);
 	for (int i = 0; i < nleg; i++) {
 		int is_s = i < p->nseries;
 		const char *name = is_s ? p->series[i].name : p->hlines[i - p->nseries].name;
 		const char *col = palette[i % LMT_ARRAY_SIZE(palette)];
 		int on_right = is_s ? p->series[i].right : p->hlines[i - p->nseries].right;
-		bprintf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"2\"%s/>",
+		lmt_strbuf_printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"2\"%s/>",
 			lx[i], ly[i] - 4, lx[i] + 22, ly[i] - 4, col, is_s ? "" : " stroke-dasharray=\"6 4\"");
-		bprintf(&b, "<text x=\"%.2f\" y=\"%.2f\">", lx[i] + 28, ly[i]);
+		lmt_strbuf_printf(&b, "<text x=\"%.2f\" y=\"%.2f\">", lx[i] + 28, ly[i]);
 		xml_text(&b, name);
 		if (on_right && p->y2label)
-			bput(&b, " (right)", 8);
-		bput(&b, "</text>\n", 8);
+			lmt_strbuf_put(&b, " (right)", 8);
+		lmt_strbuf_put(&b, "</text>\n", 8);
 	}
-	bput(&b, "</g>\n", 5);
-	bput(&b, "</svg>\n", 7);
+	lmt_strbuf_put(&b, "</g>\n", 5);
+	lmt_strbuf_put(&b, "</svg>\n", 7);
 	free(lx);
 	free(ly);
 	if (b.oom) {
-		free(b.p);
+		free(b.buf);
 		return lmt_err_set(err, LMT_ENOMEM, "plot: out of memory");
 	}
-	*out = b.p;
+	*out = b.buf;
 	*len = b.len;
 	return 0;
 }

@@ -25,21 +25,13 @@ void lmt_yaml_init(struct lmt_yaml *y)
 
 void lmt_yaml_release(struct lmt_yaml *y)
 {
-	free(y->buf);
+	lmt_strbuf_release(&y->out);
 	memset(y, 0, sizeof *y);
 }
 
 static void put(struct lmt_yaml *y, const char *s, size_t n)
 {
-	if (y->oom)
-		return;
-	if (LMT_GROW(y->buf, y->cap, y->len + n + 1)) {
-		y->oom = 1;
-		return;
-	}
-	memcpy(y->buf + y->len, s, n);
-	y->len += n;
-	y->buf[y->len] = 0;
+	lmt_strbuf_put(&y->out, s, n);
 }
 
 static void puts_(struct lmt_yaml *y, const char *s)
@@ -193,7 +185,7 @@ void lmt_yaml_comment(struct lmt_yaml *y, const char *text)
 static void open_(struct lmt_yaml *y, const char *key, const char *comment, int seq)
 {
 	if (y->depth + 1 >= LMT_YAML_MAX_DEPTH) {
-		y->oom = 1;
+		y->out.oom = 1;
 		return;
 	}
 	int d = y->depth;
@@ -206,7 +198,7 @@ static void open_(struct lmt_yaml *y, const char *key, const char *comment, int 
 	memset(&y->st[y->depth], 0, sizeof y->st[0]);
 	y->st[y->depth].seq = (unsigned char)seq;
 	y->st[y->depth].indent = child_indent;
-	y->st[y->depth].key_at = y->len;
+	y->st[y->depth].key_at = y->out.len;
 	if (in_seq) {
 		y->st[y->depth].item_first = 1; /* its first line goes after the "- " */
 	} else {
@@ -227,7 +219,7 @@ void lmt_yaml_seq(struct lmt_yaml *y, const char *key, const char *comment)
 
 void lmt_yaml_end(struct lmt_yaml *y)
 {
-	if (y->depth == 0 || y->oom)
+	if (y->depth == 0 || y->out.oom)
 		return;
 	int d = y->depth;
 	const char *empty = y->st[d].seq ? "[]" : "{}";
@@ -237,17 +229,17 @@ void lmt_yaml_end(struct lmt_yaml *y)
 			puts_(y, "\n");
 		} else {
 			/* "key:<comment>\n" becomes "key: {}<comment>\n" */
-			size_t at = y->st[d].key_at, tail = y->len - at - 1;
-			if (LMT_GROW(y->buf, y->cap, y->len + 4)) {
-				y->oom = 1;
+			size_t at = y->st[d].key_at, tail = y->out.len - at - 1;
+			if (LMT_GROW(y->out.buf, y->out.cap, y->out.len + 4)) {
+				y->out.oom = 1;
 				return;
 			}
-			memmove(y->buf + at + 3, y->buf + at, tail);
-			memcpy(y->buf + at, " ", 1);
-			memcpy(y->buf + at + 1, empty, 2);
-			y->len = at + 3 + tail;
-			y->buf[y->len++] = '\n';
-			y->buf[y->len] = 0;
+			memmove(y->out.buf + at + 3, y->out.buf + at, tail);
+			memcpy(y->out.buf + at, " ", 1);
+			memcpy(y->out.buf + at + 1, empty, 2);
+			y->out.len = at + 3 + tail;
+			y->out.buf[y->out.len++] = '\n';
+			y->out.buf[y->out.len] = 0;
 		}
 	}
 	y->depth--;
@@ -309,9 +301,9 @@ void lmt_yaml_nums(struct lmt_yaml *y, const char *key, const double *v, size_t 
 		puts_(&t, lmt_yaml_fmt_num(v[i], b));
 	}
 	put(&t, "]", 1);
-	if (t.oom)
-		y->oom = 1;
+	if (t.out.oom)
+		y->out.oom = 1;
 	else
-		scalar_line(y, key, t.buf, 0, comment);
+		scalar_line(y, key, t.out.buf, 0, comment);
 	lmt_yaml_release(&t);
 }

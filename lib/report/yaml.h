@@ -35,16 +35,16 @@
 #ifndef LMT_YAML_H
 #define LMT_YAML_H
 
+#include "core/strbuf.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 #define LMT_YAML_MAX_DEPTH 32
 
 struct lmt_yaml {
-	char *buf;
-	size_t len, cap;
+	struct lmt_strbuf out;  /* the text so far */
 	int depth;
-	int oom;
 	/* per open container: a sequence?, its items so far, where its key line
 	 * starts (so that an empty one can be closed as {} or []), and whether the
 	 * next key is the first of a sequence item (written after "- ") */

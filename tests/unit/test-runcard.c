@@ -76,8 +76,8 @@ static void yaml_tests(void)
 			   "  - - null\n"
 			   "none: []  # c\n"
 			   "ci: [0.5, 2]  # eval#/ci\n";
-	if (!tap_ok(!y.oom && !strcmp(y.buf, want), "yaml: nested mappings and sequences, empty ones, comments"))
-		tap_diag("got:\n%s", y.buf);
+	if (!tap_ok(!y.out.oom && !strcmp(y.out.buf, want), "yaml: nested mappings and sequences, empty ones, comments"))
+		tap_diag("got:\n%s", y.out.buf);
 	lmt_yaml_release(&y);
 
 	static const struct {
@@ -103,8 +103,8 @@ static void yaml_tests(void)
 	lmt_yaml_str(&y, "k", "1.5", NULL);
 	const char *wq = "s: \"a\\\"b\\\\c\\n\\t\\u0001\\u007f\\u2028\xc3\xa9\xef\xbf\xbd\"\n"
 			 "k: \"1.5\"\n";
-	if (!tap_ok(!strcmp(y.buf, wq), "yaml: escapes in quoted strings; U+2028 escaped, bad UTF-8 as U+FFFD"))
-		tap_diag("got: %s", y.buf);
+	if (!tap_ok(!strcmp(y.out.buf, wq), "yaml: escapes in quoted strings; U+2028 escaped, bad UTF-8 as U+FFFD"))
+		tap_diag("got: %s", y.out.buf);
 	lmt_yaml_release(&y);
 
 	char b[40];
