@@ -281,7 +281,7 @@ static char staging[PATH_MAX];
 static void cleanup_staging(void)
 {
 	if (staging[0])
-		lmt_ckpt_rmdir(staging);
+		lmt_remove_dir(staging);
 }
 
 /* rename that fails instead of replacing: an OUT made meanwhile (even an empty

@@ -283,29 +283,12 @@ static int split_of(const struct opts *o, const struct lmt_tokstream_reader *r, 
 	return LMT_SPLIT_TRAIN;
 }
 
-static void rm_rf(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (d) {
-		struct dirent *e;
-		while ((e = readdir(d))) {
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			char p[PATH_MAX];
-			path_fmt(p, sizeof p, "%s/%s", dir, e->d_name);
-			unlink(p);
-		}
-		closedir(d);
-	}
-	rmdir(dir);
-}
-
 static char staging[PATH_MAX];
 
 static void cleanup_staging(void)
 {
 	if (staging[0])
-		rm_rf(staging);
+		lmt_remove_dir(staging);
 }
 
 static void write_manifest(const struct opts *o, const char *dir, const struct lmt_tokstream_reader *r, const char *in_name,
@@ -563,7 +546,7 @@ static int pack(const struct opts *o, const char *in)
 	}
 	staging[0] = 0;
 	if (old[0])
-		rm_rf(old);
+		lmt_remove_dir(old);
 	if (lmt_fsync_dir(o->out, &err) == 0) {
 		char parent[PATH_MAX];
 		path_fmt(parent, sizeof parent, "%.*s", (int)ol, o->out);

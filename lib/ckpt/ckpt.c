@@ -26,23 +26,6 @@ const struct lmt_format lmt_format_ckpt = {
 
 #define ALIGN 64
 
-void lmt_ckpt_rmdir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	if (d) {
-		struct dirent *e;
-		while ((e = readdir(d))) {
-			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-				continue;
-			char p[PATH_MAX];
-			if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
-				unlink(p);
-		}
-		closedir(d);
-	}
-	rmdir(dir);
-}
-
 static int fmt_path(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static int fmt_path(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
@@ -215,7 +198,7 @@ int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, str
 	struct stat st;
 	if (stat(fin, &st) == 0)
 		return lmt_err_set(err, LMT_EINVAL, "'%s' exists already", fin);
-	lmt_ckpt_rmdir(tmp);
+	lmt_remove_dir(tmp);
 	if (mkdir(tmp, 0755))
 		return lmt_err_errno(err, "'%s'", tmp);
 	int W = s->world > 0 ? s->world : 1;
@@ -306,7 +289,7 @@ int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, str
 	r->write_s = lmt_now() - t0;
 	goto out;
 fail:
-	lmt_ckpt_rmdir(tmp);
+	lmt_remove_dir(tmp);
 out:
 	free(ch);
 	free(files);
@@ -322,7 +305,7 @@ int lmt_ckpt_remove(const char *run_dir, const char *name, struct lmt_err *err)
 		return rc;
 	if (rename(from, to))
 		return lmt_err_errno(err, "'%s': cannot remove", from);
-	lmt_ckpt_rmdir(to);
+	lmt_remove_dir(to);
 	return 0;
 }
 
@@ -808,7 +791,7 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 			if (report)
 				report(ctx, p, save ? "an interrupted save (never renamed into place); removed" :
 						      "an interrupted removal of an old checkpoint; removed");
-			lmt_ckpt_rmdir(p);
+			lmt_remove_dir(p);
 		}
 		closedir(d);
 	}

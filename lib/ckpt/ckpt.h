@@ -161,9 +161,6 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 		    void (*report)(void *ctx, const char *path, const char *why), void *ctx,
 		    struct lmt_err *err);
 
-/* Remove a directory and the files in it (one level: a checkpoint's layout). */
-void lmt_ckpt_rmdir(const char *dir);
-
 /* Remove RUN/ckpt/NAME: renamed to .del-NAME-PID first (so a crash midway never
  * leaves a step-* directory with files missing), then deleted. */
 int lmt_ckpt_remove(const char *run_dir, const char *name, struct lmt_err *err);

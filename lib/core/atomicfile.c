@@ -7,9 +7,11 @@
  */
 #include "core/atomicfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,4 +246,21 @@ int lmt_read_file(const char *path, char **data, size_t *n, struct lmt_err *err)
 	*data = buf;
 	*n = len;
 	return 0;
+}
+
+void lmt_remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			char p[PATH_MAX];
+			if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
+				unlink(p);
+		}
+		closedir(d);
+	}
+	rmdir(dir);
 }

@@ -46,4 +46,8 @@ int lmt_write_file_atomic(const char *path, const void *data, size_t n, struct l
  * The caller frees *data. */
 int lmt_read_file(const char *path, char **data, size_t *n, struct lmt_err *err);
 
+/* Remove dir and the files directly inside it, best effort (lmt's staging,
+ * temporary and checkpoint directories are flat). */
+void lmt_remove_dir(const char *dir);
+
 #endif
