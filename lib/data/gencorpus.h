@@ -50,24 +50,12 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/rng.h"
 
 /* Version of the language and sampler: the same (seed, id) gives the same text for
  * the same LMT_GEN_LANGUAGE. Bump it whenever a word, weight or rule changes
  * (test-gencorpus pins the text of seed 1 and fails when it changes). */
 #define LMT_GEN_LANGUAGE 1
-
-/* ---- the random number generator: xoshiro256** (Blackman & Vigna, 2018) ---- */
-
-struct lmt_rng {
-	uint64_t s[4];
-};
-
-/* Seed the state from (seed, stream) through splitmix64; every stream is a distinct
- * sequence. */
-void lmt_rng_seed(struct lmt_rng *r, uint64_t seed, uint64_t stream);
-uint64_t lmt_rng_next(struct lmt_rng *r);
-/* Uniform in [0, n), n >= 1, without modulo bias (rejects draws below 2^64 mod n). */
-uint64_t lmt_rng_below(struct lmt_rng *r, uint64_t n);
 
 /* ---- the generator ---- */
 

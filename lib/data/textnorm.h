@@ -57,14 +57,6 @@ int lmt_textnorm_parse(const char *s, unsigned *flags, const char **bad);
 /* The flags as a comma list ("none" when 0); buf holds at least 64 bytes. */
 char *lmt_textnorm_format(unsigned flags, char *buf);
 
-/* Decode one UTF-8 character from p[0..n), n > 0: sets *cp and returns its length
- * (1 to 4). A byte that starts no valid sequence gives *cp = LMT_UTF8_BAD + byte
- * and length 1. */
-#define LMT_UTF8_BAD 0x110000u
-int lmt_utf8_decode(const unsigned char *p, size_t n, uint32_t *cp);
-/* Encode cp (<= 0x10FFFF) at out; returns the length. */
-int lmt_utf8_encode(uint32_t cp, char *out);
-
 /* The tables, one character at a time (for tests and callers that need them). */
 uint32_t lmt_uni_lower(uint32_t cp);  /* simple lowercase mapping, or cp */
 uint32_t lmt_uni_base(uint32_t cp);   /* the accent-stripped character, or cp */

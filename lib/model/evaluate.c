@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/gencorpus.h"
+#include "core/rng.h"
 #include "core/util.h"
 
 /* ---- rolling windows ---- */

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
-#include "data/gencorpus.h"
+#include "core/rng.h"
 #include "model/model.h"
 
 struct lmt_kv {

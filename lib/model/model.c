@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "core/atomicfile.h"
-#include "data/gencorpus.h"
+#include "core/rng.h"
 #include "core/util.h"
 
 int lmt_gpt_padded_vocab(int V)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/gencorpus.h"
+#include "core/rng.h"
 #include "model/generate.h"
 #include "core/util.h"
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/textnorm.h"
+#include "core/utf8.h"
 #include "core/strbuf.h"
 #include "core/util.h"
 

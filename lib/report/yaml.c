@@ -15,7 +15,7 @@
 #include <strings.h>
 
 #include "core/json.h"
-#include "data/textnorm.h"
+#include "core/utf8.h"
 #include "core/util.h"
 
 void lmt_yaml_init(struct lmt_yaml *y)

@@ -32,7 +32,7 @@
 #include <cblas.h>
 
 #include "backend/backend.h"
-#include "data/gencorpus.h"
+#include "core/rng.h"
 #include "tap.h"
 
 static struct lmt_rng rng;

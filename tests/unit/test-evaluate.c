@@ -45,7 +45,7 @@
 #include "backend/backend.h"
 #include "ckpt/ckpt.h"
 #include "model/evaluate.h"
-#include "data/gencorpus.h"
+#include "core/rng.h"
 #include "model/generate.h"
 #include "model/model.h"
 #include "fixtures.h"

@@ -19,6 +19,7 @@
 #include "data/minhash.h"
 #include "tap.h"
 #include "data/textnorm.h"
+#include "core/utf8.h"
 #include "core/util.h"
 
 /* ---- normaliser ---- */

@@ -38,7 +38,7 @@
 #include "backend/backend.h"
 #include "comm/comm.h"
 #include "data/dataset.h"
-#include "data/gencorpus.h"
+#include "core/rng.h"
 #include "data/loader.h"
 #include "model/model.h"
 #include "fixtures.h"

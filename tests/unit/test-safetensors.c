@@ -36,7 +36,7 @@
 
 #include "backend/backend.h"
 #include "ckpt/ckpt.h"
-#include "data/gencorpus.h"
+#include "core/rng.h"
 #include "model/model.h"
 #include "ckpt/safetensors.h"
 #include "fixtures.h"
