@@ -3,11 +3,13 @@
 #   make            library and tools (build/bin/)
 #   make check      every test that needs no GPU (installs missing packages first)
 #   make demo       the main job on the built-in corpus
+#   make config     what this machine's build includes (cuda, nccl, mpi, pmix)
 #   make -j         works; CUDA objects are built only where nvcc exists
 #
 # Variables: CC, CFLAGS_OPT (default -O2), CUDA_HOME (default /usr/local/cuda),
-# NVCC (default $(CUDA_HOME)/bin/nvcc if it exists), B (build directory), V=1 to
-# see the full commands.
+# NVCC (default $(CUDA_HOME)/bin/nvcc if it exists), WITH_CUDA, WITH_NCCL,
+# WITH_MPI, WITH_PMIX (0 leaves a part out even where it is found), B (build
+# directory), V=1 to see the full commands.
 
 CC ?= gcc
 B ?= build
@@ -35,13 +37,37 @@ TOOLS := $(TOOL_SRC:tools/%.c=$(B)/bin/%)
 TOOL_COMMON_SRC := $(wildcard tools/common/*.c)
 TOOL_COMMON := $(TOOL_COMMON_SRC:%.c=$(B)/%.o)
 
-ifneq ($(NVCC),)
+# Optional parts, each probed the same way: present (and not switched off with
+# WITH_<PART>=0) means built in, with -DLMT_HAVE_<PART>. `make config` prints the
+# result; `make` prints it once at the end of a build that changed something.
+WITH_CUDA ?= 1
+WITH_NCCL ?= 1
+WITH_MPI ?= 1
+WITH_PMIX ?= 1
+HAVE_CUDA := $(if $(filter 1,$(WITH_CUDA)),$(if $(NVCC),1))
+HAVE_NCCL := $(if $(HAVE_CUDA),$(if $(filter 1,$(WITH_NCCL)),$(if $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h),1)))
+HAVE_MPI := $(if $(filter 1,$(WITH_MPI)),$(shell pkg-config --exists ompi-c 2>/dev/null && echo 1))
+HAVE_PMIX := $(if $(filter 1,$(WITH_PMIX)),$(shell pkg-config --exists pmix 2>/dev/null && echo 1))
+
+ifeq ($(HAVE_CUDA),1)
 CU_SRC := $(wildcard kernels/*.cu)
 CU_OBJ := $(CU_SRC:%.cu=$(B)/%.o)
 CFLAGS += -DLMT_HAVE_CUDA
 LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
 NVCCFLAGS ?= -O2 -std=c++17 --compiler-options -Wall,-Werror,-fPIC
 endif
+ifeq ($(HAVE_NCCL),1)
+CFLAGS += -DLMT_HAVE_NCCL
+endif
+ifeq ($(HAVE_MPI),1)
+CFLAGS += -DLMT_HAVE_MPI
+endif
+ifeq ($(HAVE_PMIX),1)
+CFLAGS += -DLMT_HAVE_PMIX
+endif
+yesno = $(if $(1),yes,no)
+CONFIG_LINE := cuda $(call yesno,$(HAVE_CUDA))$(if $(HAVE_CUDA), ($(NVCC))), nccl $(call yesno,$(HAVE_NCCL)), \
+	mpi $(call yesno,$(HAVE_MPI)), pmix $(call yesno,$(HAVE_PMIX))
 
 ifeq ($(V),1)
 Q :=
@@ -54,9 +80,19 @@ endif
 UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all check demo clean deps tests
+.PHONY: all check demo clean deps tests config
 .SECONDARY:
-all: $(TOOLS)
+all: $(B)/config.txt $(TOOLS)
+
+config:
+	@echo "lmt build: $(words $(LIB_SRC)) library sources in $(PLANES), $(words $(TOOLS)) tools; $(CONFIG_LINE)"
+
+# what the last build was configured with; rewritten (and printed) only when it changes
+$(B)/config.txt: FORCE
+	@mkdir -p $(@D)
+	@echo "$(CONFIG_LINE)" > $@.new; if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; \
+	 echo "  built with: $(CONFIG_LINE)"; fi
+FORCE:
 
 $(B)/liblmt.a: $(LIB_OBJ) $(CU_OBJ)
 	@mkdir -p $(@D)
@@ -67,7 +103,7 @@ $(B)/lib/core/version.o: CFLAGS += -DLMT_REVISION='"$(REVISION)"'
 $(B)/lib/backend/cpu.o: CFLAGS += -O3
 $(B)/lib/core/version.o: .git/HEAD $(wildcard .git/index)
 
-$(B)/%.o: %.c $(LIB_HDR) $(wildcard tools/common/*.h)
+$(B)/%.o: %.c $(LIB_HDR) $(wildcard tools/common/*.h) $(B)/config.txt
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -83,7 +119,7 @@ $(B)/tests/%: tests/unit/%.c tests/unit/tap.h tests/unit/fixtures.h $(B)/liblmt.
 	@mkdir -p $(@D)
 	$(call say,TEST,$@)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(B)/liblmt.a $(LDLIBS)
 
-tests: $(TOOLS) $(UNIT_BIN)
+tests: $(B)/config.txt $(TOOLS) $(UNIT_BIN)
 
 deps:
 	@scripts/install-deps
