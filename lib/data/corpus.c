@@ -172,7 +172,8 @@ static int expand(struct lmt_corpus *c, const char *path, int depth, struct lmt_
 	}
 	closedir(d);
 	/* byte order, not the locale's collation, so every machine sees the same order */
-	qsort(names, n, sizeof *names, cmp_str);
+	if (n) /* qsort(NULL, 0, ...) is undefined behaviour */
+		qsort(names, n, sizeof *names, cmp_str);
 	for (size_t i = 0; i < n && !rc; i++) {
 		size_t len = strlen(path) + strlen(names[i]) + 2;
 		char *sub = malloc(len);
@@ -201,7 +202,15 @@ int lmt_corpus_open(struct lmt_corpus **out, const char *const *paths, int npath
 		c->o = *opts;
 	c->field = c->o.text_field ? c->o.text_field : "text";
 	c->fd = -1;
+	/* the read buffer exists from the start, so that no reader ever computes an
+	 * offset from a NULL buffer (undefined behaviour, even for an offset of 0) */
+	c->cap = 1 << 20;
+	if (!(c->buf = malloc(c->cap))) {
+		free(c);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
 	if (c->o.doc_sep && !*c->o.doc_sep) {
+		free(c->buf);
 		free(c);
 		return lmt_err_set(err, LMT_EINVAL, "document separator is empty");
 	}

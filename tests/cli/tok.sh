@@ -127,6 +127,8 @@ grep '"label":"telugu"' "$T/.out" | grep -q '"tokens_per_byte":' && ok "labelled
 # ---- bad input: exit 1, the file named, nothing left behind ----
 mkdir "$T/out"
 check_fail "missing input file" 1 "nope.txt" $TE -t "$T/a.lmtok" -o "$T/out/x.lmtoks" "$T/nope.txt"
+mkdir -p "$T/empty-dir"
+check_fail "an empty directory has no documents (and reads no NULL listing)" 1 "no documents" $TT -q -v 300 -o "$T/x.lmtok" "$T/empty-dir"
 nothing_left "no output after a missing input" "$T/out" x.lmtoks
 check_fail "missing tokenizer file" 1 "none.lmtok" $TE -t "$T/none.lmtok" -o "$T/out/x.lmtoks" "$DATA/text/en.txt"
 size=$(wc -c < "$T/a.lmtok")
