@@ -107,7 +107,9 @@ $(B)/liblmt.a: $(LIB_OBJ) $(CU_OBJ)
 $(B)/lib/core/version.o: CFLAGS += -DLMT_REVISION='"$(REVISION)"'
 # the compute kernels: full vectorisation (the rest of the code stays at -O2)
 $(B)/lib/backend/cpu.o: CFLAGS += -O3
-$(B)/lib/core/version.o: .git/HEAD $(wildcard .git/index)
+# the revision changes with HEAD and the index (a worktree's .git is a file: ask git)
+GIT_DIR := $(shell git rev-parse --git-dir 2>/dev/null)
+$(B)/lib/core/version.o: $(wildcard $(GIT_DIR)/HEAD $(GIT_DIR)/index)
 
 $(B)/%.o: %.c $(LIB_HDR) $(wildcard tools/common/*.h) $(B)/config.txt
 	@mkdir -p $(@D)

@@ -393,6 +393,15 @@ int lmt_gpt_load_llmc(struct lmt_gpt *g, const char *path, struct lmt_backend *b
 		return lmt_err_set(err, LMT_EVERSION, "'%s': llm.c model version %d, this build reads %d (fp32)", path,
 				   h[1], LLMC_FP32);
 	}
+	/* llm.c writes zeros after the eight words it defines: anything else is a file
+	 * of some other version or a damaged one (the weights carry no checksum, so the
+	 * header is all there is to check) */
+	for (int i = 8; i < 256; i++)
+		if (h[i] != 0) {
+			free(data);
+			return lmt_err_set(err, LMT_EFORMAT, "'%s': header word %d is %d, llm.c writes 0 there (reserved)",
+					   path, i, h[i]);
+		}
 	struct lmt_gpt_config cfg = { h[2], h[3], h[7], h[4], h[5], h[6], 0 };
 	if (cfg.Vp < cfg.V || cfg.max_T <= 0 || cfg.L <= 0 || cfg.C <= 0 || cfg.NH <= 0 || cfg.V <= 0) {
 		free(data);

@@ -876,11 +876,13 @@ static void test_llmc(void)
 		{ "a file cut inside the header", -1, 0, 600, LMT_EFORMAT },
 		{ "a file cut inside the parameters", -1, 0, 0, LMT_EFORMAT },
 		{ "a file with 4 bytes too many", -1, 0, 1, LMT_EFORMAT },
+		{ "a non-zero reserved header word (9)", 9, 1, 0, LMT_EFORMAT },
+		{ "a non-zero last header word (255)", 255, -7, 0, LMT_EFORMAT },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		char p[600];
 		snprintf(p, sizeof p, "%s/bad-%zu.bin", dir, i);
-		int32_t h0 = ((int32_t *)buf)[0], h1 = ((int32_t *)buf)[1];
+		int32_t old = bad[i].field >= 0 ? ((int32_t *)buf)[bad[i].field] : 0;
 		if (bad[i].field >= 0)
 			((int32_t *)buf)[bad[i].field] = bad[i].value;
 		size_t n = bad[i].size == 600 ? 600 : bad[i].size == 1 ? bytes + 4 : bad[i].field < 0 ? bytes - 4 : bytes;
@@ -890,7 +892,8 @@ static void test_llmc(void)
 		fwrite(tmp, 1, n, f);
 		fclose(f);
 		free(tmp);
-		((int32_t *)buf)[0] = h0, ((int32_t *)buf)[1] = h1;
+		if (bad[i].field >= 0)
+			((int32_t *)buf)[bad[i].field] = old;
 		memset(&err, 0, sizeof err);
 		rc = lmt_gpt_load_llmc(&g, p, &be, &err);
 		tap_ok(rc == bad[i].code && strstr(err.msg, p), "%s is refused, naming the file: %s", bad[i].what, err.msg);
