@@ -338,6 +338,13 @@ int lmt_tok_import_gpt2(struct lmt_tokenizer *t, const char *encoder_json, const
 		goto out;
 	if ((rc = lmt_read_file(vocab_bpe, &data, &len, err)))
 		goto out;
+	/* GPT-2's merges file opens with its version line ("#version: 0.2"): without
+	 * it, or without a single merge, this is not that file (an empty one would
+	 * leave every multi-byte token unreachable) */
+	if (len < 9 || memcmp(data, "#version:", 9)) {
+		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': line 1: expected GPT-2's \"#version:\" line", vocab_bpe);
+		goto out;
+	}
 	size_t lineno = 0;
 	uint32_t prio = 0;
 	for (char *p = data, *end = data + len; p < end;) {
@@ -359,6 +366,10 @@ int lmt_tok_import_gpt2(struct lmt_tokenizer *t, const char *encoder_json, const
 				goto out;
 		}
 		p = nl ? nl + 1 : end;
+	}
+	if (prio == 0) {
+		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': no merges after the version line", vocab_bpe);
+		goto out;
 	}
 	rc = finish(t, err);
 out:

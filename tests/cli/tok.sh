@@ -91,6 +91,25 @@ ntok=$(echo "$hdr" | cut -d' ' -f4)
 first=$(od -An -t u2 -j 1024 -N 2 "$T/llmc.bin" | tr -d ' ')
 [ "$first" = "$eos" ] && ok "llm.c: an EOS token starts each document" || notok "llm.c EOT first" "first token $first, eos $eos"
 
+# ---- GPT-2's own pair of files (encoder.json, vocab.bpe), made from an HF export ----
+$TT -q --import "tiktoken:$DATA/tiktoken/gpt2-3000.tiktoken" --pattern gpt2 -o "$T/g2.lmtok" --export-hf "$T/g2.json"
+jq '.model.vocab' "$T/g2.json" > "$T/encoder.json"
+{ echo '#version: 0.2'; jq -r '.model.merges[] | if type == "array" then join(" ") else . end' "$T/g2.json"; } > "$T/vocab.bpe"
+check "GPT-2's encoder.json and vocab.bpe import" $TT -q --import "gpt2:$T/encoder.json,$T/vocab.bpe" -o "$T/g2b.lmtok"
+$TE -t "$T/g2.lmtok" --format ids -o "$T/g2a.ids" "$DATA/text/en.txt" "$DATA/text/code.c"
+$TE -t "$T/g2b.lmtok" --format ids -o "$T/g2b.ids" "$DATA/text/en.txt" "$DATA/text/code.c"
+[ -s "$T/g2a.ids" ] && cmp -s "$T/g2a.ids" "$T/g2b.ids" && ok "and encodes id for id as the tiktoken import" ||
+	notok "GPT-2 pair import encodes differently" "$(cmp "$T/g2a.ids" "$T/g2b.ids" 2>&1)"
+: > "$T/empty.bpe"
+check_fail "an empty vocab.bpe is refused, naming it" 1 "empty.bpe': line 1: expected GPT-2's \"#version:\" line" \
+	$TT -q --import "gpt2:$T/encoder.json,$T/empty.bpe" -o "$T/x.lmtok"
+sed 1d "$T/vocab.bpe" > "$T/noversion.bpe"
+check_fail "a vocab.bpe without its version line is refused" 1 "noversion.bpe': line 1: expected" \
+	$TT -q --import "gpt2:$T/encoder.json,$T/noversion.bpe" -o "$T/x.lmtok"
+echo '#version: 0.2' > "$T/nomerges.bpe"
+check_fail "a vocab.bpe with no merges is refused" 1 "nomerges.bpe': no merges after the version line" \
+	$TT -q --import "gpt2:$T/encoder.json,$T/nomerges.bpe" -o "$T/x.lmtok"
+
 # ---- imports encode as tiktoken does ----
 for enc in gpt2 cl100k o200k; do
 	check "import the $enc fixture with an HF export" $TT -q --import "tiktoken:$DATA/tiktoken/$enc-3000.tiktoken" \
