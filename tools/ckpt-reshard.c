@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/atomicfile.h"
+#include "core/pathcheck.h"
 #include "ckpt/ckpt.h"
 #include "core/json.h"
 #include "data/loader.h"
@@ -318,6 +319,9 @@ static int reshard(const struct opts *o)
 	path_fmt(out, sizeof out, "%.*s", (int)ol, o->out);
 	if (lstat(out, &st) == 0)
 		die("'%s' exists; ckpt-reshard writes a new checkpoint directory and never replaces one", out);
+	const char *inputs[] = { o->src };
+	if (lmt_path_check_output(out, "the new checkpoint", inputs, 1, &err))
+		die_err(&err);
 
 	struct lmt_ckpt c;
 	info("verifying '%s'", o->src);
@@ -463,6 +467,10 @@ static int export_st(const struct opts *o)
 		path_fmt(cfg, sizeof cfg, "config.json");
 	if (!strcmp(path, cfg) || (sl && !strcmp(sl + 1, "config.json")))
 		usage_error("'%s': the weights cannot be named config.json (the config goes next to them)", path);
+	const char *inputs[] = { o->src, o->tokenizer };
+	if (lmt_path_check_output(path, "the weights", inputs, 2, &err) ||
+	    lmt_path_check_output(cfg, "the config", inputs, 2, &err))
+		die_err(&err);
 
 	struct lmt_ckpt c;
 	info("verifying '%s'", o->src);

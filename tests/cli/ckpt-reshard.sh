@@ -47,6 +47,22 @@ check_fail "an unknown option" 2 "unknown option or missing argument: '--shards'
 grep -q "Try 'ckpt-reshard --help'" "$T/.err" && ok "usage errors point to --help" || notok "usage hint"
 [ ! -e "$T/x" ] && ok "usage errors write nothing" || notok "x exists"
 
+# ---- never over an input: by device and inode, whatever the spelling ----
+cp -r "$S5" "$T/own"
+(cd "$T/own" && sha256sum * > "$T/own.sums")
+check_fail "--export onto the source's manifest is refused" 1 "(the weights) lies inside the input" \
+	$RS --export safetensors "$T/own" "$T/own/manifest.json"
+check_fail "--export into the source directory is refused" 1 "lies inside the input" \
+	$RS --export safetensors "$T/own" "$T/own/"
+ln -s "$T/own" "$T/own-link"
+check_fail "--export through a symlink to the source is refused" 1 "lies inside the input" \
+	$RS --export safetensors "$T/own" "$T/own-link/model.safetensors"
+check_fail "--export onto the source directory itself (the config inside it) is refused" 1 "not writing over an input" \
+	$RS --export safetensors "$T/own" "$T/own/x/../model.safetensors"
+check_fail "a reshard into the source is refused" 1 "lies inside the input" $RS -w 2 "$T/own" "$T/own/sub"
+(cd "$T/own" && sha256sum -c --quiet "$T/own.sums") && [ "$(ls "$T/own" | wc -l)" = "$(wc -l < "$T/own.sums")" ] &&
+	ok "the source checkpoint is intact after every refusal" || notok "source changed" "$(ls -la "$T/own")"
+
 # ---- 1 -> 3 -> 2 -> 1 ----
 
 K=$(jq '.state.loader.cursors[0].cursor' "$S5/manifest.json")
