@@ -2,6 +2,7 @@
  * ckpt.c: writing, reading and finding checkpoints (see ckpt.h).
  */
 #include "ckpt/ckpt.h"
+#include "ckpt/verify.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -496,13 +497,13 @@ static int cmp_chunk(const void *x, const void *y)
 }
 
 /* Map file k of the checkpoint, checking it against the manifest. */
-static int open_file(const struct lmt_ckpt *c, int k, int verify, struct lmt_binreader *f, char *path, size_t cap,
+static int open_file(const struct lmt_ckpt *c, int k, struct lmt_binreader *f, char *path, size_t cap,
 		     struct lmt_err *err)
 {
 	int rc = fmt_path(path, cap, err, "%s/%s", c->dir, c->files[k].name);
 	if (rc)
 		return rc;
-	if ((rc = lmt_binreader_open(f, path, &lmt_format_ckpt, verify ? LMT_BIN_VERIFY : 0, err)))
+	if ((rc = lmt_binreader_open(f, path, &lmt_format_ckpt, 0, err)))
 		return rc;
 	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
 	if (f->size != c->files[k].bytes)
@@ -525,6 +526,15 @@ static int file_of_rank(const struct lmt_ckpt *c, int rank)
 		if (c->files[k].rank == rank)
 			return k;
 	return -1;
+}
+
+/* The walk's first fault is lmt_ckpt_open's error: one definition of valid. */
+static int first_fault(void *ctx, const struct lmt_ckpt_finding *f)
+{
+	if (f->ok || f->kind == LMT_CKPT_FINDING_EXTRA)
+		return 0;
+	lmt_err_set(ctx, f->code < 0 ? f->code : LMT_EFORMAT, "%s", f->msg);
+	return 1;
 }
 
 int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_err *err)
@@ -660,24 +670,12 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 		}
 	}
 	if (verify) {
-		for (int k = 0; k < c->nfiles && !rc; k++) {
-			struct lmt_binreader f;
-			char fp[PATH_MAX];
-			if ((rc = open_file(c, k, 1, &f, fp, sizeof fp, err)))
-				break;
-			for (int i = 0; i < c->nt && !rc; i++)
-				for (int q = 0; q < c->t[i].nchunks && !rc; q++) {
-					const struct lmt_ckpt_chunk *ch = &c->t[i].chunks[q];
-					if (ch->rank != c->files[k].rank)
-						continue;
-					if (ch->byte_offset + ch->count * 4 > f.payload_size)
-						rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s' runs past the payload", fp,
-								 c->t[i].name);
-					else if (lmt_crc32c(0, f.payload + ch->byte_offset, ch->count * 4) != ch->crc32c)
-						rc = lmt_err_set(err, LMT_ECHECKSUM, "'%s': tensor '%s': CRC-32C mismatch", fp,
-								 c->t[i].name);
-				}
-			lmt_binreader_close(&f);
+		struct lmt_err first = { 0 };
+		struct lmt_ckpt_verify_ops ops = { first_fault, NULL, &first };
+		if ((rc = lmt_ckpt_verify(c, &ops, NULL, err)) > 0) {
+			rc = first.code;
+			if (err)
+				*err = first;
 		}
 		if (rc)
 			goto fail;
@@ -852,7 +850,7 @@ int lmt_ckpt_read_range(const struct lmt_ckpt *c, const struct lmt_ckpt_entry *e
 		}
 		if (!used)
 			continue;
-		if ((rc = open_file(c, k, 0, &f, fp, sizeof fp, err)))
+		if ((rc = open_file(c, k, &f, fp, sizeof fp, err)))
 			break;
 		for (int q = 0; q < e->nchunks; q++) {
 			const struct lmt_ckpt_chunk *ch = &e->chunks[q];

@@ -1,0 +1,304 @@
+/*
+ * inspect.c: tensors read for inspection, their statistics, and the comparison of
+ * two checkpoints (see inspect.h).
+ *
+ * The reader holds one descriptor, that of the file of the chunk it reads, so that
+ * a world size above the descriptor limit is read like any other, and two readers
+ * side by side (a comparison) hold two.
+ */
+#include "ckpt/inspect.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/digest.h"
+#include "core/util.h"
+
+static int file_of_rank(const struct lmt_ckpt *c, int rank)
+{
+	for (int i = 0; i < c->nfiles; i++)
+		if (c->files[i].rank == rank)
+			return i;
+	return -1;
+}
+
+/* ---- reading a tensor in element order ---- */
+
+void lmt_ckpt_treader_init(struct lmt_ckpt_treader *r, const struct lmt_ckpt *c, const struct lmt_ckpt_dfile *f,
+			   const struct lmt_ckpt_entry *e)
+{
+	memset(r, 0, sizeof *r);
+	r->c = c;
+	r->f = f;
+	r->e = e;
+	r->fd = -1;
+	r->fd_file = -1;
+}
+
+void lmt_ckpt_treader_release(struct lmt_ckpt_treader *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+	r->fd_file = -1;
+}
+
+static int reader_fd(struct lmt_ckpt_treader *r, int i)
+{
+	if (r->fd_file == i)
+		return r->fd;
+	lmt_ckpt_treader_release(r);
+	if (!r->f[i].usable)
+		return -1;
+	r->fd = open(r->f[i].path, O_RDONLY | O_CLOEXEC);
+	if (r->fd >= 0)
+		r->fd_file = i;
+	return r->fd;
+}
+
+static void end_chunks(struct lmt_ckpt_treader *r)
+{
+	while (r->q < r->e->nchunks && r->at == r->e->chunks[r->q].count) {
+		const struct lmt_ckpt_chunk *ch = &r->e->chunks[r->q];
+		if (r->crc != ch->crc32c) {
+			r->bad_chunks++;
+			lmt_ckpt_note(r->err, sizeof r->err, "'%s': tensor '%s': elements [%llu, %llu): CRC-32C %08x, the manifest "
+			     "says %08x (the data or the manifest was changed)", r->f[file_of_rank(r->c, ch->rank)].path,
+			     r->e->name, (unsigned long long)ch->offset, (unsigned long long)(ch->offset + ch->count),
+			     r->crc, ch->crc32c);
+		}
+		r->q++;
+		r->at = 0;
+		r->crc = 0;
+	}
+}
+
+long lmt_ckpt_treader_read(struct lmt_ckpt_treader *r, float *dst, size_t n)
+{
+	size_t got = 0;
+	end_chunks(r);
+	while (got < n && r->q < r->e->nchunks) {
+		const struct lmt_ckpt_chunk *ch = &r->e->chunks[r->q];
+		size_t take = (size_t)LMT_MIN((uint64_t)(n - got), ch->count - r->at);
+		int i = file_of_rank(r->c, ch->rank);
+		const struct lmt_ckpt_dfile *d = &r->f[i];
+		int fd = reader_fd(r, i);
+		if (fd < 0) {
+			lmt_ckpt_note(r->err, sizeof r->err, "'%s': tensor '%s': its elements [%llu, %llu) are in a file that cannot "
+			     "be read", d->path, r->e->name, (unsigned long long)ch->offset,
+			     (unsigned long long)(ch->offset + ch->count));
+			return -1;
+		}
+		uint64_t off = d->payload_at + ch->byte_offset + r->at * 4;
+		long m = lmt_ckpt_pread(fd, dst + got, take * 4, off);
+		if (m < 0) {
+			lmt_ckpt_note(r->err, sizeof r->err, "'%s': read: %s", d->path, strerror(errno));
+			return -1;
+		}
+		if ((size_t)m < take * 4) {
+			lmt_ckpt_note(r->err, sizeof r->err, "'%s': tensor '%s': elements [%llu, %llu) lie past the end of the file "
+			     "(%llu bytes)", d->path, r->e->name, (unsigned long long)ch->offset,
+			     (unsigned long long)(ch->offset + ch->count), (unsigned long long)d->size);
+			return -1;
+		}
+		r->crc = lmt_crc32c(r->crc, dst + got, take * 4);
+		r->whole = lmt_crc32c(r->whole, dst + got, take * 4);
+		r->at += take;
+		got += take;
+		end_chunks(r);
+	}
+	return (long)got;
+}
+
+/* ---- statistics ---- */
+
+void lmt_ckpt_stats_init(struct lmt_ckpt_stats *s)
+{
+	memset(s, 0, sizeof *s);
+	s->min = INFINITY;
+	s->max = -INFINITY;
+}
+
+void lmt_ckpt_stats_add(struct lmt_ckpt_stats *s, const float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		double v = x[i];
+		if (!isfinite(v)) {
+			s->nonfinite++;
+			continue;
+		}
+		s->n++;
+		s->sum += v;
+		s->sumsq += v * v;
+		if (v < s->min)
+			s->min = v;
+		if (v > s->max)
+			s->max = v;
+	}
+}
+
+/* ---- comparing tensors ---- */
+
+const char *lmt_ckpt_tstatus_name(enum lmt_ckpt_tstatus s)
+{
+	static const char *const names[] = { "same", "differ", "shape", "only-a", "only-b", "error" };
+	return (unsigned)s < sizeof names / sizeof *names ? names[s] : "?";
+}
+
+static void compare(struct lmt_ckpt_tdiff *t, const float *a, const float *b, size_t n, double atol)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t ua, ub;
+		memcpy(&ua, &a[i], 4);
+		memcpy(&ub, &b[i], 4);
+		double x = a[i], y = b[i];
+		int fx = isfinite(x), fy = isfinite(y);
+		if (fx && fabs(x) > t->max_ref)
+			t->max_ref = fabs(x);
+		if (fy && fabs(y) > t->max_ref)
+			t->max_ref = fabs(y);
+		if (ua == ub)
+			continue;
+		if (fx && fy) {
+			double dd = fabs(x - y);
+			if (dd > t->max_abs)
+				t->max_abs = dd;
+			if (atol > 0 && dd <= atol)
+				continue;
+		} else if (!(isnan(x) && isnan(y))) {
+			t->nonfinite_mismatch++;
+		}
+		t->differing++;
+	}
+}
+
+static int same_shape(const struct lmt_ckpt_entry *a, const struct lmt_ckpt_entry *b)
+{
+	if (a->ndim != b->ndim)
+		return 0;
+	for (int k = 0; k < a->ndim; k++)
+		if (a->shape[k] != b->shape[k])
+			return 0;
+	return 1;
+}
+
+enum lmt_ckpt_tstatus lmt_ckpt_tensor_diff(struct lmt_ckpt_side a, const struct lmt_ckpt_entry *ea,
+					   struct lmt_ckpt_side b, const struct lmt_ckpt_entry *eb, double atol,
+					   float *ba, float *bb, size_t n, void (*progress)(void *ctx, uint64_t bytes),
+					   void *ctx, struct lmt_ckpt_tdiff *t, char *err, size_t cap)
+{
+	memset(t, 0, sizeof *t);
+	err[0] = 0;
+	if (!ea)
+		return LMT_CKPT_TSTATUS_ONLY_B;
+	if (!eb)
+		return LMT_CKPT_TSTATUS_ONLY_A;
+	if (!same_shape(ea, eb))
+		return LMT_CKPT_TSTATUS_SHAPE;
+	struct lmt_ckpt_treader ra, rb;
+	lmt_ckpt_treader_init(&ra, a.c, a.f, ea);
+	lmt_ckpt_treader_init(&rb, b.c, b.f, eb);
+	long ma, mb;
+	uint64_t done = 0;
+	for (;;) {
+		ma = lmt_ckpt_treader_read(&ra, ba, n);
+		mb = lmt_ckpt_treader_read(&rb, bb, n);
+		if (ma <= 0 || mb <= 0 || ma != mb)
+			break;
+		compare(t, ba, bb, (size_t)ma, atol);
+		done += (uint64_t)ma * 4;
+		if (progress)
+			progress(ctx, done);
+	}
+	lmt_ckpt_treader_release(&ra);
+	lmt_ckpt_treader_release(&rb);
+	if (ma < 0 || mb < 0 || ra.bad_chunks || rb.bad_chunks || ma != mb) {
+		snprintf(err, cap, "%s%s%s", ra.err, ra.err[0] && rb.err[0] ? "; " : "", rb.err);
+		if (!err[0])
+			snprintf(err, cap, "tensor '%s': the two hold different numbers of elements", ea->name);
+		return LMT_CKPT_TSTATUS_ERROR;
+	}
+	return t->differing ? LMT_CKPT_TSTATUS_DIFFER : LMT_CKPT_TSTATUS_SAME;
+}
+
+/* ---- comparing states ---- */
+
+struct sdiff {
+	const char *const *ignore;
+	int nignore;
+	void (*fn)(void *ctx, const char *path, void *a, void *b);
+	void *ctx;
+};
+
+static int ignored(const struct sdiff *d, const char *p)
+{
+	for (int i = 0; i < d->nignore; i++) {
+		const char *g = d->ignore[i];
+		char full[1024];
+		snprintf(full, sizeof full, "%s%s", strncmp(g, "state.", 6) && strcmp(g, "state") ? "state." : "", g);
+		size_t n = strlen(full);
+		if (!strncmp(p, full, n) && (p[n] == 0 || p[n] == '.' || p[n] == '['))
+			return 1;
+	}
+	return 0;
+}
+
+static int scalar_equal(json_t *a, json_t *b)
+{
+	if (json_is_number(a) && json_is_number(b)) {
+		if (json_is_integer(a) && json_is_integer(b))
+			return json_integer_value(a) == json_integer_value(b);
+		return json_number_value(a) == json_number_value(b);
+	}
+	if (json_typeof(a) != json_typeof(b))
+		return 0;
+	if (json_is_string(a))
+		return json_string_length(a) == json_string_length(b) &&
+		       !memcmp(json_string_value(a), json_string_value(b), json_string_length(a));
+	return 1; /* true, false, null */
+}
+
+static void state_diff(const struct sdiff *d, const char *p, json_t *a, json_t *b)
+{
+	if (ignored(d, p))
+		return;
+	char sub[2048];
+	if (json_is_object(a) && json_is_object(b)) {
+		const char *key;
+		json_t *v;
+		json_object_foreach(a, key, v) {
+			snprintf(sub, sizeof sub, "%s.%s", p, key);
+			state_diff(d, sub, v, json_object_get(b, key));
+		}
+		json_object_foreach(b, key, v) {
+			if (json_object_get(a, key))
+				continue;
+			snprintf(sub, sizeof sub, "%s.%s", p, key);
+			state_diff(d, sub, NULL, v);
+		}
+		return;
+	}
+	if (json_is_array(a) && json_is_array(b) && json_array_size(a) == json_array_size(b)) {
+		for (size_t i = 0; i < json_array_size(a); i++) {
+			snprintf(sub, sizeof sub, "%s[%zu]", p, i);
+			state_diff(d, sub, json_array_get(a, i), json_array_get(b, i));
+		}
+		return;
+	}
+	if (a && b && !json_is_object(a) && !json_is_array(a) && !json_is_object(b) && !json_is_array(b) &&
+	    scalar_equal(a, b))
+		return;
+	d->fn(d->ctx, p, a, b);
+}
+
+void lmt_ckpt_state_diff(const char *key, void *a, void *b, const char *const *ignore, int nignore,
+			 void (*fn)(void *ctx, const char *path, void *a, void *b), void *ctx)
+{
+	struct sdiff d = { ignore, nignore, fn, ctx };
+	state_diff(&d, key, a, b);
+}
