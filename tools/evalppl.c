@@ -35,6 +35,7 @@
 #include "model/generate.h"
 #include "model/model.h"
 #include "progress.h"
+#include "report/evalrec.h"
 #include "tool.h"
 
 enum {
@@ -183,26 +184,6 @@ static void emit(struct lmt_json *j)
 		die("'<stdout>': write error");
 }
 
-static void num_or_null(struct lmt_json *j, const char *key, double v)
-{
-	if (isfinite(v))
-		lmt_json_num(j, key, v);
-	else
-		lmt_json_null(j, key);
-}
-
-static void pair(struct lmt_json *j, const char *key, double a, double b)
-{
-	if (!isfinite(a) || !isfinite(b)) {
-		lmt_json_null(j, key);
-		return;
-	}
-	lmt_json_arr(j, key);
-	lmt_json_num(j, NULL, a);
-	lmt_json_num(j, NULL, b);
-	lmt_json_arr_end(j);
-}
-
 static void warn_cb(void *ctx, const char *msg)
 {
 	(void)ctx;
@@ -221,157 +202,6 @@ struct ctx {
 	struct lmt_eval_memset mem[2];
 	struct lmt_eval_acc acc;  /* per-document figures, for the bootstrap; totals for the summary */
 };
-
-static void ck_fields(struct lmt_json *j, const char *path, const struct lmt_eval_ckinfo *ci)
-{
-	lmt_json_str(j, "checkpoint", path);
-	lmt_json_u64(j, "update", ci->update);
-	lmt_json_u64(j, "tokens_trained", ci->tokens);
-}
-
-static void config_record(struct ctx *x, const char *path, const struct lmt_eval_ckinfo *ci, int C, int S)
-{
-	const struct opts *o = x->o;
-	struct lmt_eval_docset *s = x->s;
-	struct lmt_json j;
-	char hex[LMT_SHA256_HEX], method[1024];
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "eval-config");
-	ck_fields(&j, path, ci);
-	lmt_json_obj(&j, "model");
-	lmt_json_u64(&j, "layers", (uint64_t)ci->cfg.L);
-	lmt_json_u64(&j, "heads", (uint64_t)ci->cfg.NH);
-	lmt_json_u64(&j, "channels", (uint64_t)ci->cfg.C);
-	lmt_json_u64(&j, "context", (uint64_t)ci->cfg.max_T);
-	lmt_json_u64(&j, "vocab", (uint64_t)ci->cfg.V);
-	lmt_json_bool(&j, "untied", ci->cfg.untied);
-	lmt_json_obj_end(&j);
-	if (o->ntexts) {
-		lmt_json_null(&j, "data");
-		lmt_json_arr(&j, "files");
-		for (int i = 0; i < o->ntexts; i++)
-			lmt_json_str(&j, NULL, o->texts[i]);
-		lmt_json_arr_end(&j);
-	} else {
-		lmt_json_str(&j, "data", x->data_dir);
-		lmt_json_str(&j, "split", lmt_split_name(o->split));
-		lmt_json_bool(&j, "training_dataset", x->same_data);
-		lmt_json_u64(&j, "documents_cut", s->cut);
-	}
-	lmt_json_str(&j, "tokenizer", x->tok_path);
-	lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(ci->tok_sha, hex));
-	lmt_json_u64(&j, "documents", s->n);
-	uint64_t total = 0;
-	for (size_t i = 0; i < s->n; i++)
-		total += s->d[i].n;
-	lmt_json_u64(&j, "tokens", total);
-	lmt_json_bool(&j, "bytes_known", s->has_bytes);
-	if (s->has_bytes)
-		lmt_json_str(&j, "bytes_from", s->bytes_from);
-	else
-		lmt_json_str(&j, "bytes_unknown", s->bytes_why);
-	lmt_json_bool(&j, "words_known", s->has_words);
-	int n = 0;
-	if (!o->ntexts)
-		n += snprintf(method + n, sizeof method - n, "documents gathered from the %s split's packed sequences; ",
-			      lmt_split_name(o->split));
-	n += snprintf(method + n, sizeof method - n,
-		      "rolling windows: context %d, stride %d; each token scored once with at least %d tokens of "
-		      "history (all of it for a document's first %d)", C, S, C - S + 1, C);
-	snprintf(method + n, sizeof method - n, "; %s", s->framing);
-	lmt_json_str(&j, "method", method);
-	lmt_json_u64(&j, "context", (uint64_t)C);
-	lmt_json_u64(&j, "stride", (uint64_t)S);
-	if (s->ctx != LMT_EVAL_NO_CTX)
-		lmt_json_u64(&j, "eos", s->ctx);
-	else
-		lmt_json_null(&j, "eos");
-	lmt_json_obj(&j, "bootstrap");
-	lmt_json_u64(&j, "resamples", (uint64_t)o->resamples);
-	lmt_json_u64(&j, "seed", o->seed);
-	lmt_json_num(&j, "level", o->level);
-	lmt_json_str(&j, "unit", "document");
-	lmt_json_obj_end(&j);
-	lmt_json_arr(&j, "buckets");
-	for (int i = 0; i < o->nedges; i++)
-		lmt_json_u64(&j, NULL, o->edges[i]);
-	lmt_json_arr_end(&j);
-	emit(&j);
-	lmt_json_release(&j);
-}
-
-static void ppl_record(struct ctx *x, const char *path, const struct lmt_eval_ckinfo *ci,
-		       const struct lmt_eval_group *g, const struct lmt_eval_count *cnt)
-{
-	struct lmt_eval_docset *s = x->s;
-	const struct lmt_ppl *p = &g->ppl;
-	struct lmt_json j;
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "ppl");
-	ck_fields(&j, path, ci);
-	lmt_json_str(&j, "scope", g->scope);
-	lmt_json_str(&j, "key", g->key);
-	if (!strcmp(g->scope, "length")) {
-		lmt_json_u64(&j, "min_tokens", g->min_tokens);
-		if (g->max_tokens)
-			lmt_json_u64(&j, "max_tokens", g->max_tokens);
-		else
-			lmt_json_null(&j, "max_tokens");
-	}
-	lmt_json_u64(&j, "documents", p->docs);
-	lmt_json_u64(&j, "tokens", p->tokens);
-	if (s->has_bytes)
-		lmt_json_u64(&j, "bytes", p->bytes);
-	else
-		lmt_json_null(&j, "bytes");
-	if (s->has_words)
-		lmt_json_u64(&j, "words", p->words);
-	else
-		lmt_json_null(&j, "words");
-	lmt_json_num(&j, "nll", p->nll);
-	static const char *const names[LMT_PPL_N] = { "loss", "token_ppl", "bits_per_byte", "byte_ppl", "word_ppl" };
-	for (int f = 0; f < LMT_PPL_N; f++) {
-		char ck[32];
-		num_or_null(&j, names[f], p->v[f]);
-		snprintf(ck, sizeof ck, "%s_ci", names[f]);
-		pair(&j, ck, p->lo[f], p->hi[f]);
-	}
-	if (cnt) {
-		lmt_json_u64(&j, "windows", cnt->windows);
-		lmt_json_u64(&j, "forward_positions", cnt->positions);
-	}
-	emit(&j);
-	lmt_json_release(&j);
-}
-
-static void floor_record(struct ctx *x, const char *path, const struct lmt_eval_ckinfo *ci, const struct lmt_ppl *all)
-{
-	const struct opts *o = x->o;
-	struct lmt_eval_floor f;
-	if (o->floor_given && !x->s->has_bytes) {
-		warn("--floor-bpb: the bytes of these documents are unknown: no gap");
-		return;
-	}
-	if (!lmt_eval_floor_compute(x->s, o->floor_given, o->floor_bpb, all, &f))
-		return;
-	struct lmt_json j;
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "floor");
-	ck_fields(&j, path, ci);
-	lmt_json_str(&j, "scope", "overall");
-	lmt_json_u64(&j, "documents", all->docs);
-	lmt_json_str(&j, "source", x->s->floor_source);
-	lmt_json_num(&j, "nll", f.nll);
-	num_or_null(&j, "bits_per_byte", f.bits_per_byte);
-	lmt_json_num(&j, "nats_per_token", f.nats_per_token);
-	num_or_null(&j, "gap_bits_per_byte", f.gap_bits_per_byte);
-	lmt_json_num(&j, "gap_nats_per_token", f.gap_nats_per_token);
-	emit(&j);
-	lmt_json_release(&j);
-}
 
 static void progress_cb(void *ctx, uint64_t done, uint64_t total)
 {
@@ -405,7 +235,7 @@ static void samples(struct ctx *x, struct lmt_gpt *g, const char *path, const st
 			lmt_json_init(&j);
 			lmt_json_begin(&j);
 			lmt_json_str(&j, "event", "sample");
-			ck_fields(&j, path, ci);
+			lmt_evalrec_ckpt(&j, path, ci);
 			lmt_json_str(&j, "prompt", text);
 			lmt_json_arr(&j, "prompt_ids");
 			for (int i = 0; i < np; i++)
@@ -454,19 +284,7 @@ static void memorization(struct ctx *x, struct lmt_gpt *g, const char *path, con
 			die_err(&err);
 		struct lmt_json j;
 		lmt_json_init(&j);
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "memorization");
-		ck_fields(&j, path, ci);
-		lmt_json_str(&j, "split", lmt_split_name(m->split));
-		lmt_json_u64(&j, "documents", m->n);
-		lmt_json_u64(&j, "eligible", m->eligible);
-		lmt_json_u64(&j, "prefix", (uint64_t)o->prefix);
-		lmt_json_u64(&j, "continuation", (uint64_t)o->cont);
-		lmt_json_u64(&j, "exact", exact);
-		num_or_null(&j, "fraction", m->n ? (double)exact / (double)m->n : NAN);
-		pair(&j, "fraction_ci", lo, hi);
-		lmt_json_str(&j, "interval", "wilson");
-		lmt_json_u64(&j, "seed", o->seed);
+		lmt_evalrec_memorization(&j, path, ci, m, o->prefix, o->cont, exact, lo, hi, o->seed);
 		emit(&j);
 		lmt_json_release(&j);
 		info("memorization (%s): %llu of %zu documents continued exactly (%d tokens after %d)",
@@ -485,7 +303,13 @@ static void evaluate(struct ctx *x, struct lmt_gpt *g, const char *path, const s
 	int S = o->stride ? o->stride : LMT_MAX(1, C / 2);
 	if (S > C)
 		die("--stride %d is longer than the context of %d", S, C);
-	config_record(x, path, ci, C, S);
+	struct lmt_evalrec_setup u = { o->texts, o->ntexts, x->data_dir, o->split, x->same_data, x->tok_path, C, S,
+				       o->resamples, o->seed, o->level, o->edges, o->nedges };
+	struct lmt_json cj;
+	lmt_json_init(&cj);
+	lmt_evalrec_config(&cj, path, ci, &u, x->s);
+	emit(&cj);
+	lmt_json_release(&cj);
 
 	struct lmt_progress bar;
 	lmt_progress_init(&bar, "scoring", "tokens", 0, tool_quiet);
@@ -497,11 +321,22 @@ static void evaluate(struct ctx *x, struct lmt_gpt *g, const char *path, const s
 	if (lmt_eval_acc_groups(a, x->s, o->edges, o->nedges, o->resamples, o->level, o->seed, &gr, &ng, &err))
 		die_err(&err);
 	const struct lmt_ppl *all = &gr[0].ppl;
+	struct lmt_json j;
+	lmt_json_init(&j);
 	for (size_t i = 0; i < ng; i++) {
-		ppl_record(x, path, ci, &gr[i], i ? NULL : &a->cnt);
-		if (!i)
-			floor_record(x, path, ci, all);
+		lmt_evalrec_ppl(&j, path, ci, x->s, &gr[i], i ? NULL : &a->cnt);
+		emit(&j);
+		if (i)
+			continue;
+		struct lmt_eval_floor f;
+		if (o->floor_given && !x->s->has_bytes) {
+			warn("--floor-bpb: the bytes of these documents are unknown: no gap");
+		} else if (lmt_eval_floor_compute(x->s, o->floor_given, o->floor_bpb, all, &f)) {
+			lmt_evalrec_floor(&j, path, ci, x->s, all, &f);
+			emit(&j);
+		}
 	}
+	lmt_json_release(&j);
 	double dt = a->seconds;
 	unsigned long long scored = (unsigned long long)a->cnt.scored;
 	if (isfinite(all->v[LMT_PPL_BPB]))
