@@ -10,37 +10,33 @@
  *
  * The scoring (rolling windows over whole documents), the figures and their
  * bootstrap, the gathering of a split's documents and the memorization probe are in
- * lib/model/evaluate.c; the sampler with its key/value cache in lib/model/generate.c. This file
- * finds the checkpoint's tokenizer and data, reads the documents and their byte and
- * word counts, and reports. stdout: JSONL (eval-config, ppl, floor, sample,
+ * lib/model/evaluate.c; finding the checkpoints, the tokenizer, the dataset and the
+ * documents (with their byte and word counts) in lib/model/evalinput.c; one
+ * checkpoint's figures per scope, its floor and its probe in lib/model/evalrun.c; the
+ * sampler with its key/value cache in lib/model/generate.c. This file parses the
+ * options, calls those, and reports. stdout: JSONL (eval-config, ppl, floor, sample,
  * memorization records per checkpoint, a summary last); stderr: human messages.
  */
-#include <errno.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "backend/backend.h"
-#include "ckpt/ckpt.h"
-#include "data/corpus.h"
-#include "data/dataset.h"
-#include "model/evaluate.h"
-#include "data/gencorpus.h"
-#include "model/generate.h"
 #include "core/json.h"
+#include "core/util.h"
+#include "data/dataset.h"
+#include "data/tokenizer.h"
+#include "model/evalinput.h"
+#include "model/evalrun.h"
+#include "model/evaluate.h"
+#include "model/generate.h"
 #include "model/model.h"
 #include "progress.h"
-#include "data/tokenizer.h"
-#include "data/tokstream.h"
+#include "report/evalrec.h"
 #include "tool.h"
-#include "ckpt/trainstate.h"
-#include "core/util.h"
 
 enum {
 	OPT_DATA = OPT_TOOL_BASE,
@@ -188,794 +184,24 @@ static void emit(struct lmt_json *j)
 		die("'<stdout>': write error");
 }
 
-static void num_or_null(struct lmt_json *j, const char *key, double v)
+static void warn_cb(void *ctx, const char *msg)
 {
-	if (isfinite(v))
-		lmt_json_num(j, key, v);
-	else
-		lmt_json_null(j, key);
-}
-
-static void pair(struct lmt_json *j, const char *key, double a, double b)
-{
-	if (!isfinite(a) || !isfinite(b)) {
-		lmt_json_null(j, key);
-		return;
-	}
-	lmt_json_arr(j, key);
-	lmt_json_num(j, NULL, a);
-	lmt_json_num(j, NULL, b);
-	lmt_json_arr_end(j);
-}
-
-/* ---- finding the files a run names ---- */
-
-static int file_sha_is(const char *path, const uint8_t want[32], char *why, size_t cap)
-{
-	struct stat st;
-	if (stat(path, &st) || !S_ISREG(st.st_mode))
-		return 0;
-	uint8_t got[32];
-	struct lmt_err err = { 0 };
-	if (lmt_sha256_file(path, got, &err)) {
-		snprintf(why, cap, "%s", err.msg);
-		return 0;
-	}
-	if (memcmp(got, want, 32)) {
-		char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
-		snprintf(why, cap, "'%s' has SHA-256 %.16s..., the record says %.16s...", path, lmt_sha256_hex(got, a),
-			 lmt_sha256_hex(want, b));
-		return 0;
-	}
-	return 1;
-}
-
-/*
- * A path recorded by another tool, relative to the directory that tool ran in:
- * tried as given, then (if relative) under base and each of its ancestors. The
- * first candidate whose SHA-256 is want goes into out; why says what was found
- * otherwise.
- */
-static int find_recorded(const char *path, const char *base, const uint8_t want[32], char *out, size_t cap,
-			 char *why, size_t whycap)
-{
-	snprintf(why, whycap, "'%s' not found", path);
-	if (file_sha_is(path, want, why, whycap)) {
-		path_fmt(out, cap, "%s", path);
-		return 1;
-	}
-	if (path[0] == '/' || !base)
-		return 0;
-	char dir[PATH_MAX];
-	if (!realpath(base, dir))
-		return 0;
-	for (int up = 0; up < 6 && dir[0]; up++) {
-		char cand[PATH_MAX * 2];
-		snprintf(cand, sizeof cand, "%s/%s", dir, path);
-		if (file_sha_is(cand, want, why, whycap)) {
-			path_fmt(out, cap, "%s", cand);
-			return 1;
-		}
-		char *sl = strrchr(dir, '/');
-		if (!sl || sl == dir)
-			break;
-		*sl = 0;
-	}
-	return 0;
-}
-
-/* ---- the checkpoints ---- */
-
-struct ckpt_ref {
-	char *path;
-	uint64_t update;
-};
-
-static struct ckpt_ref *list_checkpoints(const char *target, int latest, int *n, char *run_dir, size_t cap)
-{
-	struct lmt_err err = { 0 };
-	char mp[PATH_MAX];
-	struct stat st;
-	path_fmt(mp, sizeof mp, "%s/manifest.json", target);
-	struct ckpt_ref *r = NULL;
-	if (stat(target, &st))
-		die("'%s': %s", target, strerror(errno));
-	if (access(mp, F_OK) == 0) {
-		/* one checkpoint: its run is two levels up (RUN/ckpt/step-N) */
-		path_fmt(run_dir, cap, "%s/../..", target);
-		r = calloc(1, sizeof *r);
-		r[0].path = strdup(target);
-		*n = 1;
-		return r;
-	}
-	char ck[PATH_MAX];
-	path_fmt(ck, sizeof ck, "%s/ckpt", target);
-	if (stat(ck, &st) || !S_ISDIR(st.st_mode))
-		die("'%s': neither a checkpoint (no manifest.json) nor a run directory (no ckpt/)", target);
-	path_fmt(run_dir, cap, "%s", target);
-	char **names;
-	uint64_t *ups;
-	if (lmt_ckpt_list(target, &names, &ups, n, &err))
-		die_err(&err);
-	if (*n == 0)
-		die("'%s': no checkpoint in %s/ckpt", target, target);
-	if (latest) {
-		/* the newest that verifies (lmt_ckpt_latest would also remove interrupted
-		 * saves, and an evaluation must not touch a run, which may be live) */
-		int pick = -1;
-		for (int i = *n - 1; i >= 0 && pick < 0; i--) {
-			char p[PATH_MAX];
-			struct lmt_ckpt c;
-			path_fmt(p, sizeof p, "%s/ckpt/%s", target, names[i]);
-			if (lmt_ckpt_open(&c, p, 1, &err) == 0) {
-				lmt_ckpt_close(&c);
-				pick = i;
-			} else {
-				warn("skipping '%s': %s", p, err.msg);
-			}
-		}
-		if (pick < 0)
-			die("'%s': no checkpoint in %s/ckpt verifies", target, target);
-		r = calloc(1, sizeof *r);
-		char p[PATH_MAX];
-		path_fmt(p, sizeof p, "%s/ckpt/%s", target, names[pick]);
-		r[0].path = strdup(p);
-		r[0].update = ups[pick];
-		for (int i = 0; i < *n; i++)
-			free(names[i]);
-		free(names);
-		free(ups);
-		*n = 1;
-		return r;
-	}
-	r = calloc((size_t)*n, sizeof *r);
-	for (int i = 0; i < *n; i++) {
-		char p[PATH_MAX];
-		path_fmt(p, sizeof p, "%s/ckpt/%s", target, names[i]);
-		r[i].path = strdup(p);
-		r[i].update = ups[i];
-		free(names[i]);
-	}
-	free(names);
-	free(ups);
-	return r;
-}
-
-struct ckinfo {
-	uint64_t update, tokens;
-	struct lmt_gpt_config cfg;
-	uint8_t tok_sha[32], data_sha[32];
-	int has_data_sha;
-	const char *cfg_tokenizer, *cfg_data;  /* borrowed from the manifest */
-};
-
-static uint64_t ju64(json_t *o, const char *key, const char *dir, const char *what)
-{
-	json_t *x = json_object_get(o, key);
-	if (!json_is_integer(x) || json_integer_value(x) < 0)
-		die("'%s/manifest.json': state.%s%s is missing or not a count", dir, what, key);
-	return (uint64_t)json_integer_value(x);
-}
-
-static void read_info(const struct lmt_ckpt *c, struct ckinfo *ci)
-{
-	memset(ci, 0, sizeof *ci);
-	json_t *st = json_object_get(c->manifest, "state"), *m = json_object_get(st, "model");
-	ci->update = ju64(st, "update", c->dir, "");
-	ci->tokens = ju64(st, "tokens", c->dir, "");
-	if (!json_is_object(m))
-		die("'%s/manifest.json': no state.model: not a checkpoint of train", c->dir);
-	ci->cfg.L = (int)ju64(m, "layers", c->dir, "model.");
-	ci->cfg.NH = (int)ju64(m, "heads", c->dir, "model.");
-	ci->cfg.C = (int)ju64(m, "channels", c->dir, "model.");
-	ci->cfg.max_T = (int)ju64(m, "context", c->dir, "model.");
-	ci->cfg.V = (int)ju64(m, "vocab", c->dir, "model.");
-	ci->cfg.Vp = (int)ju64(m, "vocab_padded", c->dir, "model.");
-	ci->cfg.untied = json_is_true(json_object_get(m, "untied"));
-	const char *ts = json_string_value(json_object_get(st, "tokenizer_sha256"));
-	if (!ts || lmt_sha256_parse(ts, ci->tok_sha))
-		die("'%s/manifest.json': state.tokenizer_sha256 is missing or not a SHA-256", c->dir);
-	const char *ds = json_string_value(json_object_get(st, "dataset_manifest_sha256"));
-	ci->has_data_sha = ds && !lmt_sha256_parse(ds, ci->data_sha);
-	json_t *data = json_object_get(json_object_get(st, "config"), "data");
-	ci->cfg_tokenizer = json_string_value(json_object_get(data, "tokenizer"));
-	ci->cfg_data = json_string_value(json_object_get(data, "dir"));
-}
-
-/* ---- documents ---- */
-
-struct doc {
-	uint64_t off, n;         /* its tokens in the pool: D, EOS included when the data has one */
-	uint64_t bytes, words;   /* UTF-8 bytes and words of its text (meaningful when known) */
-	uint32_t source;         /* UINT32_MAX: unknown */
-	uint64_t line;           /* JSONL: the record's line, for --floor-field */
-	double gen_lp, field_lp; /* natural-log probabilities: gen-corpus parse, JSONL field (NAN: none) */
-};
-
-struct docs {
-	struct doc *d;
-	size_t n, cap;
-	uint32_t *tok;
-	size_t ntok, tokcap;
-	char **sources;
-	uint32_t nsources;
-	int has_bytes, has_words, has_sources;
-	char bytes_why[1200];    /* why bytes are unknown */
-	char stream_path[PATH_MAX];
-	char bytes_from_buf[PATH_MAX + 32];
-	const char *bytes_from;
-	uint32_t ctx;            /* the token before each document (EOS), or LMT_EVAL_NO_CTX */
-	uint32_t append;         /* --text: the token after each document (EOS), or LMT_NO_TOKEN */
-	char framing[400];       /* how documents are framed, and why */
-	uint64_t cut;            /* documents left out: cut by shard-pack's tail drop */
-	char floor_source[256];
-	int floor_kind;          /* 0 none, 1 field, 2 gen-corpus */
-};
-
-static uint64_t pool_add(struct docs *s, const uint32_t *t, size_t n)
-{
-	if (LMT_GROW(s->tok, s->tokcap, s->ntok + n + 1))
-		die("out of memory for %zu tokens", s->ntok + n);
-	memcpy(s->tok + s->ntok, t, n * sizeof *t);
-	uint64_t at = s->ntok;
-	s->ntok += n;
-	return at;
-}
-
-static struct doc *doc_add(struct docs *s)
-{
-	if (LMT_GROW(s->d, s->cap, s->n + 1))
-		die("out of memory");
-	struct doc *d = &s->d[s->n++];
-	memset(d, 0, sizeof *d);
-	d->source = UINT32_MAX;
-	d->gen_lp = d->field_lp = NAN;
-	return d;
-}
-
-static double gen_logprob(const char *text, size_t len)
-{
-	double lp;
-	if (lmt_gen_parse(text, len, &lp, NULL, NULL))
-		return NAN;
-	return lp;
-}
-
-static int is_plain_jsonl(const char *name)
-{
-	static const char *const sfx[] = { ".jsonl", ".ndjson", ".json" };
-	struct stat st;
-	if (stat(name, &st) || !S_ISREG(st.st_mode))
-		return 0;
-	size_t n = strlen(name);
-	for (size_t i = 0; i < LMT_ARRAY_SIZE(sfx); i++)
-		if (n >= strlen(sfx[i]) && !strcasecmp(name + n - strlen(sfx[i]), sfx[i]))
-			return 1;
-	return 0;
-}
-
-/* --floor-field: each JSONL document's field, read again from its record's line. */
-static void read_field(struct docs *s, const char *field)
-{
-	for (uint32_t src = 0; src < s->nsources; src++) {
-		if (!is_plain_jsonl(s->sources[src]))
-			continue;
-		FILE *f = fopen(s->sources[src], "r");
-		if (!f)
-			continue;
-		char *line = NULL;
-		size_t cap = 0;
-		uint64_t lineno = 0;
-		for (size_t i = 0; i < s->n; i++) {
-			struct doc *d = &s->d[i];
-			if (d->source != src || !d->line)
-				continue;
-			ssize_t got = 0;
-			while (lineno < d->line && (got = getline(&line, &cap, f)) >= 0)
-				lineno++;
-			if (lineno != d->line)
-				break;
-			json_t *rec = json_loads(line, 0, NULL);
-			json_t *v = json_object_get(rec, field);
-			if (json_is_number(v))
-				d->field_lp = json_number_value(v);
-			json_decref(rec);
-		}
-		free(line);
-		fclose(f);
-	}
-}
-
-static void text_docs(const struct opts *o, struct lmt_tokenizer *tok, struct docs *s)
-{
-	struct lmt_err err = { 0 };
-	struct lmt_corpus *c;
-	if (lmt_corpus_open(&c, o->texts, o->ntexts, &o->corpus, &err))
-		die_err(&err);
-	struct lmt_tok_state *ts = lmt_tok_state_new(tok);
-	struct lmt_u32vec v = { 0 };
-	if (!ts)
-		die("out of memory");
-	struct lmt_doc d;
-	int rc;
-	while ((rc = lmt_corpus_next(c, &d, &err)) == 1) {
-		if (o->max_docs && s->n >= o->max_docs)
-			break;
-		if (o->max_tokens && s->ntok >= o->max_tokens)
-			break;
-		v.n = 0;
-		if (lmt_tok_encode(tok, ts, d.text, d.len, 0, &v))
-			die("out of memory encoding");
-		if (s->append != LMT_NO_TOKEN) {
-			if (LMT_GROW(v.v, v.cap, v.n + 1))
-				die("out of memory");
-			v.v[v.n++] = s->append;
-		}
-		struct doc *x = doc_add(s);
-		x->off = pool_add(s, v.v, v.n);
-		x->n = v.n;
-		x->bytes = d.len;
-		x->words = lmt_count_words(d.text, d.len);
-		x->source = d.source;
-		x->line = d.line;
-		x->gen_lp = gen_logprob(d.text, d.len);
-	}
-	if (rc < 0)
-		die_err(&err);
-	s->nsources = lmt_corpus_nsources(c);
-	s->sources = calloc(s->nsources ? s->nsources : 1, sizeof *s->sources);
-	for (uint32_t i = 0; i < s->nsources; i++)
-		s->sources[i] = strdup(lmt_corpus_source_name(c, i));
-	s->has_bytes = s->has_words = s->has_sources = 1;
-	s->bytes_from = "the text";
-	free(v.v);
-	lmt_tok_state_free(ts);
-	lmt_corpus_close(c);
-	read_field(s, o->floor_field);
-}
-
-/* The dataset manifest's fields evalppl uses. */
-struct dsinfo {
-	json_t *m;
-	const char *input_path;
-	uint8_t input_sha[32];
-	int has_input;
-	uint64_t tail_dropped[3];
-	int add_eos;             /* shard-pack appended an EOS to each document */
-	int pad_mode;            /* each document started a sequence (shard-pack --mode pad) */
-};
-
-static void read_dsinfo(const struct lmt_dataset *d, struct dsinfo *x)
-{
-	char p[PATH_MAX];
-	memset(x, 0, sizeof *x);
-	path_fmt(p, sizeof p, "%s/manifest.json", d->dir);
-	json_error_t je;
-	if (!(x->m = json_load_file(p, 0, &je)))
-		die("'%s': line %d: %s", p, je.line, je.text);
-	json_t *in = json_object_get(x->m, "input");
-	x->input_path = json_string_value(json_object_get(in, "path"));
-	const char *sha = json_string_value(json_object_get(in, "sha256"));
-	x->has_input = x->input_path && sha && !lmt_sha256_parse(sha, x->input_sha);
-	const char *eos = json_string_value(json_object_get(json_object_get(x->m, "packing"), "eos"));
-	x->add_eos = eos && !strcmp(eos, "add") && !json_is_true(json_object_get(in, "eos_in_stream"));
-	const char *mode = json_string_value(json_object_get(json_object_get(x->m, "packing"), "mode"));
-	x->pad_mode = mode && !strcmp(mode, "pad");
-	for (int s = 0; s < 3; s++) {
-		json_t *t = json_object_get(json_object_get(json_object_get(x->m, "splits"), lmt_split_name(s)),
-					    "tail_dropped");
-		x->tail_dropped[s] = json_is_integer(t) ? (uint64_t)json_integer_value(t) : 0;
-	}
-}
-
-/* The token stream the dataset was packed from, if it is where the manifest says
- * (or next to the dataset) with the recorded SHA-256; why says otherwise. */
-static int open_stream(const struct lmt_dataset *d, const struct dsinfo *x, struct lmt_tokstream_reader *r, char *p, char *why,
-		       size_t cap)
-{
-	struct lmt_err err = { 0 };
-	if (!x->has_input) {
-		snprintf(why, cap, "the dataset manifest names no input token stream");
-		return 0;
-	}
-	if (!strcmp(x->input_path, "<stdin>")) {
-		snprintf(why, cap, "the dataset was packed from stdin: no token stream to read byte counts from");
-		return 0;
-	}
-	if (!find_recorded(x->input_path, d->dir, x->input_sha, p, PATH_MAX, why, cap))
-		return 0;
-	if (lmt_tokstream_reader_open(r, p, 0, &err)) {
-		snprintf(why, cap, "%s", err.msg);
-		return 0;
-	}
-	return 1;
-}
-
-/* The decoded text of tokens, specials left out (BOS and EOS are markers, not text). */
-static char *decode(const struct lmt_tokenizer *tok, const uint32_t *t, size_t n, size_t *len)
-{
-	size_t need = lmt_tok_decode(tok, t, n, 1, NULL, 0);
-	char *b = malloc(need + 1);
-	if (!b)
-		die("out of memory");
-	lmt_tok_decode(tok, t, n, 1, (uint8_t *)b, need);
-	b[need] = 0;
-	*len = need;
-	return b;
-}
-
-static void split_docs(const struct opts *o, struct lmt_dataset *ds, const struct dsinfo *x,
-		       const struct lmt_tokenizer *tok, struct docs *s)
-{
-	struct lmt_err err = { 0 };
-	struct lmt_split_doc *sd;
-	size_t n;
-	uint32_t *tokens;
-	if (lmt_split_docs(ds, o->split, NULL, 0, 1, o->max_docs, o->max_tokens, &sd, &n, &tokens, &err))
-		die_err(&err);
-	if (n == 0)
-		die("'%s': the %s split has no documents", ds->dir, lmt_split_name(o->split));
-	struct lmt_tokstream_reader r;
-	int have_stream = open_stream(ds, x, &r, s->stream_path, s->bytes_why, sizeof s->bytes_why);
-	if (!have_stream)
-		warn("bytes and sources unknown, token figures only: %s", s->bytes_why);
-	for (size_t i = 0; i < n; i++) {
-		int cut = sd[i].at_tail && x->tail_dropped[o->split];
-		struct lmt_tokstream_doc td;
-		if (have_stream) {
-			if (sd[i].doc >= r.info.n_docs)
-				die("'%s': document %llu of the %s split is not in the token stream '%s' (%llu documents)",
-				    ds->dir, (unsigned long long)sd[i].doc, lmt_split_name(o->split), r.f.path,
-				    (unsigned long long)r.info.n_docs);
-			lmt_tokstream_reader_doc(&r, sd[i].doc, &td);
-			uint64_t want = td.n_tok + (x->add_eos ? 1 : 0);
-			if (sd[i].n != want && !(cut && sd[i].n < want))
-				die("'%s': document %llu has %llu tokens in the %s split, %llu in the token stream '%s'",
-				    ds->dir, (unsigned long long)sd[i].doc, (unsigned long long)sd[i].n,
-				    lmt_split_name(o->split), (unsigned long long)want, r.f.path);
-			cut = sd[i].n < want;
-		}
-		if (cut) {
-			s->cut++;
-			continue;
-		}
-		struct doc *d = doc_add(s);
-		d->off = sd[i].off;
-		d->n = sd[i].n;
-		if (have_stream) {
-			d->bytes = td.n_bytes;
-			d->source = td.source;
-		}
-		if (tok) {
-			size_t len;
-			char *text = decode(tok, tokens + sd[i].off, sd[i].n, &len);
-			d->words = lmt_count_words(text, len);
-			d->gen_lp = gen_logprob(text, len);
-			free(text);
-		}
-	}
-	s->tok = tokens;
-	s->ntok = sd[n - 1].off + sd[n - 1].n;
-	free(sd);
-	if (s->n == 0)
-		die("'%s': no complete document in the %s split", ds->dir, lmt_split_name(o->split));
-	s->has_words = tok != NULL;
-	if (have_stream) {
-		s->has_bytes = s->has_sources = 1;
-		s->nsources = r.info.n_sources;
-		s->sources = calloc(s->nsources ? s->nsources : 1, sizeof *s->sources);
-		for (uint32_t i = 0; i < s->nsources; i++)
-			s->sources[i] = strdup(r.sources[i]);
-		snprintf(s->bytes_from_buf, sizeof s->bytes_from_buf, "the token stream '%s'", s->stream_path);
-		s->bytes_from = s->bytes_from_buf;
-		lmt_tokstream_reader_close(&r);
-	}
-}
-
-/* The entropy floor of exactly these documents, if known: each one's log-probability
- * from --floor-field or from the gen-corpus language. */
-static void choose_floor(const struct opts *o, struct docs *s)
-{
-	int field = s->n > 0, gen = s->n > 0;
-	for (size_t i = 0; i < s->n; i++) {
-		field &= isfinite(s->d[i].field_lp);
-		gen &= isfinite(s->d[i].gen_lp);
-	}
-	if (o->floor_given) {
-		snprintf(s->floor_source, sizeof s->floor_source, "--floor-bpb");
-		return;
-	}
-	if (field) {
-		s->floor_kind = 1;
-		snprintf(s->floor_source, sizeof s->floor_source, "field '%s' of each JSONL record", o->floor_field);
-	} else if (gen) {
-		s->floor_kind = 2;
-		snprintf(s->floor_source, sizeof s->floor_source,
-			 "gen-corpus language %d: each document's exact log-probability, recovered by parsing its text",
-			 LMT_GEN_LANGUAGE);
-	} else if (o->floor_field_given) {
-		warn("not every document has a numeric '%s' field (in a plain JSONL file): no floor", o->floor_field);
-	}
-}
-
-/*
- * How documents are framed: as the run's dataset presented them to the model. Packed
- * (shard-pack's default), a document follows the EOS of the one before it, so it is
- * scored after an EOS and its first token is a target too; padded (--mode pad), it
- * starts a sequence, so nothing precedes it and its first token is not scored. Raw
- * text gets the dataset's EOS appended, as shard-pack does. Without the dataset at
- * hand, the tokenizer's EOS plays both parts.
- */
-static void frame(struct docs *s, const struct lmt_dataset *ds, const struct dsinfo *x, const struct lmt_tokenizer *tok)
-{
-	uint32_t eos = ds ? ds->eos_id : tok ? tok->eos : LMT_NO_TOKEN;
-	if (eos == UINT32_MAX)
-		eos = LMT_NO_TOKEN;
-	s->append = eos;
-	s->ctx = eos != LMT_NO_TOKEN && !(x && x->pad_mode) ? eos : LMT_EVAL_NO_CTX;
-	if (s->ctx != LMT_EVAL_NO_CTX)
-		snprintf(s->framing, sizeof s->framing, "each document follows token %u (EOS, as the end of the one before "
-			 "in %s), so its first token is scored too", s->ctx, ds ? "the dataset's packed sequences" :
-			 "packed training");
-	else if (x && x->pad_mode)
-		snprintf(s->framing, sizeof s->framing, "each document starts a sequence, as the dataset's pad mode "
-			 "presented it: its first token is not scored");
-	else
-		snprintf(s->framing, sizeof s->framing, "no EOS token: a document's first token is not scored");
-}
-
-/* ---- memorization sets ---- */
-
-struct memset {
-	int split;
-	uint64_t eligible;
-	struct lmt_eval_doc *d;
-	size_t n;
-	uint32_t *tok;
-};
-
-static void mem_prepare(const struct opts *o, struct lmt_dataset *ds, const struct dsinfo *x, int split,
-			struct memset *m)
-{
-	struct lmt_err err = { 0 };
-	struct lmt_split_doc *sd;
-	size_t n;
-	memset(m, 0, sizeof *m);
-	m->split = split;
-	if (lmt_split_docs(ds, split, NULL, 0, 0, 0, 0, &sd, &n, NULL, &err))
-		die_err(&err);
-	uint64_t *el = malloc((n ? n : 1) * sizeof *el);
-	size_t ne = 0;
-	for (size_t i = 0; i < n; i++)
-		if (sd[i].n >= (uint64_t)(o->prefix + o->cont) && !(sd[i].at_tail && x->tail_dropped[split]))
-			el[ne++] = sd[i].doc;
-	free(sd);
-	m->eligible = ne;
-	/* a seeded sample without replacement: the first k of a Fisher-Yates shuffle */
-	struct lmt_rng r;
-	lmt_rng_seed(&r, o->seed, 0x6d656d00ULL + (uint64_t)split);
-	size_t k = (size_t)LMT_MIN((uint64_t)ne, o->mem_docs);
-	for (size_t i = 0; i < k; i++) {
-		size_t j = i + (size_t)lmt_rng_below(&r, ne - i);
-		uint64_t t = el[i];
-		el[i] = el[j];
-		el[j] = t;
-	}
-	/* in stream order, as the split holds them */
-	for (size_t i = 1; i < k; i++)
-		for (size_t j = i; j > 0 && el[j - 1] > el[j]; j--) {
-			uint64_t t = el[j];
-			el[j] = el[j - 1];
-			el[j - 1] = t;
-		}
-	if (k) {
-		if (lmt_split_docs(ds, split, el, k, 1, 0, 0, &sd, &n, &m->tok, &err))
-			die_err(&err);
-		m->d = calloc(n, sizeof *m->d);
-		for (size_t i = 0; i < n; i++) {
-			m->d[i].tok = m->tok + sd[i].off;
-			m->d[i].n = sd[i].n;
-		}
-		m->n = n;
-		free(sd);
-	}
-	free(el);
+	(void)ctx;
+	warn("%s", msg);
 }
 
 /* ---- reporting one checkpoint ---- */
 
 struct ctx {
 	const struct opts *o;
-	struct docs *s;
+	struct lmt_eval_docset *s;
 	struct lmt_tokenizer *tok;
 	const char *tok_path;
 	const char *data_dir;
 	int same_data;
-	struct memset mem[2];
-	/* per-document figures, for the bootstrap */
-	double *nll;
-	uint64_t *ntok, *bytes, *words;
-	/* totals for the summary */
-	uint64_t tokens, positions, windows;
-	double seconds;
+	struct lmt_eval_memset mem[2];
+	struct lmt_eval_acc acc;  /* per-document figures, for the bootstrap; totals for the summary */
 };
-
-static void ck_fields(struct lmt_json *j, const char *path, const struct ckinfo *ci)
-{
-	lmt_json_str(j, "checkpoint", path);
-	lmt_json_u64(j, "update", ci->update);
-	lmt_json_u64(j, "tokens_trained", ci->tokens);
-}
-
-static void config_record(struct ctx *x, const char *path, const struct ckinfo *ci, int C, int S)
-{
-	const struct opts *o = x->o;
-	struct docs *s = x->s;
-	struct lmt_json j;
-	char hex[LMT_SHA256_HEX], method[1024];
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "eval-config");
-	ck_fields(&j, path, ci);
-	lmt_json_obj(&j, "model");
-	lmt_json_u64(&j, "layers", (uint64_t)ci->cfg.L);
-	lmt_json_u64(&j, "heads", (uint64_t)ci->cfg.NH);
-	lmt_json_u64(&j, "channels", (uint64_t)ci->cfg.C);
-	lmt_json_u64(&j, "context", (uint64_t)ci->cfg.max_T);
-	lmt_json_u64(&j, "vocab", (uint64_t)ci->cfg.V);
-	lmt_json_bool(&j, "untied", ci->cfg.untied);
-	lmt_json_obj_end(&j);
-	if (o->ntexts) {
-		lmt_json_null(&j, "data");
-		lmt_json_arr(&j, "files");
-		for (int i = 0; i < o->ntexts; i++)
-			lmt_json_str(&j, NULL, o->texts[i]);
-		lmt_json_arr_end(&j);
-	} else {
-		lmt_json_str(&j, "data", x->data_dir);
-		lmt_json_str(&j, "split", lmt_split_name(o->split));
-		lmt_json_bool(&j, "training_dataset", x->same_data);
-		lmt_json_u64(&j, "documents_cut", s->cut);
-	}
-	lmt_json_str(&j, "tokenizer", x->tok_path);
-	lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(ci->tok_sha, hex));
-	lmt_json_u64(&j, "documents", s->n);
-	uint64_t total = 0;
-	for (size_t i = 0; i < s->n; i++)
-		total += s->d[i].n;
-	lmt_json_u64(&j, "tokens", total);
-	lmt_json_bool(&j, "bytes_known", s->has_bytes);
-	if (s->has_bytes)
-		lmt_json_str(&j, "bytes_from", s->bytes_from);
-	else
-		lmt_json_str(&j, "bytes_unknown", s->bytes_why);
-	lmt_json_bool(&j, "words_known", s->has_words);
-	int n = 0;
-	if (!o->ntexts)
-		n += snprintf(method + n, sizeof method - n, "documents gathered from the %s split's packed sequences; ",
-			      lmt_split_name(o->split));
-	n += snprintf(method + n, sizeof method - n,
-		      "rolling windows: context %d, stride %d; each token scored once with at least %d tokens of "
-		      "history (all of it for a document's first %d)", C, S, C - S + 1, C);
-	snprintf(method + n, sizeof method - n, "; %s", s->framing);
-	lmt_json_str(&j, "method", method);
-	lmt_json_u64(&j, "context", (uint64_t)C);
-	lmt_json_u64(&j, "stride", (uint64_t)S);
-	if (s->ctx != LMT_EVAL_NO_CTX)
-		lmt_json_u64(&j, "eos", s->ctx);
-	else
-		lmt_json_null(&j, "eos");
-	lmt_json_obj(&j, "bootstrap");
-	lmt_json_u64(&j, "resamples", (uint64_t)o->resamples);
-	lmt_json_u64(&j, "seed", o->seed);
-	lmt_json_num(&j, "level", o->level);
-	lmt_json_str(&j, "unit", "document");
-	lmt_json_obj_end(&j);
-	lmt_json_arr(&j, "buckets");
-	for (int i = 0; i < o->nedges; i++)
-		lmt_json_u64(&j, NULL, o->edges[i]);
-	lmt_json_arr_end(&j);
-	emit(&j);
-	lmt_json_release(&j);
-}
-
-static void ppl_record(struct ctx *x, const char *path, const struct ckinfo *ci, const char *scope, const char *key,
-		       const size_t *idx, size_t n, uint64_t lo, uint64_t hi, const struct lmt_eval_count *cnt,
-		       struct lmt_ppl *out)
-{
-	const struct opts *o = x->o;
-	struct docs *s = x->s;
-	struct lmt_err err = { 0 };
-	struct lmt_ppl p;
-	char sk[600];
-	snprintf(sk, sizeof sk, "%s:%s", scope, key ? key : "");
-	uint64_t stream = lmt_hash_bytes(sk, strlen(sk), 0x626f6f74ULL);
-	if (lmt_ppl_compute(x->nll, x->ntok, s->has_bytes ? x->bytes : NULL, s->has_words ? x->words : NULL, idx, n,
-			    o->resamples, o->level, o->seed, stream, &p, &err))
-		die_err(&err);
-	if (out)
-		*out = p;
-	struct lmt_json j;
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "ppl");
-	ck_fields(&j, path, ci);
-	lmt_json_str(&j, "scope", scope);
-	lmt_json_str(&j, "key", key);
-	if (!strcmp(scope, "length")) {
-		lmt_json_u64(&j, "min_tokens", lo);
-		if (hi)
-			lmt_json_u64(&j, "max_tokens", hi);
-		else
-			lmt_json_null(&j, "max_tokens");
-	}
-	lmt_json_u64(&j, "documents", p.docs);
-	lmt_json_u64(&j, "tokens", p.tokens);
-	if (s->has_bytes)
-		lmt_json_u64(&j, "bytes", p.bytes);
-	else
-		lmt_json_null(&j, "bytes");
-	if (s->has_words)
-		lmt_json_u64(&j, "words", p.words);
-	else
-		lmt_json_null(&j, "words");
-	lmt_json_num(&j, "nll", p.nll);
-	static const char *const names[LMT_PPL_N] = { "loss", "token_ppl", "bits_per_byte", "byte_ppl", "word_ppl" };
-	for (int f = 0; f < LMT_PPL_N; f++) {
-		char ck[32];
-		num_or_null(&j, names[f], p.v[f]);
-		snprintf(ck, sizeof ck, "%s_ci", names[f]);
-		pair(&j, ck, p.lo[f], p.hi[f]);
-	}
-	if (cnt) {
-		lmt_json_u64(&j, "windows", cnt->windows);
-		lmt_json_u64(&j, "forward_positions", cnt->positions);
-	}
-	emit(&j);
-	lmt_json_release(&j);
-}
-
-static void floor_record(struct ctx *x, const char *path, const struct ckinfo *ci, const struct lmt_ppl *all)
-{
-	const struct opts *o = x->o;
-	struct docs *s = x->s;
-	double floor_nll;
-	if (o->floor_given) {
-		if (!s->has_bytes) {
-			warn("--floor-bpb: the bytes of these documents are unknown: no gap");
-			return;
-		}
-		floor_nll = o->floor_bpb * M_LN2 * (double)all->bytes;
-	} else if (s->floor_kind) {
-		floor_nll = 0;
-		for (size_t i = 0; i < s->n; i++)
-			floor_nll -= s->floor_kind == 1 ? s->d[i].field_lp : s->d[i].gen_lp;
-	} else {
-		return;
-	}
-	double fbpb = s->has_bytes && all->bytes ? floor_nll / ((double)all->bytes * M_LN2) : NAN;
-	struct lmt_json j;
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "floor");
-	ck_fields(&j, path, ci);
-	lmt_json_str(&j, "scope", "overall");
-	lmt_json_u64(&j, "documents", all->docs);
-	lmt_json_str(&j, "source", s->floor_source);
-	lmt_json_num(&j, "nll", floor_nll);
-	num_or_null(&j, "bits_per_byte", fbpb);
-	lmt_json_num(&j, "nats_per_token", floor_nll / (double)all->tokens);
-	num_or_null(&j, "gap_bits_per_byte", all->v[LMT_PPL_BPB] - fbpb);
-	lmt_json_num(&j, "gap_nats_per_token", all->v[LMT_PPL_LOSS] - floor_nll / (double)all->tokens);
-	emit(&j);
-	lmt_json_release(&j);
-}
-
-static int cmp_size(const void *a, const void *b)
-{
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-	return x < y ? -1 : x > y;
-}
 
 static void progress_cb(void *ctx, uint64_t done, uint64_t total)
 {
@@ -984,34 +210,7 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total)
 	lmt_progress_update(p, done);
 }
 
-static int32_t *prompt_ids(struct ctx *x, const char *text, int *np)
-{
-	struct docs *s = x->s;
-	int32_t *p = malloc(sizeof *p);
-	int n = 0;
-	if (!p)
-		die("out of memory");
-	if (s->ctx != LMT_EVAL_NO_CTX)
-		p[n++] = (int32_t)s->ctx;
-	if (text) {
-		struct lmt_tok_state *ts = lmt_tok_state_new(x->tok);
-		struct lmt_u32vec v = { 0 };
-		if (!ts || lmt_tok_encode(x->tok, ts, text, strlen(text), 0, &v))
-			die("out of memory");
-		lmt_tok_state_free(ts);
-		if (!(p = realloc(p, ((size_t)n + v.n + 1) * sizeof *p)))
-			die("out of memory");
-		for (size_t i = 0; i < v.n; i++)
-			p[n++] = (int32_t)v.v[i];
-		free(v.v);
-	}
-	if (n == 0)
-		p[n++] = 0;
-	*np = n;
-	return p;
-}
-
-static void samples(struct ctx *x, struct lmt_gpt *g, const char *path, const struct ckinfo *ci)
+static void samples(struct ctx *x, struct lmt_gpt *g, const char *path, const struct lmt_eval_ckinfo *ci)
 {
 	const struct opts *o = x->o;
 	struct lmt_err err = { 0 };
@@ -1023,7 +222,9 @@ static void samples(struct ctx *x, struct lmt_gpt *g, const char *path, const st
 	for (int pi = 0; pi < np_list; pi++) {
 		const char *text = o->nprompts ? o->prompts[pi] : NULL;
 		int np;
-		int32_t *p = prompt_ids(x, text, &np);
+		int32_t *p;
+		if (lmt_eval_prompt_ids(x->tok, x->s->ctx, text, &p, &np, &err))
+			die_err(&err);
 		for (int k = 0; k < o->samples; k++) {
 			uint64_t seed = o->seed + (uint64_t)k;
 			double t0 = lmt_now();
@@ -1034,7 +235,7 @@ static void samples(struct ctx *x, struct lmt_gpt *g, const char *path, const st
 			lmt_json_init(&j);
 			lmt_json_begin(&j);
 			lmt_json_str(&j, "event", "sample");
-			ck_fields(&j, path, ci);
+			lmt_evalrec_ckpt(&j, path, ci);
 			lmt_json_str(&j, "prompt", text);
 			lmt_json_arr(&j, "prompt_ids");
 			for (int i = 0; i < np; i++)
@@ -1071,40 +272,19 @@ static void samples(struct ctx *x, struct lmt_gpt *g, const char *path, const st
 	free(ids);
 }
 
-static void memorization(struct ctx *x, struct lmt_gpt *g, const char *path, const struct ckinfo *ci)
+static void memorization(struct ctx *x, struct lmt_gpt *g, const char *path, const struct lmt_eval_ckinfo *ci)
 {
 	const struct opts *o = x->o;
 	struct lmt_err err = { 0 };
 	for (int k = 0; k < 2; k++) {
-		struct memset *m = &x->mem[k];
-		uint64_t exact = 0;
-		double lo = NAN, hi = NAN;
-		if (m->n) {
-			uint8_t *hit = malloc(m->n);
-			if (!hit)
-				die("out of memory");
-			if (lmt_eval_memorized(g, x->s->ctx, m->d, m->n, o->prefix, o->cont, o->rows, hit, &err))
-				die_err(&err);
-			for (size_t i = 0; i < m->n; i++)
-				exact += hit[i];
-			free(hit);
-			lmt_wilson(exact, m->n, o->level, &lo, &hi);
-		}
+		struct lmt_eval_memset *m = &x->mem[k];
+		uint64_t exact;
+		double lo, hi;
+		if (lmt_eval_memset_probe(m, g, x->s->ctx, o->prefix, o->cont, o->rows, o->level, &exact, &lo, &hi, &err))
+			die_err(&err);
 		struct lmt_json j;
 		lmt_json_init(&j);
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "memorization");
-		ck_fields(&j, path, ci);
-		lmt_json_str(&j, "split", lmt_split_name(m->split));
-		lmt_json_u64(&j, "documents", m->n);
-		lmt_json_u64(&j, "eligible", m->eligible);
-		lmt_json_u64(&j, "prefix", (uint64_t)o->prefix);
-		lmt_json_u64(&j, "continuation", (uint64_t)o->cont);
-		lmt_json_u64(&j, "exact", exact);
-		num_or_null(&j, "fraction", m->n ? (double)exact / (double)m->n : NAN);
-		pair(&j, "fraction_ci", lo, hi);
-		lmt_json_str(&j, "interval", "wilson");
-		lmt_json_u64(&j, "seed", o->seed);
+		lmt_evalrec_memorization(&j, path, ci, m, o->prefix, o->cont, exact, lo, hi, o->seed);
 		emit(&j);
 		lmt_json_release(&j);
 		info("memorization (%s): %llu of %zu documents continued exactly (%d tokens after %d)",
@@ -1112,10 +292,10 @@ static void memorization(struct ctx *x, struct lmt_gpt *g, const char *path, con
 	}
 }
 
-static void evaluate(struct ctx *x, struct lmt_gpt *g, const char *path, const struct ckinfo *ci)
+static void evaluate(struct ctx *x, struct lmt_gpt *g, const char *path, const struct lmt_eval_ckinfo *ci)
 {
 	const struct opts *o = x->o;
-	struct docs *s = x->s;
+	struct lmt_eval_acc *a = &x->acc;
 	struct lmt_err err = { 0 };
 	int C = o->context ? o->context : ci->cfg.max_T;
 	if (C > ci->cfg.max_T)
@@ -1123,96 +303,56 @@ static void evaluate(struct ctx *x, struct lmt_gpt *g, const char *path, const s
 	int S = o->stride ? o->stride : LMT_MAX(1, C / 2);
 	if (S > C)
 		die("--stride %d is longer than the context of %d", S, C);
-	config_record(x, path, ci, C, S);
+	struct lmt_evalrec_setup u = { o->texts, o->ntexts, x->data_dir, o->split, x->same_data, x->tok_path, C, S,
+				       o->resamples, o->seed, o->level, o->edges, o->nedges };
+	struct lmt_json cj;
+	lmt_json_init(&cj);
+	lmt_evalrec_config(&cj, path, ci, &u, x->s);
+	emit(&cj);
+	lmt_json_release(&cj);
 
-	struct lmt_eval_doc *ed = calloc(s->n, sizeof *ed);
-	if (!ed)
-		die("out of memory");
-	for (size_t i = 0; i < s->n; i++) {
-		ed[i].tok = s->tok + s->d[i].off;
-		ed[i].n = s->d[i].n;
-	}
 	struct lmt_progress bar;
 	lmt_progress_init(&bar, "scoring", "tokens", 0, tool_quiet);
-	struct lmt_eval_opts eo = { C, S, s->ctx, o->rows, progress_cb, &bar };
-	struct lmt_eval_count cnt;
-	double t0 = lmt_now();
-	if (lmt_eval_score(g, &eo, ed, s->n, &cnt, &err))
+	if (lmt_eval_acc_score(a, g, x->s, C, S, o->rows, progress_cb, &bar, &err))
 		die_err(&err);
-	double dt = lmt_now() - t0;
 	lmt_progress_done(&bar);
-	x->seconds += dt;
-	x->tokens += cnt.scored;
-	x->positions += cnt.positions;
-	x->windows += cnt.windows;
-
-	/* documents with a scored token (a one-token document without EOS has none) */
-	size_t *idx = malloc((s->n ? s->n : 1) * sizeof *idx), n = 0;
-	for (size_t i = 0; i < s->n; i++) {
-		x->nll[i] = ed[i].nll;
-		x->ntok[i] = ed[i].scored;
-		x->bytes[i] = s->d[i].bytes;
-		x->words[i] = s->d[i].words;
-		if (ed[i].scored)
-			idx[n++] = i;
-	}
-	if (!n)
-		die("no document has a token to score");
-	struct lmt_ppl all;
-	ppl_record(x, path, ci, "overall", NULL, idx, n, 0, 0, &cnt, &all);
-	floor_record(x, path, ci, &all);
-	/* per source, in source order */
-	if (s->has_sources) {
-		size_t *sub = malloc(n * sizeof *sub);
-		for (uint32_t src = 0; src < s->nsources; src++) {
-			size_t k = 0;
-			for (size_t i = 0; i < n; i++)
-				if (s->d[idx[i]].source == src)
-					sub[k++] = idx[i];
-			if (k)
-				ppl_record(x, path, ci, "source", s->sources[src], sub, k, 0, 0, NULL, NULL);
+	struct lmt_eval_group *gr;
+	size_t ng;
+	if (lmt_eval_acc_groups(a, x->s, o->edges, o->nedges, o->resamples, o->level, o->seed, &gr, &ng, &err))
+		die_err(&err);
+	const struct lmt_ppl *all = &gr[0].ppl;
+	struct lmt_json j;
+	lmt_json_init(&j);
+	for (size_t i = 0; i < ng; i++) {
+		lmt_evalrec_ppl(&j, path, ci, x->s, &gr[i], i ? NULL : &a->cnt);
+		emit(&j);
+		if (i)
+			continue;
+		struct lmt_eval_floor f;
+		if (o->floor_given && !x->s->has_bytes) {
+			warn("--floor-bpb: the bytes of these documents are unknown: no gap");
+		} else if (lmt_eval_floor_compute(x->s, o->floor_given, o->floor_bpb, all, &f)) {
+			lmt_evalrec_floor(&j, path, ci, x->s, all, &f);
+			emit(&j);
 		}
-		free(sub);
 	}
-	/* per length bucket: [1, e0), [e0, e1), ..., [e_last, inf) in document tokens */
-	{
-		size_t *sub = malloc(n * sizeof *sub);
-		for (int b = 0; b <= o->nedges; b++) {
-			uint64_t lo = b ? o->edges[b - 1] : 1, hi = b < o->nedges ? o->edges[b] : 0;
-			size_t k = 0;
-			for (size_t i = 0; i < n; i++) {
-				uint64_t len = s->d[idx[i]].n;
-				if (len >= lo && (!hi || len < hi))
-					sub[k++] = idx[i];
-			}
-			if (!k)
-				continue;
-			char key[64];
-			if (hi)
-				snprintf(key, sizeof key, "%llu-%llu tokens", (unsigned long long)lo, (unsigned long long)hi - 1);
-			else
-				snprintf(key, sizeof key, "%llu+ tokens", (unsigned long long)lo);
-			qsort(sub, k, sizeof *sub, cmp_size);
-			ppl_record(x, path, ci, "length", key, sub, k, lo, hi ? hi - 1 : 0, NULL, NULL);
-		}
-		free(sub);
-	}
-	if (isfinite(all.v[LMT_PPL_BPB]))
+	lmt_json_release(&j);
+	double dt = a->seconds;
+	unsigned long long scored = (unsigned long long)a->cnt.scored;
+	if (isfinite(all->v[LMT_PPL_BPB]))
 		info("update %llu: loss %.4f (token perplexity %.3f), %.4f bits per byte; %llu tokens of %zu documents in "
-		     "%.2f s (%.0f tokens/s)", (unsigned long long)ci->update, all.v[LMT_PPL_LOSS], all.v[LMT_PPL_TOKEN],
-		     all.v[LMT_PPL_BPB], (unsigned long long)cnt.scored, n, dt, cnt.scored / dt);
+		     "%.2f s (%.0f tokens/s)", (unsigned long long)ci->update, all->v[LMT_PPL_LOSS],
+		     all->v[LMT_PPL_TOKEN], all->v[LMT_PPL_BPB], scored, a->n, dt, scored / dt);
 	else
 		info("update %llu: loss %.4f (token perplexity %.3f); %llu tokens of %zu documents in %.2f s (%.0f tokens/s)",
-		     (unsigned long long)ci->update, all.v[LMT_PPL_LOSS], all.v[LMT_PPL_TOKEN],
-		     (unsigned long long)cnt.scored, n, dt, cnt.scored / dt);
-	free(idx);
-	free(ed);
+		     (unsigned long long)ci->update, all->v[LMT_PPL_LOSS], all->v[LMT_PPL_TOKEN], scored, a->n, dt,
+		     scored / dt);
+	lmt_eval_groups_free(gr, ng);
 	if (o->samples)
 		samples(x, g, path, ci);
 	if (o->memorization)
 		memorization(x, g, path, ci);
 }
-
 /* ---- options ---- */
 
 static void parse_buckets(struct opts *o, const char *arg)
@@ -1241,70 +381,67 @@ static const char **push(const char **list, int *n, const char *s)
 	return list;
 }
 
-int main(int argc, char **argv)
+static void parse_args(int argc, char **argv, struct opts *o)
 {
-	struct opts o;
-	memset(&o, 0, sizeof o);
-	o.split = LMT_SPLIT_VAL;
-	o.rows = 8;
-	o.resamples = 1000;
-	o.level = 0.95;
-	o.seed = 1;
-	o.floor_field = "logprob";
-	o.sample_tokens = 64;
-	o.temperature = 1.0;
-	o.top_k = 40;
-	o.mem_docs = 100;
-	o.prefix = 32;
-	o.cont = 32;
-	parse_buckets(&o, "64,128,256,512,1024");
-	tool_init("evalppl");
-	tool_passive_threads(argv);
+	memset(o, 0, sizeof *o);
+	o->split = LMT_SPLIT_VAL;
+	o->rows = 8;
+	o->resamples = 1000;
+	o->level = 0.95;
+	o->seed = 1;
+	o->floor_field = "logprob";
+	o->sample_tokens = 64;
+	o->temperature = 1.0;
+	o->top_k = 40;
+	o->mem_docs = 100;
+	o->prefix = 32;
+	o->cont = 32;
+	parse_buckets(o, "64,128,256,512,1024");
 	int c;
 	while ((c = getopt_long(argc, argv, "hVt:b:j:q", longopts, NULL)) != -1) {
-		if (corpus_opt(c, optarg, &o.corpus))
+		if (corpus_opt(c, optarg, &o->corpus))
 			continue;
 		switch (c) {
-		case 'h': usage(); return 0;
-		case 'V': print_version(); return 0;
-		case OPT_DATA: o.data = optarg; break;
+		case 'h': usage(); exit(0);
+		case 'V': print_version(); exit(0);
+		case OPT_DATA: o->data = optarg; break;
 		case OPT_SPLIT:
-			if ((o.split = lmt_split_parse(optarg)) < 0)
+			if ((o->split = lmt_split_parse(optarg)) < 0)
 				usage_error("option '--split': '%s' is not train, val or test", optarg);
-			o.split_given = 1;
+			o->split_given = 1;
 			break;
-		case OPT_TEXT: o.texts = push(o.texts, &o.ntexts, optarg); break;
-		case 't': o.tokenizer = optarg; break;
-		case OPT_MAX_DOCS: o.max_docs = (uint64_t)opt_int("max-docs", optarg, 1, INT64_MAX); break;
-		case OPT_MAX_TOKENS: o.max_tokens = opt_size("max-tokens", optarg); break;
-		case OPT_CONTEXT: o.context = (int)opt_int("context", optarg, 1, 1 << 20); break;
-		case OPT_STRIDE: o.stride = (int)opt_int("stride", optarg, 1, 1 << 20); break;
-		case 'b': o.rows = (int)opt_int("batch", optarg, 1, 1 << 16); break;
-		case OPT_BUCKETS: parse_buckets(&o, optarg); break;
-		case OPT_BOOTSTRAP: o.resamples = (int)opt_int("bootstrap", optarg, 0, 1000000); break;
-		case OPT_LEVEL: o.level = opt_double("level", optarg, 0.5, 0.9999); break;
-		case OPT_SEED: o.seed = (uint64_t)opt_int("seed", optarg, 0, INT64_MAX); break;
+		case OPT_TEXT: o->texts = push(o->texts, &o->ntexts, optarg); break;
+		case 't': o->tokenizer = optarg; break;
+		case OPT_MAX_DOCS: o->max_docs = (uint64_t)opt_int("max-docs", optarg, 1, INT64_MAX); break;
+		case OPT_MAX_TOKENS: o->max_tokens = opt_size("max-tokens", optarg); break;
+		case OPT_CONTEXT: o->context = (int)opt_int("context", optarg, 1, 1 << 20); break;
+		case OPT_STRIDE: o->stride = (int)opt_int("stride", optarg, 1, 1 << 20); break;
+		case 'b': o->rows = (int)opt_int("batch", optarg, 1, 1 << 16); break;
+		case OPT_BUCKETS: parse_buckets(o, optarg); break;
+		case OPT_BOOTSTRAP: o->resamples = (int)opt_int("bootstrap", optarg, 0, 1000000); break;
+		case OPT_LEVEL: o->level = opt_double("level", optarg, 0.5, 0.9999); break;
+		case OPT_SEED: o->seed = (uint64_t)opt_int("seed", optarg, 0, INT64_MAX); break;
 		case OPT_FLOOR_BPB:
-			o.floor_bpb = opt_double("floor-bpb", optarg, 0, 64);
-			o.floor_given = 1;
+			o->floor_bpb = opt_double("floor-bpb", optarg, 0, 64);
+			o->floor_given = 1;
 			break;
 		case OPT_FLOOR_FIELD:
 			if (!*optarg)
 				usage_error("option '--floor-field': the name is empty");
-			o.floor_field = optarg;
-			o.floor_field_given = 1;
+			o->floor_field = optarg;
+			o->floor_field_given = 1;
 			break;
-		case OPT_SAMPLES: o.samples = (int)opt_int("samples", optarg, 0, 1 << 20); break;
-		case OPT_PROMPT: o.prompts = push(o.prompts, &o.nprompts, optarg); break;
-		case OPT_SAMPLE_TOKENS: o.sample_tokens = (int)opt_int("sample-tokens", optarg, 1, 1 << 20); break;
-		case OPT_TEMPERATURE: o.temperature = opt_double("temperature", optarg, 0, 100); break;
-		case OPT_TOP_K: o.top_k = (int)opt_int("top-k", optarg, 0, 1 << 30); break;
-		case OPT_MEMORIZATION: o.memorization = 1; break;
-		case OPT_MEM_DOCS: o.mem_docs = (uint64_t)opt_int("mem-docs", optarg, 1, INT64_MAX); break;
-		case OPT_PREFIX: o.prefix = (int)opt_int("prefix", optarg, 0, 1 << 20); break;
-		case OPT_CONTINUATION: o.cont = (int)opt_int("continuation", optarg, 1, 1 << 20); break;
-		case OPT_LATEST: o.latest = 1; break;
-		case 'j': o.threads = (int)opt_int("threads", optarg, 1, 4096); break;
+		case OPT_SAMPLES: o->samples = (int)opt_int("samples", optarg, 0, 1 << 20); break;
+		case OPT_PROMPT: o->prompts = push(o->prompts, &o->nprompts, optarg); break;
+		case OPT_SAMPLE_TOKENS: o->sample_tokens = (int)opt_int("sample-tokens", optarg, 1, 1 << 20); break;
+		case OPT_TEMPERATURE: o->temperature = opt_double("temperature", optarg, 0, 100); break;
+		case OPT_TOP_K: o->top_k = (int)opt_int("top-k", optarg, 0, 1 << 30); break;
+		case OPT_MEMORIZATION: o->memorization = 1; break;
+		case OPT_MEM_DOCS: o->mem_docs = (uint64_t)opt_int("mem-docs", optarg, 1, INT64_MAX); break;
+		case OPT_PREFIX: o->prefix = (int)opt_int("prefix", optarg, 0, 1 << 20); break;
+		case OPT_CONTINUATION: o->cont = (int)opt_int("continuation", optarg, 1, 1 << 20); break;
+		case OPT_LATEST: o->latest = 1; break;
+		case 'j': o->threads = (int)opt_int("threads", optarg, 1, 4096); break;
 		case 'q': tool_quiet = 1; break;
 		default: bad_option(argv);
 		}
@@ -1313,133 +450,156 @@ int main(int argc, char **argv)
 		usage_error("no checkpoint: give a checkpoint directory (RUN/ckpt/step-N) or a run directory");
 	if (argc - optind > 1)
 		usage_error("unexpected argument '%s' (raw text goes in with --text FILE)", argv[optind + 1]);
-	o.target = argv[optind];
-	if (o.ntexts && (o.data || o.split_given))
+	o->target = argv[optind];
+	if (o->ntexts && (o->data || o->split_given))
 		usage_error("--text evaluates raw documents; --data and --split choose a dataset instead");
-	if (!o.ntexts && (o.corpus.format || o.corpus.txt_docs || o.corpus.doc_sep || o.corpus.text_field ||
-			  o.corpus.keep_empty))
+	if (!o->ntexts && (o->corpus.format || o->corpus.txt_docs || o->corpus.doc_sep || o->corpus.text_field ||
+			   o->corpus.keep_empty))
 		usage_error("--input-format, --txt-docs, --doc-sep, --text-field and --keep-empty apply to --text");
-	if (o.context && o.stride > o.context)
-		usage_error("--stride %d is longer than --context %d", o.stride, o.context);
-	if (o.nprompts && !o.samples)
+	if (o->context && o->stride > o->context)
+		usage_error("--stride %d is longer than --context %d", o->stride, o->context);
+	if (o->nprompts && !o->samples)
 		usage_error("--prompt is for samples: give --samples N");
-	if (o.memorization && o.prefix + o.cont < 1)
+	if (o->memorization && o->prefix + o->cont < 1)
 		usage_error("--prefix and --continuation make no tokens");
+}
 
-	struct lmt_err err = { 0 };
-	char run_dir[PATH_MAX];
-	int nck;
-	struct ckpt_ref *cks = list_checkpoints(o.target, o.latest, &nck, run_dir, sizeof run_dir);
+/* ---- the inputs the first checkpoint names ---- */
 
-	/* the first checkpoint names the tokenizer and the data; each is checked against it */
-	struct lmt_ckpt ck;
-	if (lmt_ckpt_open(&ck, cks[0].path, 1, &err))
-		die_err(&err);
-	struct ckinfo ci;
-	read_info(&ck, &ci);
-	char hex[LMT_SHA256_HEX], hex2[LMT_SHA256_HEX], why[1200], found[PATH_MAX];
-
-	/* the tokenizer */
+struct inputs {
 	struct lmt_tokenizer tok;
-	int have_tok = 0;
-	const char *tok_path = NULL;
-	if (o.tokenizer) {
-		if (lmt_tok_load(&tok, o.tokenizer, &err))
-			die_err(&err);
-		if (memcmp(tok.sha256, ci.tok_sha, 32))
-			die("'%s' is tokenizer %.16s..., but the checkpoint '%s' was trained with tokenizer %.16s...",
-			    o.tokenizer, lmt_sha256_hex(tok.sha256, hex), cks[0].path, lmt_sha256_hex(ci.tok_sha, hex2));
-		have_tok = 1;
-		tok_path = o.tokenizer;
-	} else if (ci.cfg_tokenizer) {
-		if (find_recorded(ci.cfg_tokenizer, run_dir, ci.tok_sha, found, sizeof found, why, sizeof why)) {
-			if (lmt_tok_load(&tok, found, &err))
-				die_err(&err);
-			have_tok = 1;
-			tok_path = strdup(found);
-		} else {
-			warn("the run's tokenizer is not available (%s); give -t", why);
-		}
-	}
-	if (have_tok && (int)tok.n_vocab != ci.cfg.V)
-		die("'%s' has a vocabulary of %u, the model in '%s' %d", tok_path, tok.n_vocab, cks[0].path, ci.cfg.V);
-	if (o.ntexts && !have_tok)
+	int have_tok;
+	char tok_path[PATH_MAX];
+	struct lmt_dataset ds;
+	struct lmt_eval_dsinfo dsi;
+	int have_ds, same_data;
+	char data_dir[PATH_MAX];
+};
+
+static void open_inputs(const struct opts *o, const struct lmt_eval_ckinfo *ci, const char *ck_path,
+			const char *run_dir, struct inputs *in)
+{
+	struct lmt_err err = { 0 };
+	char why[1200];
+	int rc;
+	memset(in, 0, sizeof *in);
+	rc = lmt_eval_tokenizer_open(&in->tok, o->tokenizer, ci, ck_path, run_dir, in->tok_path, sizeof in->tok_path,
+				     why, sizeof why, &err);
+	if (rc < 0)
+		die_err(&err);
+	in->have_tok = rc;
+	if (!rc && why[0])
+		warn("the run's tokenizer is not available (%s); give -t", why);
+	if (o->ntexts && !in->have_tok)
 		die("--text needs the checkpoint's tokenizer: give -t FILE");
-	if (o.nprompts && !have_tok)
+	if (o->nprompts && !in->have_tok)
 		die("--prompt is text: give the checkpoint's tokenizer with -t");
 
 	/* the dataset: for evaluation (without --text), for the memorization probe, and
 	 * (when the run's is at hand) for how documents are framed */
-	struct lmt_dataset ds;
-	struct dsinfo dsi;
-	int have_ds = 0, same_data = 0, need_ds = !o.ntexts || o.memorization;
-	const char *data_dir = NULL;
-	if (o.data) {
-		if (lmt_dataset_open(&ds, o.data, &err))
-			die_err(&err);
-		data_dir = o.data;
-		have_ds = 1;
-	} else if (ci.cfg_data && ci.has_data_sha) {
-		char mf[PATH_MAX];
-		path_fmt(mf, sizeof mf, "%s/manifest.json", ci.cfg_data);
-		if (find_recorded(mf, run_dir, ci.data_sha, found, sizeof found, why, sizeof why)) {
-			*strrchr(found, '/') = 0;
-			if (lmt_dataset_open(&ds, found, &err))
-				die_err(&err);
-			data_dir = strdup(found);
-			have_ds = 1;
-		} else if (need_ds) {
-			die("the checkpoint's dataset is not available (%s); give --data DIR%s", why,
-			    o.ntexts ? "" : " or --text FILE");
-		}
-	} else if (need_ds) {
-		usage_error("the checkpoint names no dataset: give --data DIR%s", o.ntexts ? "" : " or --text FILE");
-	}
-	if (have_ds) {
-		same_data = ci.has_data_sha && !memcmp(ds.manifest_sha256, ci.data_sha, 32);
-		if (memcmp(ds.tokenizer_sha256, ci.tok_sha, 32))
-			die("'%s' was made with tokenizer %.16s..., the checkpoint '%s' with %.16s...", data_dir,
-			    lmt_sha256_hex(ds.tokenizer_sha256, hex), cks[0].path, lmt_sha256_hex(ci.tok_sha, hex2));
-		if ((int)ds.vocab_size != ci.cfg.V)
-			die("'%s' has a vocabulary of %u, the model in '%s' %d", data_dir, ds.vocab_size, cks[0].path,
-			    ci.cfg.V);
-		read_dsinfo(&ds, &dsi);
-		if (o.memorization && !same_data)
-			warn("'%s' is not the dataset the checkpoint was trained on: its train split says nothing about "
-			     "memorization", data_dir);
-	}
+	int need_ds = !o->ntexts || o->memorization;
+	rc = lmt_eval_dataset_open(&in->ds, &in->dsi, o->data, ci, ck_path, run_dir, in->data_dir, sizeof in->data_dir,
+				   &in->same_data, why, sizeof why, &err);
+	if (rc < 0)
+		die_err(&err);
+	in->have_ds = rc;
+	if (!rc && need_ds && why[0])
+		die("the checkpoint's dataset is not available (%s); give --data DIR%s", why,
+		    o->ntexts ? "" : " or --text FILE");
+	if (!rc && need_ds)
+		usage_error("the checkpoint names no dataset: give --data DIR%s", o->ntexts ? "" : " or --text FILE");
+	if (rc && o->memorization && !in->same_data)
+		warn("'%s' is not the dataset the checkpoint was trained on: its train split says nothing about "
+		     "memorization", in->data_dir);
+}
 
-	struct docs s;
-	memset(&s, 0, sizeof s);
-	frame(&s, have_ds ? &ds : NULL, have_ds ? &dsi : NULL, have_tok ? &tok : NULL);
+static void read_docs(const struct opts *o, struct inputs *in, struct lmt_eval_docset *s)
+{
+	struct lmt_err err = { 0 };
+	int rc;
+	lmt_eval_docset_init(s, in->have_ds ? &in->ds : NULL, in->have_ds ? &in->dsi : NULL,
+			     in->have_tok ? &in->tok : NULL);
 	double t0 = lmt_now();
-	if (o.ntexts)
-		text_docs(&o, &tok, &s);
-	else
-		split_docs(&o, &ds, &dsi, have_tok ? &tok : NULL, &s);
-	if (s.n == 0)
+	if (o->ntexts) {
+		rc = lmt_eval_docset_read_text(s, o->texts, o->ntexts, &o->corpus, &in->tok, o->max_docs, o->max_tokens,
+					       o->floor_field, &err);
+	} else {
+		rc = lmt_eval_docset_read_split(s, &in->ds, &in->dsi, o->split, in->have_tok ? &in->tok : NULL,
+						o->max_docs, o->max_tokens, &err);
+		if (s->bytes_why[0])
+			warn("bytes and sources unknown, token figures only: %s", s->bytes_why);
+	}
+	if (rc)
+		die_err(&err);
+	if (s->n == 0)
 		die("no documents to evaluate");
-	choose_floor(&o, &s);
-	info("%zu documents read in %.2f s%s", s.n, lmt_now() - t0,
-	     s.cut ? " (and documents cut by shard-pack's tail drop left out: see documents_cut)" : "");
+	if (lmt_eval_docset_choose_floor(s, o->floor_given, o->floor_field, o->floor_field_given))
+		warn("not every document has a numeric '%s' field (in a plain JSONL file): no floor", o->floor_field);
+	info("%zu documents read in %.2f s%s", s->n, lmt_now() - t0,
+	     s->cut ? " (and documents cut by shard-pack's tail drop left out: see documents_cut)" : "");
+}
 
+static void summary_record(const struct ctx *x, int nck, double wall, int threads)
+{
+	struct lmt_json j;
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_str(&j, "event", "summary");
+	lmt_json_u64(&j, "checkpoints", (uint64_t)nck);
+	lmt_json_u64(&j, "documents", x->s->n);
+	lmt_json_u64(&j, "tokens_scored", x->acc.tokens);
+	lmt_json_u64(&j, "windows", x->acc.windows);
+	lmt_json_u64(&j, "forward_positions", x->acc.positions);
+	lmt_json_num(&j, "scoring_s", x->acc.total_seconds);
+	lmt_json_num(&j, "tokens_per_s", x->acc.total_seconds > 0 ? x->acc.tokens / x->acc.total_seconds : 0);
+	lmt_json_num(&j, "wall_s", wall);
+	lmt_json_u64(&j, "threads", (uint64_t)threads);
+	lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
+	lmt_json_str(&j, "status", "done");
+	emit(&j);
+	lmt_json_release(&j);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	tool_init("evalppl");
+	tool_passive_threads(argv);
+	parse_args(argc, argv, &o);
+
+	struct lmt_err err = { 0 };
+	char run_dir[PATH_MAX];
+	int nck;
+	struct lmt_eval_ckref *cks;
+	if (lmt_eval_ckpts_list(o.target, o.latest, &cks, &nck, run_dir, sizeof run_dir, warn_cb, NULL, &err))
+		die_err(&err);
+
+	/* the first checkpoint names the tokenizer and the data; each is checked against it */
+	struct lmt_ckpt ck;
+	struct lmt_eval_ckinfo ci, first;
+	if (lmt_eval_ckpt_open(&ck, &ci, cks[0].path, NULL, NULL, &err))
+		die_err(&err);
+	struct inputs in;
+	open_inputs(&o, &ci, cks[0].path, run_dir, &in);
+	first = ci;
+
+	struct lmt_eval_docset s;
+	read_docs(&o, &in, &s);
 	struct ctx x;
 	memset(&x, 0, sizeof x);
 	x.o = &o;
 	x.s = &s;
-	x.tok = have_tok ? &tok : NULL;
-	x.tok_path = tok_path;
-	x.data_dir = data_dir;
-	x.same_data = same_data;
-	x.nll = calloc(s.n, sizeof *x.nll);
-	x.ntok = calloc(s.n, sizeof *x.ntok);
-	x.bytes = calloc(s.n, sizeof *x.bytes);
-	x.words = calloc(s.n, sizeof *x.words);
-	if (!x.nll || !x.ntok || !x.bytes || !x.words)
-		die("out of memory");
+	x.tok = in.have_tok ? &in.tok : NULL;
+	x.tok_path = in.have_tok ? in.tok_path : NULL;
+	x.data_dir = in.have_ds ? in.data_dir : NULL;
+	x.same_data = in.same_data;
+	if (lmt_eval_acc_init(&x.acc, &s, &err))
+		die_err(&err);
 	if (o.memorization) {
-		mem_prepare(&o, &ds, &dsi, LMT_SPLIT_TRAIN, &x.mem[0]);
-		mem_prepare(&o, &ds, &dsi, LMT_SPLIT_VAL, &x.mem[1]);
+		for (int k = 0; k < 2; k++)
+			if (lmt_eval_memset_prepare(&x.mem[k], &in.ds, &in.dsi, k ? LMT_SPLIT_VAL : LMT_SPLIT_TRAIN,
+						    o.prefix, o.cont, o.mem_docs, o.seed, &err))
+				die_err(&err);
 		if (o.prefix + (s.ctx != LMT_EVAL_NO_CTX) + o.cont - 1 > ci.cfg.max_T)
 			die("--prefix %d and --continuation %d do not fit the model's context of %d", o.prefix, o.cont,
 			    ci.cfg.max_T);
@@ -1452,78 +612,29 @@ int main(int argc, char **argv)
 	int have_g = 0;
 	double t_start = lmt_now();
 	for (int k = 0; k < nck; k++) {
-		if (k) {
-			if (lmt_ckpt_open(&ck, cks[k].path, 1, &err))
-				die_err(&err);
-			struct ckinfo c2;
-			read_info(&ck, &c2);
-			if (memcmp(c2.tok_sha, ci.tok_sha, 32))
-				die("'%s' was trained with tokenizer %.16s..., '%s' with %.16s...", cks[k].path,
-				    lmt_sha256_hex(c2.tok_sha, hex), cks[0].path, lmt_sha256_hex(ci.tok_sha, hex2));
-			if (c2.cfg.V != ci.cfg.V)
-				die("'%s' has a vocabulary of %d, '%s' %d", cks[k].path, c2.cfg.V, cks[0].path, ci.cfg.V);
-			ci = c2;
-		}
-		if (have_g && memcmp(&g.cfg, &ci.cfg, sizeof ci.cfg)) {
-			lmt_gpt_release(&g);
-			have_g = 0;
-		}
-		if (!have_g) {
-			if (ci.cfg.Vp != lmt_gpt_padded_vocab(ci.cfg.V))
-				die("'%s': vocab_padded %d, this build pads a vocabulary of %d to %d", cks[k].path, ci.cfg.Vp,
-				    ci.cfg.V, lmt_gpt_padded_vocab(ci.cfg.V));
-			if (lmt_gpt_init(&g, &ci.cfg, &be, &err)) {
-				lmt_err_prefix(&err, "'%s'", cks[k].path);
-				die_err(&err);
-			}
-			have_g = 1;
-		}
-		if (lmt_trainstate_load_params(&g, &ck, &err))
+		if (k && lmt_eval_ckpt_open(&ck, &ci, cks[k].path, &first, cks[0].path, &err))
+			die_err(&err);
+		if (lmt_eval_model_load(&g, &have_g, &be, &ck, &ci, &err))
 			die_err(&err);
 		evaluate(&x, &g, cks[k].path, &ci);
 		lmt_ckpt_close(&ck);
 	}
-	double wall = lmt_now() - t_start;
-	struct lmt_json j;
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "summary");
-	lmt_json_u64(&j, "checkpoints", (uint64_t)nck);
-	lmt_json_u64(&j, "documents", s.n);
-	lmt_json_u64(&j, "tokens_scored", x.tokens);
-	lmt_json_u64(&j, "windows", x.windows);
-	lmt_json_u64(&j, "forward_positions", x.positions);
-	lmt_json_num(&j, "scoring_s", x.seconds);
-	lmt_json_num(&j, "tokens_per_s", x.seconds > 0 ? x.tokens / x.seconds : 0);
-	lmt_json_num(&j, "wall_s", wall);
-	lmt_json_u64(&j, "threads", (uint64_t)be.threads);
-	lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
-	lmt_json_str(&j, "status", "done");
-	emit(&j);
-	lmt_json_release(&j);
+	summary_record(&x, nck, lmt_now() - t_start, be.threads);
 
-	for (int k = 0; k < 2; k++) {
-		free(x.mem[k].d);
-		free(x.mem[k].tok);
-	}
-	free(x.nll), free(x.ntok), free(x.bytes), free(x.words);
-	for (uint32_t i = 0; i < s.nsources; i++)
-		free(s.sources[i]);
-	free(s.sources);
-	free(s.d);
-	free(s.tok);
+	for (int k = 0; k < 2; k++)
+		lmt_eval_memset_release(&x.mem[k]);
+	lmt_eval_acc_release(&x.acc);
+	lmt_eval_docset_release(&s);
 	if (have_g)
 		lmt_gpt_release(&g);
 	be.release(&be);
-	if (have_ds) {
-		json_decref(dsi.m);
-		lmt_dataset_close(&ds);
+	if (in.have_ds) {
+		lmt_eval_dsinfo_release(&in.dsi);
+		lmt_dataset_close(&in.ds);
 	}
-	if (have_tok)
-		lmt_tok_release(&tok);
-	for (int k = 0; k < nck; k++)
-		free(cks[k].path);
-	free(cks);
+	if (in.have_tok)
+		lmt_tok_release(&in.tok);
+	lmt_eval_ckrefs_free(cks, nck);
 	free(o.texts);
 	free(o.prompts);
 	return 0;
