@@ -8,20 +8,21 @@
  *
  * The dataset is built in a temporary directory next to the output and renamed into
  * place when complete, so a directory named by -o is either absent, the previous
- * dataset, or the new one whole. stdout: JSONL; stderr: human messages.
+ * dataset, or the new one whole. The pipeline (split, packing, shards, manifest,
+ * staging and commit) is lib/data/pack.c and the --verify walk lib/data/dataset.c;
+ * this tool checks the input and options, and prints. stdout: JSONL; stderr:
+ * human messages.
  */
-#include <dirent.h>
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/atomicfile.h"
 #include "data/dataset.h"
+#include "data/pack.h"
 #include "core/json.h"
 #include "progress.h"
 #include "data/shard.h"
@@ -29,7 +30,6 @@
 #include "data/tokstream.h"
 #include "tool.h"
 #include "core/util.h"
-#include "core/version.h"
 
 enum {
 	OPT_MODE = OPT_TOOL_BASE,
@@ -131,158 +131,6 @@ static void parse_split(struct opts *o, const char *spec)
 
 /* ---- packing ---- */
 
-struct shard_rec {
-	int split;
-	char name[64];
-	uint64_t bytes, tokens, seqs, segments;
-	uint8_t sha[32];
-};
-
-struct src_count {
-	uint64_t docs[3], tokens[3];
-};
-
-struct packer {
-	const struct opts *o;
-	const char *dir;
-	int split;
-	uint32_t token_bytes, pad_id;
-	uint32_t *buf;             /* the sequence being filled: seq_len + 1 tokens */
-	uint32_t fill;
-	struct lmt_segment *segs;
-	uint32_t nseg, segcap;
-	struct lmt_shardw w;
-	int open;
-	uint32_t shard_no;
-	uint64_t seqs_per_shard;
-	/* accounting */
-	uint64_t docs, doc_tokens, eos_added, pad_tokens, tail_dropped, sequences;
-	struct shard_rec **recs;
-	size_t *nrecs, *caprecs;
-};
-
-static void emit(struct packer *p)
-{
-	struct lmt_err err = { 0 };
-	uint32_t n = p->o->seq_len + 1;
-	if (!p->open) {
-		struct lmt_shard_info info = { 0 };
-		info.token_bytes = p->token_bytes;
-		info.seq_len = p->o->seq_len;
-		info.split = (uint32_t)p->split;
-		info.shard_index = p->shard_no;
-		info.pad_id = p->pad_id;
-		info.flags = p->o->pad_mode ? LMT_SHARD_PADDED : LMT_SHARD_PACKED;
-		char path[PATH_MAX];
-		path_fmt(path, sizeof path, "%s/%s-%05u.lmshard", p->dir, lmt_split_name(p->split), p->shard_no);
-		if (lmt_shardw_open(&p->w, path, &info, &err))
-			die_err(&err);
-		p->open = 1;
-	}
-	for (uint32_t i = p->fill; i < n; i++)
-		p->buf[i] = p->pad_id;
-	p->pad_tokens += n - p->fill;
-	if (lmt_shardw_add(&p->w, p->buf, p->segs, p->nseg, &err))
-		die_err(&err);
-	p->sequences++;
-	p->fill = 0;
-	p->nseg = 0;
-}
-
-static void close_shard(struct packer *p)
-{
-	struct lmt_err err = { 0 };
-	if (!p->open)
-		return;
-	if (LMT_GROW(*p->recs, *p->caprecs, *p->nrecs + 1))
-		die("out of memory");
-	struct shard_rec *r = &(*p->recs)[(*p->nrecs)++];
-	memset(r, 0, sizeof *r);
-	r->split = p->split;
-	snprintf(r->name, sizeof r->name, "%s-%05u.lmshard", lmt_split_name(p->split), p->shard_no);
-	r->seqs = p->w.info.n_seqs;
-	r->segments = p->w.info.n_segments;
-	r->tokens = r->seqs * (p->o->seq_len + 1);
-	if (lmt_shardw_finish(&p->w, r->sha, &r->bytes, &err))
-		die_err(&err);
-	p->open = 0;
-	p->shard_no++;
-}
-
-static void emit_seq(struct packer *p)
-{
-	emit(p);
-	if (p->w.info.n_seqs >= p->seqs_per_shard)
-		close_shard(p);
-}
-
-static void add_segment(struct packer *p, uint32_t start, uint32_t len, uint64_t doc)
-{
-	if (p->nseg == p->segcap) {
-		p->segcap = p->segcap ? p->segcap * 2 : 16;
-		p->segs = realloc(p->segs, p->segcap * sizeof *p->segs);
-		if (!p->segs)
-			die("out of memory");
-	}
-	p->segs[p->nseg++] = (struct lmt_segment){ start, len, doc };
-}
-
-/* Append one document's tokens (with a trailing EOS if add_eos). */
-static void pack_doc(struct packer *p, const struct lmt_tokstream_reader *r, const struct lmt_tokstream_doc *d, uint64_t docno,
-		     uint32_t add_eos, uint32_t eos)
-{
-	uint32_t n = p->o->seq_len + 1;
-	uint64_t total = d->n_tok + (add_eos ? 1 : 0), done = 0;
-	if (p->o->pad_mode && p->fill > 0)
-		emit_seq(p);
-	while (done < total) {
-		uint32_t room = n - p->fill;
-		uint64_t take = LMT_MIN((uint64_t)room, total - done);
-		for (uint64_t k = 0; k < take; k++) {
-			uint64_t t = done + k;
-			p->buf[p->fill + k] = t < d->n_tok ? lmt_tokstream_reader_token(r, d->tok_off + t) : eos;
-		}
-		add_segment(p, p->fill, (uint32_t)take, docno);
-		p->fill += (uint32_t)take;
-		done += take;
-		if (p->fill == n)
-			emit_seq(p);
-	}
-	p->docs++;
-	p->doc_tokens += total;
-	p->eos_added += add_eos ? 1 : 0;
-}
-
-static void finish_split(struct packer *p)
-{
-	if (p->fill > 0) {
-		if (p->o->pad_mode || p->o->tail_pad) {
-			emit_seq(p);
-		} else {
-			p->tail_dropped += p->fill;
-			p->fill = 0;
-			p->nseg = 0;
-		}
-	}
-	close_shard(p);
-}
-
-/* Where a document goes: a hash of its tokens and the seed. The document alone
- * decides: not its path, its place in its source, nor the other documents, and
- * copies of one text land in one split. */
-static int split_of(const struct opts *o, const struct lmt_tokstream_reader *r, const struct lmt_tokstream_doc *d)
-{
-	uint64_t h = lmt_mix64(o->seed ^ 0x5b117ULL) ^ d->n_tok;
-	for (uint64_t t = 0; t < d->n_tok; t++)
-		h = lmt_mix64(h ^ ((uint64_t)lmt_tokstream_reader_token(r, d->tok_off + t) + 0x9e3779b97f4a7c15ULL));
-	double u = (double)(lmt_mix64(h) >> 11) * 0x1.0p-53;
-	if (u < o->frac[LMT_SPLIT_TEST])
-		return LMT_SPLIT_TEST;
-	if (u < o->frac[LMT_SPLIT_TEST] + o->frac[LMT_SPLIT_VAL])
-		return LMT_SPLIT_VAL;
-	return LMT_SPLIT_TRAIN;
-}
-
 static char staging[PATH_MAX];
 
 static void cleanup_staging(void)
@@ -291,102 +139,55 @@ static void cleanup_staging(void)
 		lmt_remove_dir(staging);
 }
 
-static void write_manifest(const struct opts *o, const char *dir, const struct lmt_tokstream_reader *r, const char *in_name,
-			   const uint8_t *in_sha, const struct packer *P, const struct shard_rec *recs, size_t nrecs,
-			   const struct src_count *sc, uint32_t eos, int eos_in_stream)
+static void print_results(const struct opts *o, const struct lmt_pack *pk, const struct lmt_tokstream_reader *r,
+			  double t0)
 {
-	struct lmt_json j;
 	struct lmt_err err = { 0 };
-	char hex[LMT_SHA256_HEX];
+	struct lmt_json j;
+	char hex[LMT_SHA256_HEX], path[PATH_MAX];
 	lmt_json_init(&j);
+	for (size_t i = 0; i < pk->nshards; i++) {
+		const struct lmt_pack_shard *sh = &pk->shards[i];
+		lmt_json_begin(&j);
+		lmt_json_str(&j, "event", "shard");
+		lmt_json_str(&j, "split", lmt_split_name(sh->split));
+		path_fmt(path, sizeof path, "%s/%s", o->out, sh->name);
+		lmt_json_str(&j, "path", path);
+		lmt_json_u64(&j, "sequences", sh->seqs);
+		lmt_json_u64(&j, "bytes", sh->bytes);
+		lmt_json_str(&j, "payload_sha256", lmt_sha256_hex(sh->sha, hex));
+		if (lmt_json_end_line(&j, stdout))
+			die("'<stdout>': write error");
+	}
+	double secs = lmt_now() - t0;
 	lmt_json_begin(&j);
-	lmt_json_str(&j, "schema", "lmt-dataset");
-	lmt_json_u64(&j, "schema_version", LMT_DATASET_SCHEMA);
-	lmt_json_str(&j, "tool", "shard-pack");
-	lmt_json_str(&j, "tool_version", LMT_VERSION);
-	lmt_json_str(&j, "revision", lmt_revision());
-	lmt_json_obj(&j, "input");
-	lmt_json_str(&j, "path", in_name);
-	lmt_json_str(&j, "sha256", lmt_sha256_hex(in_sha, hex));
-	lmt_json_u64(&j, "documents", r->info.n_docs);
-	lmt_json_u64(&j, "tokens", r->info.n_tokens);
-	lmt_json_u64(&j, "text_bytes", r->info.text_bytes);
-	lmt_json_bool(&j, "eos_in_stream", eos_in_stream);
-	lmt_json_obj_end(&j);
-	lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(r->info.tokenizer_sha256, hex));
-	lmt_json_u64(&j, "vocab_size", r->info.vocab_size);
-	lmt_json_u64(&j, "token_bytes", r->info.token_bytes);
-	lmt_json_u64(&j, "seq_len", o->seq_len);
-	lmt_json_obj(&j, "packing");
-	lmt_json_str(&j, "mode", o->pad_mode ? "pad" : "pack");
-	lmt_json_str(&j, "tail", o->pad_mode ? "pad" : o->tail_pad ? "pad" : "drop");
-	lmt_json_str(&j, "eos", o->eos_none ? "none" : "add");
-	if (eos != LMT_NO_TOKEN)
-		lmt_json_u64(&j, "eos_id", eos);
-	else
-		lmt_json_null(&j, "eos_id");
-	lmt_json_u64(&j, "pad_id", P[0].pad_id);
-	lmt_json_u64(&j, "sequence_tokens", (uint64_t)o->seq_len + 1);
-	lmt_json_str(&j, "overlap", "none");
-	lmt_json_obj_end(&j);
-	lmt_json_obj(&j, "split");
-	lmt_json_str(&j, "rule", "hash(tokens, seed) < fraction, by document");
-	lmt_json_u64(&j, "seed", o->seed);
-	lmt_json_num(&j, "val", o->frac[LMT_SPLIT_VAL]);
-	lmt_json_num(&j, "test", o->frac[LMT_SPLIT_TEST]);
-	lmt_json_obj_end(&j);
-	lmt_json_obj(&j, "splits");
-	for (int s = 0; s < 3; s++) {
-		const struct packer *p = &P[s];
-		lmt_json_obj(&j, lmt_split_name(s));
-		lmt_json_u64(&j, "documents", p->docs);
-		lmt_json_u64(&j, "sequences", p->sequences);
-		lmt_json_u64(&j, "tokens", p->sequences * ((uint64_t)o->seq_len + 1));
-		lmt_json_u64(&j, "document_tokens", p->doc_tokens);
-		lmt_json_u64(&j, "eos_added", p->eos_added);
-		lmt_json_u64(&j, "pad_tokens", p->pad_tokens);
-		lmt_json_u64(&j, "tail_dropped", p->tail_dropped);
-		lmt_json_u64(&j, "shards", p->shard_no);
-		lmt_json_obj_end(&j);
-	}
-	lmt_json_obj_end(&j);
-	lmt_json_arr(&j, "shards");
-	for (size_t i = 0; i < nrecs; i++) {
-		lmt_json_obj(&j, NULL);
-		lmt_json_str(&j, "split", lmt_split_name(recs[i].split));
-		lmt_json_str(&j, "path", recs[i].name);
-		lmt_json_u64(&j, "bytes", recs[i].bytes);
-		lmt_json_u64(&j, "tokens", recs[i].tokens);
-		lmt_json_u64(&j, "sequences", recs[i].seqs);
-		lmt_json_u64(&j, "segments", recs[i].segments);
-		lmt_json_str(&j, "payload_sha256", lmt_sha256_hex(recs[i].sha, hex));
-		lmt_json_obj_end(&j);
-	}
-	lmt_json_arr_end(&j);
-	lmt_json_arr(&j, "sources");
-	for (uint32_t i = 0; i < r->info.n_sources; i++) {
-		lmt_json_obj(&j, NULL);
-		lmt_json_str(&j, "name", r->sources[i]);
-		for (int s = 0; s < 3; s++) {
-			lmt_json_obj(&j, lmt_split_name(s));
-			lmt_json_u64(&j, "documents", sc[i].docs[s]);
-			lmt_json_u64(&j, "tokens", sc[i].tokens[s]);
-			lmt_json_obj_end(&j);
-		}
-		lmt_json_obj_end(&j);
-	}
-	lmt_json_arr_end(&j);
-	lmt_json_end(&j);
-	if (j.out.oom)
-		die("out of memory writing the manifest");
-	char path[PATH_MAX];
-	path_fmt(path, sizeof path, "%s/manifest.json", dir);
-	if (LMT_GROW(j.out.buf, j.out.cap, j.out.len + 2))
-		die("out of memory");
-	j.out.buf[j.out.len++] = '\n';
-	if (lmt_write_file_atomic(path, j.out.buf, j.out.len, &err))
+	lmt_json_str(&j, "event", "summary");
+	lmt_json_str(&j, "output", o->out);
+	path_fmt(path, sizeof path, "%s/manifest.json", o->out);
+	uint8_t msha[32];
+	if (lmt_sha256_file(path, msha, &err))
 		die_err(&err);
+	lmt_json_str(&j, "manifest_sha256", lmt_sha256_hex(msha, hex));
+	lmt_json_u64(&j, "documents", r->info.n_docs);
+	lmt_json_u64(&j, "input_tokens", r->info.n_tokens);
+	for (int s = 0; s < 3; s++) {
+		lmt_json_obj(&j, lmt_split_name(s));
+		lmt_json_u64(&j, "documents", pk->S[s].docs);
+		lmt_json_u64(&j, "sequences", pk->S[s].sequences);
+		lmt_json_u64(&j, "pad_tokens", pk->S[s].pad_tokens);
+		lmt_json_u64(&j, "tail_dropped", pk->S[s].tail_dropped);
+		lmt_json_obj_end(&j);
+	}
+	lmt_json_u64(&j, "shards", pk->nshards);
+	lmt_json_num(&j, "seconds", secs);
+	lmt_json_num(&j, "mb_per_s", secs > 0 ? (double)r->f.payload_size / secs / 1e6 : 0);
+	if (lmt_json_end_line(&j, stdout))
+		die("'<stdout>': write error");
 	lmt_json_release(&j);
+	info("packed %llu documents into %llu train, %llu val, %llu test sequences of %u tokens (%zu shards) in %.2f s",
+	     (unsigned long long)r->info.n_docs, (unsigned long long)pk->S[0].sequences,
+	     (unsigned long long)pk->S[1].sequences, (unsigned long long)pk->S[2].sequences, o->seq_len + 1,
+	     pk->nshards, secs);
 }
 
 static int pack(const struct opts *o, const char *in)
@@ -439,171 +240,75 @@ static int pack(const struct opts *o, const char *in)
 		die("'%s': the tokenizer has no EOS token to end documents with; use --eos none", in_name);
 
 	/* staging directory next to the output, renamed into place at the end */
-	struct stat st;
-	if (stat(o->out, &st) == 0) {
-		if (!o->force)
-			die("'%s' exists; use --force to replace it", o->out);
-		char mf[PATH_MAX];
-		path_fmt(mf, sizeof mf, "%s/manifest.json", o->out);
-		DIR *dd = S_ISDIR(st.st_mode) ? opendir(o->out) : NULL;
-		int entries = 0;
-		struct dirent *de;
-		while (dd && (de = readdir(dd)))
-			entries += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
-		if (dd)
-			closedir(dd);
-		if (!S_ISDIR(st.st_mode) || (entries && access(mf, F_OK)))
-			die("'%s' is not a dataset (no manifest.json) nor an empty directory; --force replaces only those",
-			    o->out);
-	}
-	path_fmt(staging, sizeof staging, "%s.partial-XXXXXX", o->out);
-	size_t ol = strlen(o->out);
-	while (ol > 1 && o->out[ol - 1] == '/')
-		ol--;
-	path_fmt(staging, sizeof staging, "%.*s.partial-XXXXXX", (int)ol, o->out);
-	if (!mkdtemp(staging)) {
-		staging[0] = 0;
-		die("'%s': cannot create a staging directory: %s", o->out, strerror(errno));
-	}
+	if (lmt_pack_stage(o->out, o->force, staging, sizeof staging, &err))
+		die_err(&err);
 	atexit(cleanup_staging);
 	tool_defer_signals(); /* a signal now stops at the next document, removing the staging directory */
 
-	uint64_t per = LMT_MAX(1, o->shard_tokens / ((uint64_t)o->seq_len + 1));
-	struct shard_rec *recs = NULL;
-	size_t nrecs = 0, caprecs = 0;
-	struct packer P[3];
-	for (int s = 0; s < 3; s++) {
-		memset(&P[s], 0, sizeof P[s]);
-		P[s].o = o;
-		P[s].dir = staging;
-		P[s].split = s;
-		P[s].token_bytes = r.info.token_bytes;
-		P[s].pad_id = pad;
-		P[s].seqs_per_shard = per;
-		P[s].buf = malloc(((size_t)o->seq_len + 1) * sizeof *P[s].buf);
-		P[s].recs = &recs;
-		P[s].nrecs = &nrecs;
-		P[s].caprecs = &caprecs;
-		if (!P[s].buf)
-			die("out of memory for sequences of %u tokens", o->seq_len + 1);
-	}
-	struct src_count *sc = calloc(r.info.n_sources ? r.info.n_sources : 1, sizeof *sc);
-	if (!sc)
-		die("out of memory");
+	struct lmt_pack_params pp = { 0 };
+	pp.seq_len = o->seq_len;
+	pp.pad_mode = o->pad_mode;
+	pp.tail_pad = o->tail_pad;
+	pp.eos_none = o->eos_none;
+	pp.eos = eos;
+	pp.eos_in_stream = eos_in_stream;
+	pp.pad_id = pad;
+	memcpy(pp.frac, o->frac, sizeof pp.frac);
+	pp.seed = o->seed;
+	pp.shard_tokens = o->shard_tokens;
+	struct lmt_pack pk;
+	if (lmt_pack_init(&pk, &pp, staging, &r, &err))
+		die_err(&err);
 	struct lmt_progress bar;
 	lmt_progress_init(&bar, "packing", "docs", r.info.n_docs, tool_quiet);
 	for (uint64_t i = 0; i < r.info.n_docs; i++) {
-		struct lmt_tokstream_doc d;
-		lmt_tokstream_reader_doc(&r, i, &d);
-		int s = split_of(o, &r, &d);
-		pack_doc(&P[s], &r, &d, i, add_eos, eos);
-		sc[d.source].docs[s]++;
-		sc[d.source].tokens[s] += d.n_tok + (add_eos ? 1 : 0);
+		if (lmt_pack_doc(&pk, &r, i, &err))
+			die_err(&err);
 		if ((i & 1023) == 0) {
 			tool_check_interrupt();
 			lmt_progress_update(&bar, i);
 		}
 	}
-	for (int s = 0; s < 3; s++)
-		finish_split(&P[s]);
+	if (lmt_pack_finish(&pk, &err))
+		die_err(&err);
 	lmt_progress_done(&bar);
-	if (P[LMT_SPLIT_TRAIN].sequences == 0)
+	const struct lmt_pack_split *S = pk.S;
+	if (S[LMT_SPLIT_TRAIN].sequences == 0)
 		die("'%s': %llu train tokens make no sequence of %u tokens (--seq-len %u); use a shorter "
-		    "--seq-len, --tail pad, or more text", in_name, (unsigned long long)P[LMT_SPLIT_TRAIN].doc_tokens,
+		    "--seq-len, --tail pad, or more text", in_name, (unsigned long long)S[LMT_SPLIT_TRAIN].doc_tokens,
 		    o->seq_len + 1, o->seq_len);
 	for (int s = 1; s < 3; s++)
-		if (o->frac[s] > 0 && P[s].sequences == 0)
+		if (o->frac[s] > 0 && S[s].sequences == 0)
 			warn("the %s split has no sequence (%llu documents, %llu tokens)", lmt_split_name(s),
-			     (unsigned long long)P[s].docs, (unsigned long long)P[s].doc_tokens);
-	/* shards sorted: train, val, test, each by index */
-	struct shard_rec *sorted = malloc((nrecs ? nrecs : 1) * sizeof *sorted);
-	size_t k = 0;
-	for (int s = 0; s < 3; s++)
-		for (size_t i = 0; i < nrecs; i++)
-			if (recs[i].split == s)
-				sorted[k++] = recs[i];
-	write_manifest(o, staging, &r, in_name, in_sha, P, sorted, nrecs, sc, add_eos || eos_in_stream ? eos : LMT_NO_TOKEN,
-		       eos_in_stream);
-	if (lmt_fsync_dir(staging, &err))
+			     (unsigned long long)S[s].docs, (unsigned long long)S[s].doc_tokens);
+	struct lmt_pack_input pin = { in_name, in_sha, "shard-pack" };
+	if (lmt_pack_write_manifest(&pk, &r, &pin, &err) || lmt_fsync_dir(staging, &err))
 		die_err(&err);
 	tool_check_interrupt();
 
 	/* into place: the old dataset (with --force) moves aside first */
-	char old[PATH_MAX] = "";
-	if (stat(o->out, &st) == 0) {
-		path_fmt(old, sizeof old, "%.*s.old-XXXXXX", (int)ol, o->out);
-		if (!mkdtemp(old))
-			die("'%s': cannot move the old dataset aside: %s", o->out, strerror(errno));
-		rmdir(old);
-		if (rename(o->out, old))
-			die("'%s': cannot move the old dataset aside: %s", o->out, strerror(errno));
-	}
-	if (rename(staging, o->out)) {
-		int e = errno;
-		if (old[0])
-			rename(old, o->out);
-		die("'%s': cannot rename the new dataset into place: %s", o->out, strerror(e));
-	}
-	staging[0] = 0;
-	if (old[0])
-		lmt_remove_dir(old);
-	if (lmt_fsync_dir(o->out, &err) == 0) {
-		char parent[PATH_MAX];
-		path_fmt(parent, sizeof parent, "%.*s", (int)ol, o->out);
-		lmt_fsync_dir(parent, &err); /* the directory holding -o: fsync_dir takes its dirname */
-	}
-
-	struct lmt_json j;
-	char hex[LMT_SHA256_HEX], path[PATH_MAX];
-	lmt_json_init(&j);
-	for (size_t i = 0; i < nrecs; i++) {
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "shard");
-		lmt_json_str(&j, "split", lmt_split_name(sorted[i].split));
-		path_fmt(path, sizeof path, "%s/%s", o->out, sorted[i].name);
-		lmt_json_str(&j, "path", path);
-		lmt_json_u64(&j, "sequences", sorted[i].seqs);
-		lmt_json_u64(&j, "bytes", sorted[i].bytes);
-		lmt_json_str(&j, "payload_sha256", lmt_sha256_hex(sorted[i].sha, hex));
-		if (lmt_json_end_line(&j, stdout))
-			die("'<stdout>': write error");
-	}
-	double secs = lmt_now() - t0;
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "summary");
-	lmt_json_str(&j, "output", o->out);
-	path_fmt(path, sizeof path, "%s/manifest.json", o->out);
-	uint8_t msha[32];
-	if (lmt_sha256_file(path, msha, &err))
+	if (lmt_pack_commit(staging, o->out, &err))
 		die_err(&err);
-	lmt_json_str(&j, "manifest_sha256", lmt_sha256_hex(msha, hex));
-	lmt_json_u64(&j, "documents", r.info.n_docs);
-	lmt_json_u64(&j, "input_tokens", r.info.n_tokens);
-	for (int s = 0; s < 3; s++) {
-		lmt_json_obj(&j, lmt_split_name(s));
-		lmt_json_u64(&j, "documents", P[s].docs);
-		lmt_json_u64(&j, "sequences", P[s].sequences);
-		lmt_json_u64(&j, "pad_tokens", P[s].pad_tokens);
-		lmt_json_u64(&j, "tail_dropped", P[s].tail_dropped);
-		lmt_json_obj_end(&j);
-	}
-	lmt_json_u64(&j, "shards", nrecs);
-	lmt_json_num(&j, "seconds", secs);
-	lmt_json_num(&j, "mb_per_s", secs > 0 ? (double)r.f.payload_size / secs / 1e6 : 0);
-	if (lmt_json_end_line(&j, stdout))
-		die("'<stdout>': write error");
-	lmt_json_release(&j);
-	info("packed %llu documents into %llu train, %llu val, %llu test sequences of %u tokens (%zu shards) in %.2f s",
-	     (unsigned long long)r.info.n_docs, (unsigned long long)P[0].sequences, (unsigned long long)P[1].sequences,
-	     (unsigned long long)P[2].sequences, o->seq_len + 1, nrecs, secs);
-	for (int s = 0; s < 3; s++) {
-		free(P[s].buf);
-		free(P[s].segs);
-	}
-	free(sc);
-	free(recs);
-	free(sorted);
+	staging[0] = 0;
+	print_results(o, &pk, &r, t0);
+	lmt_pack_release(&pk);
 	lmt_tokstream_reader_close(&r);
+	return 0;
+}
+
+static int report_shard(void *ctx, const struct lmt_dataset_shard *s, const struct lmt_err *problem)
+{
+	struct lmt_json *j = ctx;
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "verify");
+	lmt_json_str(j, "path", s->path);
+	lmt_json_bool(j, "ok", !problem);
+	if (problem) {
+		lmt_json_str(j, "error", problem->msg);
+		fprintf(stderr, "%s: %s\n", tool_name, problem->msg);
+	}
+	if (lmt_json_end_line(j, stdout))
+		die("'<stdout>': write error");
 	return 0;
 }
 
@@ -615,32 +320,14 @@ static int verify(const struct opts *o)
 	if (lmt_dataset_open(&d, o->verify, &err))
 		die_err(&err);
 	int nt = tool_threads(o->threads);
-	struct lmt_err *errs = calloc(d.nshards ? d.nshards : 1, sizeof *errs);
-	int *bad = calloc(d.nshards ? d.nshards : 1, sizeof *bad);
-	if (!errs || !bad)
-		die("out of memory");
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < d.nshards; i++)
 		bytes += d.shards[i].bytes;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-	for (size_t i = 0; i < d.nshards; i++)
-		bad[i] = lmt_dataset_verify_shard(&d, i, &errs[i]) != 0;
-	int nbad = 0;
 	struct lmt_json j;
 	lmt_json_init(&j);
-	for (size_t i = 0; i < d.nshards; i++) {
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "verify");
-		lmt_json_str(&j, "path", d.shards[i].path);
-		lmt_json_bool(&j, "ok", !bad[i]);
-		if (bad[i]) {
-			lmt_json_str(&j, "error", errs[i].msg);
-			fprintf(stderr, "%s: %s\n", tool_name, errs[i].msg);
-			nbad++;
-		}
-		if (lmt_json_end_line(&j, stdout))
-			die("'<stdout>': write error");
-	}
+	int nbad = lmt_dataset_verify(&d, nt, report_shard, &j, &err);
+	if (nbad < 0)
+		die_err(&err);
 	double secs = lmt_now() - t0;
 	lmt_json_begin(&j);
 	lmt_json_str(&j, "event", "verify-summary");
@@ -657,8 +344,6 @@ static int verify(const struct opts *o)
 	if (nbad)
 		die("'%s': %d of %zu shards failed verification", o->verify, nbad, d.nshards);
 	info("'%s': %zu shards, %.1f MB verified in %.2f s", o->verify, d.nshards, bytes / 1e6, secs);
-	free(errs);
-	free(bad);
 	lmt_dataset_close(&d);
 	return 0;
 }

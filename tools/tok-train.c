@@ -8,22 +8,24 @@
  *	tok-train -t tok.lmtok --export-hf tokenizer.json                 export
  *	tok-train -t tok.lmtok --fertility --eval code=src.c corpus/      report
  *
+ * Training (corpus reading, counting, merges, the finished vocabulary), the
+ * tokenizer file write and the fertility counts are lib/data/toktrain.c; this
+ * tool checks options, chooses the mode and prints.
+ *
  * stdout: JSONL (progress, summary, fertility); stderr: human messages.
  */
 #include <getopt.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "core/atomicfile.h"
 #include "data/bpetrain.h"
 #include "data/corpus.h"
 #include "core/json.h"
 #include "progress.h"
 #include "data/tokenizer.h"
 #include "data/tokinterop.h"
+#include "data/toktrain.h"
 #include "tool.h"
 #include "core/util.h"
 
@@ -158,59 +160,30 @@ static void train_only(struct opts *o, const char *name)
 		o->train_opt = name;
 }
 
-/* ---- document selection (--max-bytes, --sample) ---- */
-
-struct select {
-	const struct opts *o;
-	struct lmt_corpus *c;
-	uint64_t bytes, docs;
+struct train_stats {
+	uint64_t docs, bytes, words, distinct_words;
+	int trained;
 };
 
-static int keep_doc(void *ctx, const struct lmt_doc *d)
-{
-	struct select *s = ctx;
-	if (s->o->sample < 1) {
-		const char *name = lmt_corpus_source_name(s->c, d->source);
-		uint64_t h = lmt_hash_bytes(name, strlen(name), s->o->seed) ^ lmt_mix64(d->ordinal + 1);
-		if ((double)(lmt_mix64(h) >> 11) * 0x1.0p-53 >= s->o->sample)
-			return 0;
-	}
-	if (s->o->max_bytes && s->bytes + d->len > s->o->max_bytes)
-		return -1;
-	s->bytes += d->len;
-	s->docs++;
-	return 1;
-}
-
-/* Ordinary text between occurrences of special token strings (which training skips). */
-static int count_doc(struct lmt_wordcount *wc, struct lmt_pretok_iter *it, const char *t, size_t n,
-		     const struct opts *o)
-{
-	size_t pos = 0;
-	while (pos < n) {
-		size_t best = n, blen = 0;
-		for (int k = 0; k < o->nspecials; k++) {
-			size_t sl = strlen(o->specials[k]);
-			const char *hit = memmem(t + pos, n - pos, o->specials[k], sl);
-			if (hit && (size_t)(hit - t) < best) {
-				best = (size_t)(hit - t);
-				blen = sl;
-			}
-		}
-		int rc = lmt_wordcount_add_text(wc, it, t + pos, best - pos);
-		if (rc)
-			return rc;
-		pos = best + blen;
-	}
-	return 0;
-}
+/* ---- training ---- */
 
 struct train_ctx {
 	double t0;
 	struct lmt_json *j;
 	struct lmt_progress *bar;
-	uint32_t target;
+	int bar_on;
 };
+
+static void on_count(void *ctx, uint64_t done, uint64_t total)
+{
+	struct train_ctx *tc = ctx;
+	if (!tc->bar_on) {
+		lmt_progress_init(tc->bar, "counting", "B", total, tool_quiet);
+		tc->bar_on = 1;
+		return;
+	}
+	lmt_progress_update(tc->bar, done);
+}
 
 static int on_progress(void *ctx, uint32_t merges, uint32_t tokens, uint64_t best)
 {
@@ -227,155 +200,92 @@ static int on_progress(void *ctx, uint32_t merges, uint32_t tokens, uint64_t bes
 	return 0;
 }
 
-/* what each counting thread owns, a cache line apart (they update it per word) */
-struct worker {
-	struct lmt_wordcount wc;
-	struct lmt_pretok_iter it;
-} __attribute__((aligned(64)));
-
-struct train_stats {
-	uint64_t docs, bytes, words, distinct_words;
-	int trained;
-};
+static void end_line(struct lmt_json *j)
+{
+	if (lmt_json_end_line(j, stdout))
+		die("'<stdout>': write error");
+}
 
 static void train(const struct opts *o, const char *const *inputs, int ninputs,
 		  struct lmt_tokenizer *tok, struct lmt_json *j, struct train_stats *ts)
 {
 	struct lmt_err err = { 0 };
-	struct lmt_corpus *c;
 	int nspec = o->no_special ? 0 : o->nspecials;
-	struct lmt_pretok pt;
-	const char *regex = o->chars ? LMT_CHARS_PATTERN : o->regex;
-	if (lmt_pretok_init(&pt, regex ? "custom" : o->pattern, regex, &err))
-		usage_error("%s", err.msg);
-	if (lmt_corpus_open(&c, inputs, ninputs, &o->corpus, &err))
-		die_err(&err);
-
-	int nt = tool_threads(o->threads);
-	struct worker *W = aligned_alloc(64, (size_t)nt * sizeof *W);
-	if (!W)
-		die("out of memory");
-	memset(W, 0, (size_t)nt * sizeof *W);
-	for (int i = 0; i < nt; i++)
-		if (lmt_wordcount_init(&W[i].wc) || lmt_pretok_iter_init(&W[i].it, &pt))
-			die("out of memory");
-
-	double t0 = lmt_now();
-	struct select sel = { o, c, 0, 0 };
 	struct lmt_progress bar;
-	uint64_t done, total;
-	lmt_corpus_progress(c, &done, &total);
-	lmt_progress_init(&bar, "counting", "B", total, tool_quiet);
-	int n;
-	struct opts ospec = *o;
-	ospec.nspecials = nspec;
-	/* the reader thread applies keep_doc; sel is read only after it stops */
-	struct lmt_batchq *q = lmt_batchq_start(c, 16u << 20, 1u << 16, keep_doc, &sel);
-	struct lmt_docbatch *bp;
-	if (!q)
-		die("cannot start the reader thread");
-	while ((n = lmt_batchq_get(q, &bp, &err)) > 0) {
-		int failed = 0, nd = (int)bp->n;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 16) reduction(| : failed)
-		for (int i = 0; i < nd; i++) {
-			int tid = omp_get_thread_num();
-			failed |= count_doc(&W[tid].wc, &W[tid].it, bp->docs[i].text, bp->docs[i].len, &ospec) != 0;
-		}
-		if (failed)
-			die("out of memory counting words");
-		lmt_batchq_put(q, bp);
-		lmt_corpus_progress(c, &done, &total);
-		lmt_progress_update(&bar, done);
+	struct train_ctx tc = { 0, j, &bar, 0 };
+	struct lmt_toktrain_params p = { 0 };
+	p.vocab = o->vocab;
+	p.pattern = o->pattern;
+	p.regex = o->regex;
+	p.chars = o->chars;
+	p.specials = o->specials;
+	p.nspecials = nspec;
+	p.eos = o->eos, p.bos = o->bos, p.pad = o->pad;
+	p.max_token_len = o->max_token_len;
+	p.min_count = o->min_count;
+	p.max_bytes = o->max_bytes;
+	p.sample = o->sample;
+	p.seed = o->seed;
+	p.threads = tool_threads(o->threads);
+	p.corpus = &o->corpus;
+	p.merge_progress = on_progress;
+	p.progress_every = o->progress_every;
+	p.ctx = &tc;
+	struct lmt_toktrain t;
+	if (lmt_toktrain_init(&t, &p, &err)) {
+		if (err.code == LMT_ENOMEM)
+			die_err(&err);
+		usage_error("%s", err.msg);
 	}
-	lmt_batchq_stop(q);
-	if (n < 0)
+	if (lmt_toktrain_count(&t, inputs, ninputs, on_count, &tc, &err))
 		die_err(&err);
 	lmt_progress_done(&bar);
-	for (int i = 1; i < nt; i++) {
-		if (lmt_wordcount_merge(&W[0].wc, &W[i].wc))
-			die("out of memory merging word counts");
-		lmt_wordcount_release(&W[i].wc);
-		lmt_pretok_iter_release(&W[i].it);
-	}
-	lmt_pretok_iter_release(&W[0].it);
-	struct lmt_wordcount *wc = &W[0].wc;
-	double t_count = lmt_now() - t0;
-	*ts = (struct train_stats){ sel.docs, sel.bytes, wc->total, wc->n, 1 };
-	if (sel.docs == 0)
-		die("no documents in the input");
+	*ts = (struct train_stats){ t.docs, t.bytes, t.wc->total, t.wc->n, 1 };
 	lmt_json_begin(j);
 	lmt_json_str(j, "event", "counted");
-	lmt_json_u64(j, "documents", sel.docs);
-	lmt_json_u64(j, "bytes", sel.bytes);
-	lmt_json_u64(j, "words", wc->total);
-	lmt_json_u64(j, "distinct_words", wc->n);
-	lmt_json_u64(j, "table_bytes", lmt_wordcount_bytes(wc));
-	lmt_json_u64(j, "threads", (uint64_t)nt);
-	lmt_json_num(j, "seconds", t_count);
-	if (lmt_json_end_line(j, stdout))
-		die("'<stdout>': write error");
+	lmt_json_u64(j, "documents", t.docs);
+	lmt_json_u64(j, "bytes", t.bytes);
+	lmt_json_u64(j, "words", t.wc->total);
+	lmt_json_u64(j, "distinct_words", t.wc->n);
+	lmt_json_u64(j, "table_bytes", lmt_wordcount_bytes(t.wc));
+	lmt_json_u64(j, "threads", (uint64_t)p.threads);
+	lmt_json_num(j, "seconds", t.count_seconds);
+	end_line(j);
 	info("counted %llu documents, %llu bytes, %llu distinct words in %.1f s",
-	     (unsigned long long)sel.docs, (unsigned long long)sel.bytes,
-	     (unsigned long long)wc->n, t_count);
+	     (unsigned long long)t.docs, (unsigned long long)t.bytes,
+	     (unsigned long long)t.wc->n, t.count_seconds);
 
-	if (o->chars) {
-		double tc = lmt_now();
-		if (lmt_chars_to_tokenizer(wc, o->vocab - (uint32_t)nspec, o->specials, nspec, o->eos, o->bos, o->pad,
-					   tok, &err))
+	if (!o->chars) {
+		uint32_t want = o->vocab - (uint32_t)nspec;
+		tc.t0 = lmt_now();
+		lmt_progress_init(&bar, "merging", "tokens", want, tool_quiet);
+		if (lmt_toktrain_merge(&t, &err))
 			die_err(&err);
-		lmt_json_begin(j);
-		lmt_json_str(j, "event", "trained");
-		lmt_json_str(j, "kind", "chars");
-		lmt_json_u64(j, "merges", 0);
-		lmt_json_u64(j, "tokens", tok->n_vocab - tok->n_special);
-		lmt_json_u64(j, "characters_seen", wc->n);
-		lmt_json_num(j, "count_seconds", t_count);
-		lmt_json_num(j, "merge_seconds", lmt_now() - tc);
-		if (lmt_json_end_line(j, stdout))
-			die("'<stdout>': write error");
-		lmt_wordcount_release(wc);
-		free(W);
-		lmt_corpus_close(c);
-		lmt_pretok_release(&pt);
-		return;
+		lmt_progress_done(&bar);
+		if (t.tokens < want)
+			warn("stopped at %u tokens (asked for %u): no pair occurs %llu or more times",
+			     t.tokens + nspec, o->vocab, (unsigned long long)(o->min_count ? o->min_count : 2));
 	}
-	struct lmt_bpe_opts bo = { 0 };
-	bo.n_tokens = o->vocab - (uint32_t)nspec;
-	bo.max_token_len = o->max_token_len;
-	bo.min_count = o->min_count;
-	bo.every = o->progress_every;
-	struct train_ctx tc = { lmt_now(), j, &bar, bo.n_tokens };
-	lmt_progress_init(&bar, "merging", "tokens", bo.n_tokens, tool_quiet);
-	bo.progress = on_progress;
-	bo.ctx = &tc;
-	struct lmt_bpe_result res;
-	if (lmt_bpe_train(wc, &bo, &res, &err))
+	if (lmt_toktrain_finish(&t, tok, &err))
 		die_err(&err);
-	lmt_progress_done(&bar);
-	double t_merge = lmt_now() - tc.t0;
-	if (res.n_tokens < bo.n_tokens)
-		warn("stopped at %u tokens (asked for %u): no pair occurs %llu or more times",
-		     res.n_tokens + nspec, o->vocab, (unsigned long long)(o->min_count ? o->min_count : 2));
-	if (lmt_bpe_to_tokenizer(&res, o->regex ? "custom" : o->pattern, o->regex, o->specials, nspec,
-				 o->eos, o->bos, o->pad, tok, &err))
-		die_err(&err);
-	info("trained %u merges in %.1f s", res.n_merges, t_merge);
-
 	lmt_json_begin(j);
 	lmt_json_str(j, "event", "trained");
-	lmt_json_u64(j, "merges", res.n_merges);
-	lmt_json_u64(j, "tokens", res.n_tokens);
-	lmt_json_num(j, "count_seconds", t_count);
-	lmt_json_num(j, "merge_seconds", t_merge);
-	lmt_json_u64(j, "word_table_bytes", lmt_wordcount_bytes(wc));
-	lmt_json_u64(j, "trainer_peak_bytes", res.peak_bytes);
-	if (lmt_json_end_line(j, stdout))
-		die("'<stdout>': write error");
-	lmt_bpe_result_release(&res);
-	lmt_wordcount_release(wc);
-	free(W);
-	lmt_corpus_close(c);
-	lmt_pretok_release(&pt);
+	if (o->chars)
+		lmt_json_str(j, "kind", "chars");
+	else
+		info("trained %u merges in %.1f s", t.merges, t.merge_seconds);
+	lmt_json_u64(j, "merges", t.merges);
+	lmt_json_u64(j, "tokens", t.tokens);
+	if (o->chars)
+		lmt_json_u64(j, "characters_seen", t.wc->n);
+	lmt_json_num(j, "count_seconds", t.count_seconds);
+	lmt_json_num(j, "merge_seconds", t.merge_seconds);
+	if (!o->chars) {
+		lmt_json_u64(j, "word_table_bytes", lmt_wordcount_bytes(t.wc));
+		lmt_json_u64(j, "trainer_peak_bytes", t.trainer_peak_bytes);
+	}
+	end_line(j);
+	lmt_toktrain_release(&t);
 }
 
 static void import(const struct opts *o, struct lmt_tokenizer *tok)
@@ -415,83 +325,8 @@ static void import(const struct opts *o, struct lmt_tokenizer *tok)
 
 /* ---- fertility ---- */
 
-static int is_space(unsigned char ch)
-{
-	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
-}
-
-struct fert {
-	uint64_t docs, bytes, words, tokens;
-};
-
-static void fertility_of(const struct lmt_tokenizer *tok, struct lmt_corpus *c, int nt,
-			 struct fert *per_source, size_t nsrc_cap, struct fert *all)
-{
-	struct lmt_err err = { 0 };
-	struct lmt_docbatch b = { 0 };
-	struct lmt_tok_state **st = calloc((size_t)nt, sizeof *st);
-	struct tvec {
-		struct lmt_u32vec v;
-	} __attribute__((aligned(64))) *vec = aligned_alloc(64, (size_t)nt * sizeof *vec);
-	uint64_t *ntok = NULL, *nword = NULL;
-	size_t cap = 0;
-	if (!st || !vec)
-		die("out of memory");
-	memset(vec, 0, (size_t)nt * sizeof *vec);
-	for (int i = 0; i < nt; i++)
-		if (!(st[i] = lmt_tok_state_new(tok)))
-			die("out of memory");
-	int n;
-	while ((n = lmt_corpus_read_batch(c, &b, 16u << 20, 1u << 16, NULL, NULL, &err)) > 0) {
-		if (LMT_GROW(ntok, cap, (size_t)n))
-			die("out of memory");
-		size_t c2 = cap;
-		nword = realloc(nword, c2 * sizeof *nword);
-		if (!nword)
-			die("out of memory");
-		int failed = 0;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 8) reduction(| : failed)
-		for (int i = 0; i < n; i++) {
-			int tid = omp_get_thread_num();
-			vec[tid].v.n = 0;
-			failed |= lmt_tok_encode(tok, st[tid], b.docs[i].text, b.docs[i].len, 0, &vec[tid].v) != 0;
-			ntok[i] = vec[tid].v.n;
-			uint64_t w = 0;
-			const unsigned char *p = (const unsigned char *)b.docs[i].text;
-			for (size_t k = 0; k < b.docs[i].len; k++)
-				w += !is_space(p[k]) && (k == 0 || is_space(p[k - 1]));
-			nword[i] = w;
-		}
-		if (failed)
-			die("out of memory encoding");
-		for (int i = 0; i < n; i++) {
-			uint32_t s = b.docs[i].source;
-			struct fert *f[2] = { s < nsrc_cap ? &per_source[s] : NULL, all };
-			for (int k = 0; k < 2; k++) {
-				if (!f[k])
-					continue;
-				f[k]->docs++;
-				f[k]->bytes += b.docs[i].len;
-				f[k]->words += nword[i];
-				f[k]->tokens += ntok[i];
-			}
-		}
-	}
-	if (n < 0)
-		die_err(&err);
-	for (int i = 0; i < nt; i++) {
-		lmt_tok_state_free(st[i]);
-		free(vec[i].v.v);
-	}
-	free(st);
-	free(vec);
-	free(ntok);
-	free(nword);
-	lmt_docbatch_release(&b);
-}
-
 static void emit_fertility(struct lmt_json *j, const char *source, const char *label,
-			   const struct fert *f)
+			   const struct lmt_fertility *f)
 {
 	lmt_json_begin(j);
 	lmt_json_str(j, "event", "fertility");
@@ -520,10 +355,11 @@ static void fertility(const struct opts *o, const struct lmt_tokenizer *tok, con
 			die_err(&err);
 		/* sources are only known once read: size the table generously, then by count */
 		size_t cap = 1 << 16;
-		struct fert *per = calloc(cap, sizeof *per), all = { 0 };
+		struct lmt_fertility *per = calloc(cap, sizeof *per), all = { 0 };
 		if (!per)
 			die("out of memory");
-		fertility_of(tok, c, nt, per, cap, &all);
+		if (lmt_tok_fertility(tok, c, nt, per, cap, &all, &err))
+			die_err(&err);
 		uint32_t ns = lmt_corpus_nsources(c);
 		if (ns > cap)
 			warn("fertility is reported for the first %zu of %u sources", cap, ns);
@@ -542,170 +378,190 @@ static void fertility(const struct opts *o, const struct lmt_tokenizer *tok, con
 		struct lmt_corpus *c;
 		if (lmt_corpus_open(&c, &path, 1, &o->corpus, &err))
 			die_err(&err);
-		struct fert all = { 0 };
-		fertility_of(tok, c, nt, NULL, 0, &all);
+		struct lmt_fertility all = { 0 };
+		if (lmt_tok_fertility(tok, c, nt, NULL, 0, &all, &err))
+			die_err(&err);
 		emit_fertility(j, path, label, &all);
 		lmt_corpus_close(c);
 	}
 }
 
-/* ---- output ---- */
-
-static void write_tokenizer(struct lmt_tokenizer *tok, const char *out, char *final, size_t cap)
+static void parse_options(int argc, char **argv, struct opts *o)
 {
-	struct lmt_err err = { 0 };
-	struct stat st;
-	size_t ol = strlen(out);
-	if ((ol && out[ol - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
-		uint8_t *buf;
-		size_t n;
-		char hex[LMT_SHA256_HEX];
-		if (lmt_tok_serialize(tok, &buf, &n, &err))
-			die_err(&err);
-		snprintf(final, cap, "%s%stok-%.16s.lmtok", out, ol && out[ol - 1] == '/' ? "" : "/",
-			 lmt_sha256_hex(tok->sha256, hex));
-		if (lmt_write_file_atomic(final, buf, n, &err))
-			die_err(&err);
-		free(buf);
-		return;
-	}
-	snprintf(final, cap, "%s", out);
-	if (lmt_tok_save(tok, out, &err))
-		die_err(&err);
-}
-
-int main(int argc, char **argv)
-{
-	struct opts o;
-	memset(&o, 0, sizeof o);
-	o.vocab = 32768;
-	o.pattern = "cl100k";
-	o.sample = 1;
-	o.progress_every = 1000;
-	tool_init("tok-train");
+	memset(o, 0, sizeof *o);
+	o->vocab = 32768;
+	o->pattern = "cl100k";
+	o->sample = 1;
+	o->progress_every = 1000;
 	int c;
 	while ((c = getopt_long(argc, argv, "hVo:v:p:s:j:t:q", longopts, NULL)) != -1) {
-		if (corpus_opt(c, optarg, &o.corpus))
+		if (corpus_opt(c, optarg, &o->corpus))
 			continue;
 		switch (c) {
-		case 'h': usage(); return 0;
-		case 'V': print_version(); return 0;
-		case 'o': o.out = optarg; break;
+		case 'h': usage(); exit(0);
+		case 'V': print_version(); exit(0);
+		case 'o': o->out = optarg; break;
 		case 'v':
-			o.vocab = (uint32_t)opt_int("vocab-size", optarg, 1, 1u << 30);
-			train_only(&o, "--vocab-size");
+			o->vocab = (uint32_t)opt_int("vocab-size", optarg, 1, 1u << 30);
+			train_only(o, "--vocab-size");
 			break;
-		case 'p': o.pattern = optarg; o.pattern_given = 1; break;
-		case OPT_REGEX: o.regex = optarg; break;
+		case 'p': o->pattern = optarg; o->pattern_given = 1; break;
+		case OPT_REGEX: o->regex = optarg; break;
 		case 's':
-			if (o.nspecials == (int)LMT_ARRAY_SIZE(o.specials))
+			if (o->nspecials == (int)LMT_ARRAY_SIZE(o->specials))
 				usage_error("too many --special options");
-			o.specials[o.nspecials++] = optarg;
+			o->specials[o->nspecials++] = optarg;
 			break;
-		case OPT_NO_SPECIAL: o.no_special = 1; break;
-		case OPT_EOS: o.eos = optarg; break;
-		case OPT_BOS: o.bos = optarg; break;
-		case OPT_PAD: o.pad = optarg; break;
+		case OPT_NO_SPECIAL: o->no_special = 1; break;
+		case OPT_EOS: o->eos = optarg; break;
+		case OPT_BOS: o->bos = optarg; break;
+		case OPT_PAD: o->pad = optarg; break;
 		case OPT_MAX_TOKEN_LEN:
-			o.max_token_len = (uint32_t)opt_int("max-token-len", optarg, 2, 1 << 24);
-			train_only(&o, "--max-token-len");
+			o->max_token_len = (uint32_t)opt_int("max-token-len", optarg, 2, 1 << 24);
+			train_only(o, "--max-token-len");
 			break;
 		case OPT_MIN_COUNT:
-			o.min_count = (uint64_t)opt_int("min-count", optarg, 1, INT64_MAX);
-			train_only(&o, "--min-count");
+			o->min_count = (uint64_t)opt_int("min-count", optarg, 1, INT64_MAX);
+			train_only(o, "--min-count");
 			break;
 		case OPT_MAX_BYTES:
-			o.max_bytes = opt_size("max-bytes", optarg);
-			train_only(&o, "--max-bytes");
+			o->max_bytes = opt_size("max-bytes", optarg);
+			train_only(o, "--max-bytes");
 			break;
 		case OPT_SAMPLE:
-			o.sample = opt_double("sample", optarg, 0, 1);
-			train_only(&o, "--sample");
+			o->sample = opt_double("sample", optarg, 0, 1);
+			train_only(o, "--sample");
 			break;
 		case OPT_SEED:
-			o.seed = (uint64_t)opt_int("seed", optarg, 0, INT64_MAX);
-			train_only(&o, "--seed");
+			o->seed = (uint64_t)opt_int("seed", optarg, 0, INT64_MAX);
+			train_only(o, "--seed");
 			break;
-		case 'j': o.threads = (int)opt_int("threads", optarg, 1, 1024); break;
-		case OPT_IMPORT: o.import = optarg; break;
-		case 't': o.tokenizer = optarg; break;
-		case OPT_EXPORT_HF: o.export_hf = optarg; break;
-		case OPT_FERTILITY: o.fertility = 1; break;
-		case OPT_CHARS: o.chars = 1; train_only(&o, "--chars"); break;
+		case 'j': o->threads = (int)opt_int("threads", optarg, 1, 1024); break;
+		case OPT_IMPORT: o->import = optarg; break;
+		case 't': o->tokenizer = optarg; break;
+		case OPT_EXPORT_HF: o->export_hf = optarg; break;
+		case OPT_FERTILITY: o->fertility = 1; break;
+		case OPT_CHARS: o->chars = 1; train_only(o, "--chars"); break;
 		case OPT_EVAL:
-			if (o.nevals == (int)LMT_ARRAY_SIZE(o.evals))
+			if (o->nevals == (int)LMT_ARRAY_SIZE(o->evals))
 				usage_error("too many --eval options");
-			o.evals[o.nevals++] = optarg;
+			o->evals[o->nevals++] = optarg;
 			break;
 		case OPT_PROGRESS_EVERY:
-			o.progress_every = (uint32_t)opt_int("progress-every", optarg, 0, 1u << 30);
-			train_only(&o, "--progress-every");
+			o->progress_every = (uint32_t)opt_int("progress-every", optarg, 0, 1u << 30);
+			train_only(o, "--progress-every");
 			break;
 		case 'q': tool_quiet = 1; break;
 		default: bad_option(argv);
 		}
 	}
-	const char *const *inputs = (const char *const *)argv + optind;
-	int ninputs = argc - optind;
-	int modes = (o.import != NULL) + (o.tokenizer != NULL);
+}
+
+/* What the option checks can tell before any work. */
+static void check_options(struct opts *o, const char *const *inputs, int ninputs)
+{
+	int modes = (o->import != NULL) + (o->tokenizer != NULL);
 	if (modes > 1)
 		usage_error("--import and --tokenizer exclude each other");
-	if (o.no_special && o.nspecials)
+	if (o->no_special && o->nspecials)
 		usage_error("--no-special and --special exclude each other");
-	if (!o.no_special && o.nspecials == 0 && !modes)
-		o.specials[o.nspecials++] = "<|endoftext|>";
-	if (!modes && !o.out)
+	if (!o->no_special && o->nspecials == 0 && !modes)
+		o->specials[o->nspecials++] = "<|endoftext|>";
+	if (!modes && !o->out)
 		usage_error("no output: give -o FILE (or -t/--import to work on an existing tokenizer)");
 	if (!modes && ninputs == 0)
 		usage_error("no input: give files, directories or '-' for stdin");
-	if (o.import && !o.out && !o.export_hf)
+	if (o->import && !o->out && !o->export_hf)
 		usage_error("--import needs -o FILE or --export-hf FILE");
-	if (o.tokenizer && o.out)
+	if (o->tokenizer && o->out)
 		usage_error("-t reads an existing tokenizer; -o would only copy it");
-	if (o.import && ninputs && !o.fertility)
+	if (o->import && ninputs && !o->fertility)
 		usage_error("inputs given with --import but no --fertility to use them");
-	if (o.tokenizer && !o.export_hf && !o.fertility && !o.nevals)
+	if (o->tokenizer && !o->export_hf && !o->fertility && !o->nevals)
 		usage_error("-t given with nothing to do (--export-hf, --fertility or --eval)");
-	if (o.fertility && ninputs == 0)
+	if (o->fertility && ninputs == 0)
 		usage_error("--fertility needs inputs");
-	if (modes && o.train_opt)
-		usage_error("%s applies to training, not to %s", o.train_opt, o.import ? "--import" : "-t");
-	if (o.tokenizer && (o.pattern_given || o.regex || o.nspecials || o.no_special || o.eos || o.bos || o.pad))
+	if (modes && o->train_opt)
+		usage_error("%s applies to training, not to %s", o->train_opt, o->import ? "--import" : "-t");
+	if (o->tokenizer && (o->pattern_given || o->regex || o->nspecials || o->no_special || o->eos || o->bos || o->pad))
 		usage_error("-t uses the tokenizer as it is: no --pattern, --regex, --special or roles");
-	if (o.tokenizer && ninputs && !o.fertility)
+	if (o->tokenizer && ninputs && !o->fertility)
 		usage_error("inputs given with -t but no --fertility to use them");
-	if (o.fertility)
+	if (o->fertility)
 		for (int i = 0; i < ninputs; i++)
 			if (!strcmp(inputs[i], "-"))
 				usage_error("--fertility reads its inputs twice; give files, not stdin");
-	if (o.regex && o.pattern_given)
+	if (o->regex && o->pattern_given)
 		usage_error("--pattern and --regex exclude each other");
-	if (o.chars && (o.regex || o.pattern_given || o.max_token_len || o.min_count))
+	if (o->chars && (o->regex || o->pattern_given || o->max_token_len || o->min_count))
 		usage_error("--chars sets its own pattern; --pattern, --regex, --max-token-len and --min-count do not apply");
-	if (!o.regex && strcmp(o.pattern, "none") && !lmt_pretok_builtin(o.pattern))
-		usage_error("option '--pattern': unknown pattern '%s' (gpt2, cl100k, o200k, none; or --regex)", o.pattern);
-	if (o.import && !strncmp(o.import, "hf:", 3) && (o.pattern_given || o.regex || o.nspecials || o.no_special))
+	if (!o->regex && strcmp(o->pattern, "none") && !lmt_pretok_builtin(o->pattern))
+		usage_error("option '--pattern': unknown pattern '%s' (gpt2, cl100k, o200k, none; or --regex)", o->pattern);
+	if (o->import && !strncmp(o->import, "hf:", 3) && (o->pattern_given || o->regex || o->nspecials || o->no_special))
 		usage_error("--import hf takes pattern and special tokens from the file");
-	if (o.import && !strncmp(o.import, "gpt2:", 5) && (o.pattern_given || o.regex))
+	if (o->import && !strncmp(o->import, "gpt2:", 5) && (o->pattern_given || o->regex))
 		usage_error("--import gpt2 always uses the gpt2 pattern");
-	if (o.import && !strncmp(o.import, "tiktoken:", 9) && !o.pattern_given && !o.regex)
+	if (o->import && !strncmp(o->import, "tiktoken:", 9) && !o->pattern_given && !o->regex)
 		usage_error("--import tiktoken needs --pattern (the rank file does not name it)");
 	if (!modes) {
 		/* what training would only find out at the end */
-		int nspec = o.no_special ? 0 : o.nspecials;
-		if (o.vocab < 256u + (uint32_t)nspec)
+		int nspec = o->no_special ? 0 : o->nspecials;
+		if (o->vocab < 256u + (uint32_t)nspec)
 			usage_error("vocabulary size %u is smaller than 256 byte tokens + %d special tokens",
-				    o.vocab, nspec);
-		const char *roles[3] = { o.eos, o.bos, o.pad }, *names[3] = { "--eos", "--bos", "--pad" };
+				    o->vocab, nspec);
+		const char *roles[3] = { o->eos, o->bos, o->pad }, *names[3] = { "--eos", "--bos", "--pad" };
 		for (int r = 0; r < 3; r++) {
 			int found = 0;
 			for (int k = 0; roles[r] && k < nspec; k++)
-				found |= !strcmp(roles[r], o.specials[k]);
+				found |= !strcmp(roles[r], o->specials[k]);
 			if (roles[r] && !found)
 				usage_error("%s '%s' is not one of the special tokens (--special)", names[r], roles[r]);
 		}
 	}
+}
 
+static void print_summary(const struct opts *o, const struct lmt_tokenizer *tok, const char *final,
+			  const struct train_stats *ts, double t0, struct lmt_json *j)
+{
+	char hex[LMT_SHA256_HEX];
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "summary");
+	lmt_json_str(j, "tokenizer", final);
+	lmt_json_str(j, "sha256", lmt_sha256_hex(tok->sha256, hex));
+	lmt_json_u64(j, "vocab_size", tok->n_vocab);
+	lmt_json_u64(j, "merges", tok->n_merges);
+	lmt_json_u64(j, "specials", tok->n_special);
+	lmt_json_str(j, "pattern", tok->pt.name);
+	lmt_json_u64(j, "max_token_len", tok->max_token_len);
+	if (tok->eos != LMT_NO_TOKEN)
+		lmt_json_u64(j, "eos_id", tok->eos);
+	if (tok->bos != LMT_NO_TOKEN)
+		lmt_json_u64(j, "bos_id", tok->bos);
+	if (tok->pad != LMT_NO_TOKEN)
+		lmt_json_u64(j, "pad_id", tok->pad);
+	if (o->export_hf)
+		lmt_json_str(j, "export_hf", o->export_hf);
+	if (ts->trained) {
+		lmt_json_u64(j, "documents", ts->docs);
+		lmt_json_u64(j, "input_bytes", ts->bytes);
+		lmt_json_u64(j, "words", ts->words);
+		lmt_json_u64(j, "distinct_words", ts->distinct_words);
+	}
+	lmt_json_num(j, "seconds", lmt_now() - t0);
+	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
+	if (lmt_json_end_line(j, stdout))
+		die("'<stdout>': write error");
+	info("wrote %s (%u tokens, sha256 %.16s...)", final, tok->n_vocab, hex);
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	tool_init("tok-train");
+	parse_options(argc, argv, &o);
+	const char *const *inputs = (const char *const *)argv + optind;
+	int ninputs = argc - optind;
+	check_options(&o, inputs, ninputs);
 	struct lmt_json j;
 	lmt_json_init(&j);
 	struct lmt_tokenizer tok;
@@ -721,43 +577,14 @@ int main(int argc, char **argv)
 		train(&o, inputs, ninputs, &tok, &j, &ts);
 	}
 	char final[4096] = "";
-	if (o.out)
-		write_tokenizer(&tok, o.out, final, sizeof final);
+	if (o.out && lmt_tok_save_as(&tok, o.out, final, sizeof final, &err))
+		die_err(&err);
 	if (o.export_hf) {
 		if (lmt_tok_export_hf(&tok, o.export_hf, &err))
 			die_err(&err);
 	}
-	char hex[LMT_SHA256_HEX];
-	if (o.out) {
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "summary");
-		lmt_json_str(&j, "tokenizer", final);
-		lmt_json_str(&j, "sha256", lmt_sha256_hex(tok.sha256, hex));
-		lmt_json_u64(&j, "vocab_size", tok.n_vocab);
-		lmt_json_u64(&j, "merges", tok.n_merges);
-		lmt_json_u64(&j, "specials", tok.n_special);
-		lmt_json_str(&j, "pattern", tok.pt.name);
-		lmt_json_u64(&j, "max_token_len", tok.max_token_len);
-		if (tok.eos != LMT_NO_TOKEN)
-			lmt_json_u64(&j, "eos_id", tok.eos);
-		if (tok.bos != LMT_NO_TOKEN)
-			lmt_json_u64(&j, "bos_id", tok.bos);
-		if (tok.pad != LMT_NO_TOKEN)
-			lmt_json_u64(&j, "pad_id", tok.pad);
-		if (o.export_hf)
-			lmt_json_str(&j, "export_hf", o.export_hf);
-		if (ts.trained) {
-			lmt_json_u64(&j, "documents", ts.docs);
-			lmt_json_u64(&j, "input_bytes", ts.bytes);
-			lmt_json_u64(&j, "words", ts.words);
-			lmt_json_u64(&j, "distinct_words", ts.distinct_words);
-		}
-		lmt_json_num(&j, "seconds", lmt_now() - t0);
-		lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
-		if (lmt_json_end_line(&j, stdout))
-			die("'<stdout>': write error");
-		info("wrote %s (%u tokens, sha256 %.16s...)", final, tok.n_vocab, hex);
-	}
+	if (o.out)
+		print_summary(&o, &tok, final, &ts, t0, &j);
 	if (o.fertility || o.nevals)
 		fertility(&o, &tok, inputs, ninputs, &j);
 	lmt_tok_release(&tok);

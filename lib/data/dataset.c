@@ -186,3 +186,30 @@ int lmt_dataset_verify_shard(struct lmt_dataset *d, size_t i, struct lmt_err *er
 	lmt_shard_close(&sh);
 	return rc;
 }
+
+int lmt_dataset_verify(struct lmt_dataset *d, int nt, lmt_dataset_report_fn report, void *ctx,
+		       struct lmt_err *err)
+{
+	struct lmt_err *errs = calloc(d->nshards ? d->nshards : 1, sizeof *errs);
+	int *bad = calloc(d->nshards ? d->nshards : 1, sizeof *bad);
+	int nbad = 0;
+	if (!errs || !bad) {
+		nbad = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		goto out;
+	}
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+	for (size_t i = 0; i < d->nshards; i++)
+		bad[i] = lmt_dataset_verify_shard(d, i, &errs[i]) != 0;
+	for (size_t i = 0; i < d->nshards; i++) {
+		nbad += bad[i];
+		int rc = report ? report(ctx, &d->shards[i], bad[i] ? &errs[i] : NULL) : 0;
+		if (rc < 0) {
+			nbad = rc;
+			break;
+		}
+	}
+out:
+	free(errs);
+	free(bad);
+	return nbad;
+}

@@ -49,6 +49,16 @@ void lmt_dataset_close(struct lmt_dataset *d);
 int lmt_dataset_shard(struct lmt_dataset *d, size_t i, const struct lmt_shard **out, struct lmt_err *err);
 /* Re-read shard i from disk: size, header, payload SHA-256 against the manifest. */
 int lmt_dataset_verify_shard(struct lmt_dataset *d, size_t i, struct lmt_err *err);
+/*
+ * Verify every shard (lmt_dataset_verify_shard, in nt threads), then report each,
+ * in manifest order, through report: problem is NULL for a sound shard, else what
+ * is wrong with it. The library finds, the caller prints. Returns the number of
+ * bad shards, or a negative code (LMT_ENOMEM, or what report returned).
+ */
+typedef int (*lmt_dataset_report_fn)(void *ctx, const struct lmt_dataset_shard *s,
+				     const struct lmt_err *problem);
+int lmt_dataset_verify(struct lmt_dataset *d, int nt, lmt_dataset_report_fn report, void *ctx,
+		       struct lmt_err *err);
 int lmt_split_parse(const char *s);
 
 #endif

@@ -1,0 +1,305 @@
+/*
+ * toktrain.c: the tokenizer training driver of toktrain.h.
+ *
+ * A reader thread selects documents (lmt_batchq applies the selection, so
+ * --max-bytes stops the reading itself); OpenMP threads pre-tokenize and count
+ * each batch into tables of their own, merged once at the end, so counting needs
+ * no locks. The selection depends only on a document's source name, ordinal and
+ * the seed, never on the thread that counts it, so the same inputs always give
+ * the same counts and the same tokenizer.
+ */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/atomicfile.h"
+#include "core/digest.h"
+#include "core/util.h"
+#include "data/toktrain.h"
+
+/* what each counting thread owns, a cache line apart (they update it per word) */
+struct lmt_toktrain_worker {
+	struct lmt_wordcount wc;
+	struct lmt_pretok_iter it;
+} __attribute__((aligned(64)));
+
+int lmt_toktrain_init(struct lmt_toktrain *t, const struct lmt_toktrain_params *params,
+		      struct lmt_err *err)
+{
+	memset(t, 0, sizeof *t);
+	t->p = *params;
+	const char *regex = params->chars ? LMT_CHARS_PATTERN : params->regex;
+	int rc = lmt_pretok_init(&t->pt, regex ? "custom" : params->pattern, regex, err);
+	if (rc)
+		return rc;
+	const int nt = params->threads;
+	t->W = aligned_alloc(64, (size_t)nt * sizeof *t->W);
+	if (!t->W)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	memset(t->W, 0, (size_t)nt * sizeof *t->W);
+	for (int i = 0; i < nt; i++)
+		if (lmt_wordcount_init(&t->W[i].wc) || lmt_pretok_iter_init(&t->W[i].it, &t->pt))
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	return 0;
+}
+
+void lmt_toktrain_release(struct lmt_toktrain *t)
+{
+	for (int i = 0; t->W && i < t->p.threads; i++) {
+		lmt_wordcount_release(&t->W[i].wc);
+		lmt_pretok_iter_release(&t->W[i].it);
+	}
+	free(t->W);
+	if (t->merged)
+		lmt_bpe_result_release(&t->res);
+	lmt_pretok_release(&t->pt);
+	memset(t, 0, sizeof *t);
+}
+
+/* ---- document selection (--max-bytes, --sample) ---- */
+
+struct select {
+	const struct lmt_toktrain_params *o;
+	struct lmt_corpus *c;
+	uint64_t bytes, docs;
+};
+
+static int keep_doc(void *ctx, const struct lmt_doc *d)
+{
+	struct select *s = ctx;
+	if (s->o->sample < 1) {
+		const char *name = lmt_corpus_source_name(s->c, d->source);
+		uint64_t h = lmt_hash_bytes(name, strlen(name), s->o->seed) ^ lmt_mix64(d->ordinal + 1);
+		if ((double)(lmt_mix64(h) >> 11) * 0x1.0p-53 >= s->o->sample)
+			return 0;
+	}
+	if (s->o->max_bytes && s->bytes + d->len > s->o->max_bytes)
+		return -1;
+	s->bytes += d->len;
+	s->docs++;
+	return 1;
+}
+
+/* Ordinary text between occurrences of special token strings (which training skips). */
+static int count_doc(struct lmt_wordcount *wc, struct lmt_pretok_iter *it, const char *t, size_t n,
+		     const struct lmt_toktrain_params *o)
+{
+	size_t pos = 0;
+	while (pos < n) {
+		size_t best = n, blen = 0;
+		for (int k = 0; k < o->nspecials; k++) {
+			size_t sl = strlen(o->specials[k]);
+			const char *hit = memmem(t + pos, n - pos, o->specials[k], sl);
+			if (hit && (size_t)(hit - t) < best) {
+				best = (size_t)(hit - t);
+				blen = sl;
+			}
+		}
+		int rc = lmt_wordcount_add_text(wc, it, t + pos, best - pos);
+		if (rc)
+			return rc;
+		pos = best + blen;
+	}
+	return 0;
+}
+
+int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ninputs,
+		       void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx,
+		       struct lmt_err *err)
+{
+	struct lmt_corpus *c;
+	int rc = lmt_corpus_open(&c, inputs, ninputs, t->p.corpus, err);
+	if (rc)
+		return rc;
+	const int nt = t->p.threads;
+	struct lmt_toktrain_worker *W = t->W;
+	double t0 = lmt_now();
+	struct select sel = { &t->p, c, 0, 0 };
+	uint64_t done, total;
+	lmt_corpus_progress(c, &done, &total);
+	if (progress)
+		progress(ctx, 0, total);
+	/* the reader thread applies keep_doc; sel is read only after it stops */
+	struct lmt_batchq *q = lmt_batchq_start(c, 16u << 20, 1u << 16, keep_doc, &sel);
+	struct lmt_docbatch *bp;
+	if (!q) {
+		lmt_corpus_close(c);
+		return lmt_err_set(err, LMT_ENOMEM, "cannot start the reader thread");
+	}
+	while ((rc = lmt_batchq_get(q, &bp, err)) > 0) {
+		int failed = 0, nd = (int)bp->n;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 16) reduction(| : failed)
+		for (int i = 0; i < nd; i++) {
+			int tid = omp_get_thread_num();
+			failed |= count_doc(&W[tid].wc, &W[tid].it, bp->docs[i].text, bp->docs[i].len, &t->p) != 0;
+		}
+		if (failed) {
+			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory counting words");
+			break;
+		}
+		lmt_batchq_put(q, bp);
+		lmt_corpus_progress(c, &done, &total);
+		if (progress)
+			progress(ctx, done, total);
+	}
+	lmt_batchq_stop(q);
+	lmt_corpus_close(c);
+	if (rc < 0)
+		return rc;
+	for (int i = 1; i < nt; i++) {
+		if (lmt_wordcount_merge(&W[0].wc, &W[i].wc))
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory merging word counts");
+		lmt_wordcount_release(&W[i].wc);
+		memset(&W[i].wc, 0, sizeof W[i].wc);
+	}
+	t->wc = &W[0].wc;
+	t->count_seconds = lmt_now() - t0;
+	t->docs = sel.docs;
+	t->bytes = sel.bytes;
+	if (sel.docs == 0)
+		return lmt_err_set(err, LMT_EFORMAT, "no documents in the input");
+	return 0;
+}
+
+int lmt_toktrain_merge(struct lmt_toktrain *t, struct lmt_err *err)
+{
+	if (t->p.chars)
+		return 0;
+	struct lmt_bpe_opts bo = { 0 };
+	bo.n_tokens = t->p.vocab - (uint32_t)t->p.nspecials;
+	bo.max_token_len = t->p.max_token_len;
+	bo.min_count = t->p.min_count;
+	bo.every = t->p.progress_every;
+	bo.progress = t->p.merge_progress;
+	bo.ctx = t->p.ctx;
+	double t0 = lmt_now();
+	int rc = lmt_bpe_train(t->wc, &bo, &t->res, err);
+	if (rc)
+		return rc;
+	t->merged = 1;
+	t->merge_seconds = lmt_now() - t0;
+	t->merges = t->res.n_merges;
+	t->tokens = t->res.n_tokens;
+	t->trainer_peak_bytes = t->res.peak_bytes;
+	return 0;
+}
+
+int lmt_toktrain_finish(struct lmt_toktrain *t, struct lmt_tokenizer *tok, struct lmt_err *err)
+{
+	const struct lmt_toktrain_params *o = &t->p;
+	if (o->chars) {
+		double t0 = lmt_now();
+		int rc = lmt_chars_to_tokenizer(t->wc, o->vocab - (uint32_t)o->nspecials, o->specials,
+						o->nspecials, o->eos, o->bos, o->pad, tok, err);
+		if (rc)
+			return rc;
+		t->merge_seconds = lmt_now() - t0;
+		t->merges = 0;
+		t->tokens = tok->n_vocab - tok->n_special;
+		return 0;
+	}
+	return lmt_bpe_to_tokenizer(&t->res, o->regex ? "custom" : o->pattern, o->regex, o->specials,
+				    o->nspecials, o->eos, o->bos, o->pad, tok, err);
+}
+
+int lmt_tok_save_as(struct lmt_tokenizer *tok, const char *out, char *final, size_t cap,
+		    struct lmt_err *err)
+{
+	struct stat st;
+	size_t ol = strlen(out);
+	if ((ol && out[ol - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
+		uint8_t *buf;
+		size_t n;
+		char hex[LMT_SHA256_HEX];
+		int rc = lmt_tok_serialize(tok, &buf, &n, err);
+		if (rc)
+			return rc;
+		snprintf(final, cap, "%s%stok-%.16s.lmtok", out, ol && out[ol - 1] == '/' ? "" : "/",
+			 lmt_sha256_hex(tok->sha256, hex));
+		rc = lmt_write_file_atomic(final, buf, n, err);
+		free(buf);
+		return rc;
+	}
+	snprintf(final, cap, "%s", out);
+	return lmt_tok_save(tok, out, err);
+}
+
+/* ---- fertility ---- */
+
+static int is_space(unsigned char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
+}
+
+int lmt_tok_fertility(const struct lmt_tokenizer *tok, struct lmt_corpus *c, int nt,
+		      struct lmt_fertility *per_source, size_t nsrc_cap, struct lmt_fertility *all,
+		      struct lmt_err *err)
+{
+	struct lmt_docbatch b = { 0 };
+	struct lmt_tok_state **st = calloc((size_t)nt, sizeof *st);
+	struct tvec {
+		struct lmt_u32vec v;
+	} __attribute__((aligned(64))) *vec = aligned_alloc(64, (size_t)nt * sizeof *vec);
+	uint64_t *ntok = NULL, *nword = NULL;
+	size_t cap = 0;
+	int n = LMT_ENOMEM;
+	if (!st || !vec)
+		goto oom;
+	memset(vec, 0, (size_t)nt * sizeof *vec);
+	for (int i = 0; i < nt; i++)
+		if (!(st[i] = lmt_tok_state_new(tok)))
+			goto oom;
+	while ((n = lmt_corpus_read_batch(c, &b, 16u << 20, 1u << 16, NULL, NULL, err)) > 0) {
+		if (LMT_GROW(ntok, cap, (size_t)n))
+			goto oom;
+		uint64_t *nw = realloc(nword, cap * sizeof *nword);
+		if (!nw)
+			goto oom;
+		nword = nw;
+		int failed = 0;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 8) reduction(| : failed)
+		for (int i = 0; i < n; i++) {
+			int tid = omp_get_thread_num();
+			vec[tid].v.n = 0;
+			failed |= lmt_tok_encode(tok, st[tid], b.docs[i].text, b.docs[i].len, 0, &vec[tid].v) != 0;
+			ntok[i] = vec[tid].v.n;
+			uint64_t w = 0;
+			const unsigned char *p = (const unsigned char *)b.docs[i].text;
+			for (size_t k = 0; k < b.docs[i].len; k++)
+				w += !is_space(p[k]) && (k == 0 || is_space(p[k - 1]));
+			nword[i] = w;
+		}
+		if (failed) {
+			n = lmt_err_set(err, LMT_ENOMEM, "out of memory encoding");
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			uint32_t s = b.docs[i].source;
+			struct lmt_fertility *f[2] = { s < nsrc_cap ? &per_source[s] : NULL, all };
+			for (int k = 0; k < 2; k++) {
+				if (!f[k])
+					continue;
+				f[k]->docs++;
+				f[k]->bytes += b.docs[i].len;
+				f[k]->words += nword[i];
+				f[k]->tokens += ntok[i];
+			}
+		}
+	}
+	goto out;
+oom:
+	n = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+out:
+	for (int i = 0; st && vec && i < nt; i++) {
+		lmt_tok_state_free(st[i]);
+		free(vec[i].v.v);
+	}
+	free(st);
+	free(vec);
+	free(ntok);
+	free(nword);
+	lmt_docbatch_release(&b);
+	return n < 0 ? n : 0;
+}
