@@ -418,6 +418,24 @@ static void ckpt_saved(void *ctx, const struct lmt_run_saved *s)
 	     s->async ? "paused for the snapshot" : "waited for the write", tail);
 }
 
+/* The saver of the run's checkpoints, from t_start on (a resumed run's checkpoint
+ * is not saved again). */
+static void start_saver(struct lmt_run_saver *sv, const struct opts *o, struct lmt_trainer *tr, double wall_offset,
+			double t_start, int resumed)
+{
+	lmt_run_saver_init(sv, &run, tr);
+	sv->keep = o->keep;
+	sv->keep_every = o->keep_every;
+	sv->mtbf = o->mtbf;
+	sv->wall_offset = wall_offset;
+	sv->t_start = t_start;
+	sv->saved = ckpt_saved;
+	sv->saved_ctx = (void *)o;
+	sv->last_saved = resumed ? tr->update : UINT64_MAX;
+	if (o->out && !o->ckpt_sync && (o->ckpt_every || o->ckpt_minutes > 0))
+		lmt_ckpt_async_reserve(&sv->async, tr->g->nparams * 3);
+}
+
 /* Text to token ids with the tokenizer, or the EOS/BOS token alone. */
 static int32_t *make_prompt(const struct opts *o, struct lmt_tokenizer *tok, int have_tok, uint32_t eos, int *np)
 {
@@ -507,6 +525,32 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	}
 	if ((o->ckpt_every || o->ckpt_minutes > 0 || o->keep_every || o->stop_at) && !o->out)
 		usage_error("checkpoints are written into the run directory: give -o RUN");
+}
+
+/* The dataset, and the tokenizer if given (it must be the dataset's); 1 with a tokenizer. */
+static int open_data(struct opts *o, struct lmt_dataset *d, struct lmt_tokenizer *tok)
+{
+	struct lmt_err err = { 0 };
+	int have_tok = 0;
+	if (lmt_dataset_open(d, o->data, &err))
+		die_err(&err);
+	if (o->tokenizer) {
+		if (lmt_tok_load(tok, o->tokenizer, &err))
+			die_err(&err);
+		if (memcmp(tok->sha256, d->tokenizer_sha256, 32)) {
+			char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
+			die("'%s' is tokenizer %.16s..., but the dataset '%s' was made with %.16s...", o->tokenizer,
+			    lmt_sha256_hex(tok->sha256, a), o->data, lmt_sha256_hex(d->tokenizer_sha256, b));
+		}
+		have_tok = 1;
+	}
+	int T = (int)d->seq_len;
+	if (!o->context)
+		o->context = T;
+	if (T > o->context)
+		die("'%s': sequences of %d tokens are longer than the model's context of %d (--context)", o->data, T,
+		    o->context);
+	return have_tok;
 }
 
 /* The model: from an llm.c checkpoint, or of the options' shape (weights later). */
@@ -718,27 +762,9 @@ int main(int argc, char **argv)
 
 	struct lmt_err err = { 0 };
 	struct lmt_dataset d;
-	if (lmt_dataset_open(&d, o.data, &err))
-		die_err(&err);
 	struct lmt_tokenizer tok;
-	int have_tok = 0;
-	if (o.tokenizer) {
-		if (lmt_tok_load(&tok, o.tokenizer, &err))
-			die_err(&err);
-		if (memcmp(tok.sha256, d.tokenizer_sha256, 32)) {
-			char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
-			die("'%s' is tokenizer %.16s..., but the dataset '%s' was made with %.16s...", o.tokenizer,
-			    lmt_sha256_hex(tok.sha256, a), o.data, lmt_sha256_hex(d.tokenizer_sha256, b));
-		}
-		have_tok = 1;
-	}
+	int have_tok = open_data(&o, &d, &tok);
 	int T = (int)d.seq_len;
-	if (!o.context)
-		o.context = T;
-	if (T > o.context)
-		die("'%s': sequences of %d tokens are longer than the model's context of %d (--context)", o.data, T,
-		    o.context);
-
 	struct lmt_backend be;
 	if (lmt_backend_open(&be, "cpu", tool_threads(o.threads), &err))
 		die_err(&err);
@@ -803,18 +829,8 @@ int main(int argc, char **argv)
 	int status = 0, interrupted = 0;
 	double wait_before = 0;
 	struct lmt_run_saver sv;
-	lmt_run_saver_init(&sv, &run, tr);
-	sv.keep = o.keep;
-	sv.keep_every = o.keep_every;
-	sv.mtbf = o.mtbf;
-	sv.wall_offset = rs.wall_offset;
-	sv.t_start = t_start;
-	sv.saved = ckpt_saved;
-	sv.saved_ctx = &o;
-	sv.last_saved = have_ck ? tr->update : UINT64_MAX;
+	start_saver(&sv, &o, tr, rs.wall_offset, t_start, have_ck);
 	double last_due = t_start;
-	if (o.out && !o.ckpt_sync && (o.ckpt_every || o.ckpt_minutes > 0))
-		lmt_ckpt_async_reserve(&sv.async, g.nparams * 3);
 	struct lmt_json j;
 	lmt_json_init(&j);
 	tool_defer_signals(); /* SIGINT, SIGTERM: finish the update, save, exit 0 */
