@@ -10,30 +10,25 @@
  * samples, summary); stderr: human progress. The run directory holds the resolved
  * configuration, the parameter breakdown, the metrics and the events.
  */
-#include <errno.h>
-#include <jansson.h>
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/atomicfile.h"
 #include "backend/backend.h"
 #include "ckpt/ckpt.h"
+#include "ckpt/runstate.h"
 #include "comm/comm.h"
-#include "data/dataset.h"
+#include "core/atomicfile.h"
 #include "core/json.h"
-#include "model/model.h"
-#include "data/tokenizer.h"
-#include "tool.h"
-#include "ckpt/trainstate.h"
-#include "model/trainer.h"
 #include "core/util.h"
-#include "core/version.h"
+#include "data/dataset.h"
+#include "data/tokenizer.h"
+#include "model/model.h"
+#include "model/trainer.h"
+#include "tool.h"
 
 enum {
 	OPT_DATA = OPT_TOOL_BASE,
@@ -207,7 +202,8 @@ struct opts {
 	uint64_t init_seed;
 	int init_seed_given, warmup_given, shape_given;
 	uint64_t eval_every, eval_seqs, sample_every;
-	const char *resume;
+	const char *resume, *resume_from; /* resume_from: the checkpoint --resume names, if it names one */
+	int resume_auto;
 	uint64_t ckpt_every, keep_every, stop_at;
 	double ckpt_minutes, mtbf;
 	int keep, ckpt_sync, log_samples;
@@ -362,24 +358,9 @@ static void set_option(struct opts *o, int c, const char *arg, const char *where
 	}
 }
 
-/* ---- the run directory ---- */
+/* ---- the run directory (lib/ckpt/runstate.h); this file prints ---- */
 
-struct run {
-	char dir[PATH_MAX];
-	FILE *metrics, *events;
-};
-
-static FILE *open_append(const char *dir, const char *name)
-{
-	char p[PATH_MAX];
-	path_fmt(p, sizeof p, "%s/%s", dir, name);
-	FILE *f = fopen(p, "a");
-	if (!f)
-		die("'%s': %s", p, strerror(errno));
-	return f;
-}
-
-static struct run *the_run;
+static struct lmt_run run;
 static int run_finished;
 static struct lmt_trainer the_trainer;
 
@@ -389,186 +370,70 @@ static void stop_trainer(void)
 		lmt_trainer_release(&the_trainer);
 }
 
-static void event(struct run *r, const char *what, const char *detail, uint64_t update);
+static void notice(void *ctx, const char *msg)
+{
+	(void)ctx;
+	warn("%s", msg);
+}
+
+static void event(const char *what, const char *detail, uint64_t update)
+{
+	struct lmt_err err = { 0 };
+	if (lmt_run_event(&run, what, detail, update, &err))
+		die_err(&err);
+}
 
 /* On any exit before the end (die() included), the events file says the run failed. */
 static void run_atexit(void)
 {
-	if (the_run && the_run->events && !run_finished)
-		event(the_run, "failed", "the run stopped on an error (see stderr)", 0);
+	if (run.events && !run_finished)
+		event("failed", "the run stopped on an error (see stderr)", 0);
 }
 
-/* Write j's record to stdout and, if there is a run, to f. */
-static void emit(struct lmt_json *j, FILE *f)
+/* Write j's record to stdout and, with to_run, to the run's metrics. */
+static void emit(struct lmt_json *j, int to_run)
 {
+	struct lmt_err err = { 0 };
 	if (lmt_json_end_line(j, stdout))
 		die("'<stdout>': write error");
-	if (f && (fwrite(j->out.buf, 1, j->out.len, f) != j->out.len || fflush(f)))
-		die("run directory: write error");
-}
-
-/* Close j's record and append it to events.jsonl (if there is a run). */
-static void write_event(struct run *r, struct lmt_json *j)
-{
-	lmt_json_end(j);
-	if (!r->events)
-		return;
-	if (LMT_GROW(j->out.buf, j->out.cap, j->out.len + 2))
-		die("out of memory");
-	j->out.buf[j->out.len++] = '\n';
-	if (fwrite(j->out.buf, 1, j->out.len, r->events) != j->out.len || fflush(r->events))
-		die("run directory: write error");
-}
-
-static void event(struct run *r, const char *what, const char *detail, uint64_t update)
-{
-	struct lmt_json j;
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", what);
-	lmt_json_u64(&j, "update", update);
-	if (detail)
-		lmt_json_str(&j, "detail", detail);
-	write_event(r, &j);
-	lmt_json_release(&j);
-}
-
-/* The machine, for the run record: what ran it, as the OS reports it. */
-static void hardware_record(struct lmt_json *j, const struct lmt_backend *be, const struct lmt_comm *comm)
-{
-	char model[256] = "unknown", host[256] = "";
-	FILE *f = fopen("/proc/cpuinfo", "r");
-	if (f) {
-		char line[512];
-		while (fgets(line, sizeof line, f))
-			if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
-				snprintf(model, sizeof model, "%s", strchr(line, ':') + 2);
-				model[strcspn(model, "\n")] = 0;
-				break;
-			}
-		fclose(f);
-	}
-	gethostname(host, sizeof host - 1);
-	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-	lmt_json_obj(j, "hardware");
-	lmt_json_str(j, "host", host);
-	lmt_json_str(j, "cpu", model);
-	lmt_json_u64(j, "cpus_online", (uint64_t)LMT_MAX(sysconf(_SC_NPROCESSORS_ONLN), 1));
-	lmt_json_u64(j, "memory_bytes", pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0);
-	lmt_json_str(j, "accelerator", "none");
-	lmt_json_u64(j, "devices", 0);
-	lmt_json_obj_end(j);
-	lmt_json_obj(j, "topology");
-	lmt_json_u64(j, "world", (uint64_t)comm->world);
-	lmt_json_u64(j, "nodes", 1);
-	lmt_json_u64(j, "ranks_per_node", (uint64_t)comm->world);
-	lmt_json_u64(j, "threads_per_rank", (uint64_t)be->threads);
-	lmt_json_str(j, "communicator", comm->name);
-	lmt_json_obj_end(j);
-}
-
-static void write_config(const struct run *r, const struct opts *o, const struct lmt_dataset *d,
-			 const struct lmt_gpt *g, const struct lmt_backend *be, const struct lmt_comm *comm, double peak)
-{
-	struct lmt_json j;
-	struct lmt_err err = { 0 };
-	char hex[LMT_SHA256_HEX], p[PATH_MAX];
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "tool", "train");
-	lmt_json_str(&j, "tool_version", LMT_VERSION);
-	lmt_json_str(&j, "revision", lmt_revision());
-	lmt_json_str(&j, "backend", be->name);
-	lmt_json_u64(&j, "threads", (uint64_t)be->threads);
-	hardware_record(&j, be, comm);
-	lmt_json_obj(&j, "data");
-	lmt_json_str(&j, "dir", o->data);
-	lmt_json_str(&j, "manifest_sha256", lmt_sha256_hex(d->manifest_sha256, hex));
-	lmt_json_str(&j, "tokenizer", o->tokenizer);
-	lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(d->tokenizer_sha256, hex));
-	lmt_json_u64(&j, "seq_len", d->seq_len);
-	lmt_json_obj_end(&j);
-	lmt_json_obj(&j, "model");
-	lmt_json_u64(&j, "layers", (uint64_t)g->cfg.L);
-	lmt_json_u64(&j, "heads", (uint64_t)g->cfg.NH);
-	lmt_json_u64(&j, "channels", (uint64_t)g->cfg.C);
-	lmt_json_u64(&j, "context", (uint64_t)g->cfg.max_T);
-	lmt_json_u64(&j, "vocab", (uint64_t)g->cfg.V);
-	lmt_json_u64(&j, "vocab_padded", (uint64_t)g->cfg.Vp);
-	lmt_json_bool(&j, "untied", g->cfg.untied);
-	lmt_json_str(&j, "init", o->init_llmc ? o->init_llmc : "gpt2-normal");
-	if (o->init_llmc)
-		lmt_json_null(&j, "init_seed");
-	else
-		lmt_json_u64(&j, "init_seed", o->init_seed);
-	lmt_json_str(&j, "export_llmc", o->export_llmc);
-	lmt_json_obj_end(&j);
-	lmt_json_obj(&j, "optimization");
-	lmt_json_u64(&j, "micro_batch", (uint64_t)o->tc.B);
-	lmt_json_u64(&j, "accum", (uint64_t)o->tc.accum);
-	lmt_json_u64(&j, "global_batch_sequences", (uint64_t)o->tc.B * o->tc.accum);
-	lmt_json_u64(&j, "global_batch_positions", (uint64_t)o->tc.B * o->tc.accum * d->seq_len);
-	lmt_json_u64(&j, "updates", o->tc.updates);
-	lmt_json_num(&j, "lr", o->tc.lr);
-	lmt_json_num(&j, "min_lr_frac", o->tc.min_lr_frac);
-	lmt_json_u64(&j, "warmup", o->tc.warmup);
-	lmt_json_str(&j, "schedule", o->tc.schedule == LMT_SCHED_COSINE ? "cosine" :
-				     o->tc.schedule == LMT_SCHED_LINEAR ? "linear" : "constant");
-	lmt_json_num(&j, "beta1", o->tc.beta1);
-	lmt_json_num(&j, "beta2", o->tc.beta2);
-	lmt_json_num(&j, "eps", o->tc.eps);
-	lmt_json_num(&j, "weight_decay", o->tc.weight_decay);
-	lmt_json_bool(&j, "decay_embeddings", o->tc.decay_embeddings);
-	lmt_json_num(&j, "clip", o->tc.clip);
-	lmt_json_str(&j, "on_nonfinite", o->tc.on_nonfinite == LMT_NONFINITE_STOP ? "stop" : "skip");
-	lmt_json_u64(&j, "seed", o->tc.seed);
-	lmt_json_bool(&j, "segment_mask", o->tc.seg_mask);
-	lmt_json_str(&j, "doc_targets", o->tc.cross_doc_targets ? "keep" : "drop");
-	lmt_json_u64(&j, "shuffle_window", o->tc.shuffle_window);
-	lmt_json_str(&j, "precision", "fp32");
-	lmt_json_obj_end(&j);
-	lmt_json_obj(&j, "eval");
-	lmt_json_u64(&j, "every", o->eval_every);
-	lmt_json_u64(&j, "sequences", o->eval_seqs);
-	lmt_json_u64(&j, "sample_every", o->sample_every);
-	lmt_json_u64(&j, "sample_tokens", (uint64_t)o->sample_tokens);
-	lmt_json_num(&j, "temperature", o->temperature);
-	lmt_json_u64(&j, "top_k", (uint64_t)o->top_k);
-	lmt_json_str(&j, "prompt", o->prompt);
-	lmt_json_obj_end(&j);
-	lmt_json_num(&j, "peak_flops", peak);
-	lmt_json_str(&j, "peak_source", o->peak > 0 ? "--peak-flops" : "measured sgemm");
-	lmt_json_end(&j);
-	if (LMT_GROW(j.out.buf, j.out.cap, j.out.len + 2))
-		die("out of memory");
-	j.out.buf[j.out.len++] = '\n';
-	path_fmt(p, sizeof p, "%s/config.json", r->dir);
-	if (lmt_write_file_atomic(p, j.out.buf, j.out.len, &err))
+	if (to_run && lmt_run_metrics_append(&run, j, &err))
 		die_err(&err);
-	lmt_json_release(&j);
 }
 
-static void param_record(struct lmt_json *j, const struct lmt_gpt *g)
+/* A finished checkpoint: its record and a progress line. */
+static void ckpt_saved(void *ctx, const struct lmt_run_saved *s)
 {
-	struct lmt_gpt_counts c;
-	lmt_gpt_count(g, &c);
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "parameters");
-	lmt_json_u64(j, "total", c.total);
-	lmt_json_u64(j, "embedding", c.embedding);
-	lmt_json_u64(j, "matrix", c.matrix);
-	lmt_json_u64(j, "bias", c.bias);
-	lmt_json_u64(j, "norm", c.norm);
-	lmt_json_u64(j, "vocab_padding", c.padding);
-	lmt_json_bool(j, "tied", !g->cfg.untied);
-	lmt_json_obj(j, "tensors");
-	for (int i = 0; i < g->nt; i++) {
-		lmt_json_arr(j, g->t[i].name);
-		for (int k = 0; k < g->t[i].ndim; k++)
-			lmt_json_u64(j, NULL, (uint64_t)g->t[i].shape[k]);
-		lmt_json_arr_end(j);
-	}
-	lmt_json_obj_end(j);
+	const struct opts *o = ctx;
+	struct lmt_json j;
+	lmt_json_init(&j);
+	lmt_run_save_record(&j, s);
+	emit(&j, 1);
+	lmt_json_release(&j);
+	char tail[96] = "";
+	if (s->best_interval_s > 0)
+		snprintf(tail, sizeof tail, "; with an MTBF of %.0f s the best interval is %.0f s", o->mtbf,
+			 s->best_interval_s);
+	info("checkpoint of update %llu: %.1f MB written in %.2f s; cost %.3f s (training %s)%s",
+	     (unsigned long long)s->update, s->r->bytes / 1e6, s->r->write_s, s->cost_s,
+	     s->async ? "paused for the snapshot" : "waited for the write", tail);
+}
+
+/* The saver of the run's checkpoints, from t_start on (a resumed run's checkpoint
+ * is not saved again). */
+static void start_saver(struct lmt_run_saver *sv, const struct opts *o, struct lmt_trainer *tr, double wall_offset,
+			double t_start, int resumed)
+{
+	lmt_run_saver_init(sv, &run, tr);
+	sv->keep = o->keep;
+	sv->keep_every = o->keep_every;
+	sv->mtbf = o->mtbf;
+	sv->wall_offset = wall_offset;
+	sv->t_start = t_start;
+	sv->saved = ckpt_saved;
+	sv->saved_ctx = (void *)o;
+	sv->last_saved = resumed ? tr->update : UINT64_MAX;
+	if (o->out && !o->ckpt_sync && (o->ckpt_every || o->ckpt_minutes > 0))
+		lmt_ckpt_async_reserve(&sv->async, tr->g->nparams * 3);
 }
 
 /* Text to token ids with the tokenizer, or the EOS/BOS token alone. */
@@ -596,597 +461,327 @@ static int32_t *make_prompt(const struct opts *o, struct lmt_tokenizer *tok, int
 	return p;
 }
 
-/* ---- checkpoints ---- */
-
-struct ckpt_ctx {
-	const struct opts *o;
-	const struct lmt_dataset *d;
-	struct lmt_gpt *g;
-	struct lmt_trainer *tr;
-	struct lmt_backend *be;
-	struct lmt_comm *comm;
-	struct run *run;
-	double wall_offset, t_start;
-	struct lmt_ckpt_async async;
-	uint64_t last_saved;
-	double last_save_time, last_due;
-};
-
-/* The manifest's "state" object: everything but the tensors. */
-static char *state_json(struct ckpt_ctx *k, double wall)
+static void parse_args(struct opts *o, int argc, char **argv)
 {
-	const struct opts *o = k->o;
-	struct lmt_trainer *tr = k->tr;
-	struct lmt_json j;
-	char hex[LMT_SHA256_HEX];
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_u64(&j, "update", tr->update);
-	lmt_json_u64(&j, "opt_steps", tr->opt_steps);
-	lmt_json_u64(&j, "tokens", tr->tokens);
-	lmt_json_u64(&j, "clipped_updates", tr->clipped_updates);
-	lmt_json_obj(&j, "clocks");
-	lmt_json_num(&j, "wall_s", wall);
-	lmt_json_num(&j, "device_s", wall * k->comm->world);
-	lmt_json_obj_end(&j);
-	lmt_json_obj(&j, "scheduler");
-	lmt_json_str(&j, "schedule", o->tc.schedule == LMT_SCHED_COSINE ? "cosine" :
-				     o->tc.schedule == LMT_SCHED_LINEAR ? "linear" : "constant");
-	lmt_json_num(&j, "lr", o->tc.lr);
-	lmt_json_num(&j, "min_lr_frac", o->tc.min_lr_frac);
-	lmt_json_u64(&j, "warmup", o->tc.warmup);
-	lmt_json_u64(&j, "updates", o->tc.updates);
-	lmt_json_num(&j, "next_lr", lmt_lr_at(&o->tc, tr->update));
-	lmt_json_obj_end(&j);
-	lmt_json_obj(&j, "loss_scaler");
-	lmt_json_str(&j, "type", "none");
-	lmt_json_num(&j, "scale", 1.0);
-	lmt_json_obj_end(&j);
-	lmt_json_arr(&j, "rng");
-	for (int r = 0; r < k->comm->world; r++) {
-		lmt_json_obj(&j, NULL);
-		lmt_json_u64(&j, "rank", (uint64_t)r);
-		lmt_json_obj(&j, "cpu");
-		lmt_json_str(&j, "generator", "xoshiro256**");
-		lmt_json_u64(&j, "seed", o->tc.seed);
-		lmt_json_str(&j, "use", "sampling only; each sample is drawn from a stream seeded by --seed alone");
-		lmt_json_obj_end(&j);
-		lmt_json_null(&j, "device");
-		lmt_json_obj_end(&j);
-	}
-	lmt_json_arr_end(&j);
-	lmt_json_obj(&j, "loader");
-	lmt_json_u64(&j, "order", LMT_LOADER_ORDER);
-	lmt_json_u64(&j, "seed", o->tc.seed);
-	lmt_json_u64(&j, "window", o->tc.shuffle_window);
-	lmt_json_u64(&j, "world", (uint64_t)k->comm->world);
-	lmt_json_arr(&j, "cursors");
-	lmt_json_obj(&j, NULL);
-	lmt_json_u64(&j, "rank", (uint64_t)k->comm->rank);
-	lmt_json_u64(&j, "cursor", lmt_loader_cursor(&tr->loader));
-	lmt_json_obj_end(&j);
-	lmt_json_arr_end(&j);
-	lmt_json_obj_end(&j);
-	lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(k->d->tokenizer_sha256, hex));
-	lmt_json_str(&j, "dataset_manifest_sha256", lmt_sha256_hex(k->d->manifest_sha256, hex));
-	lmt_json_obj(&j, "model");
-	lmt_json_u64(&j, "layers", (uint64_t)k->g->cfg.L);
-	lmt_json_u64(&j, "heads", (uint64_t)k->g->cfg.NH);
-	lmt_json_u64(&j, "channels", (uint64_t)k->g->cfg.C);
-	lmt_json_u64(&j, "context", (uint64_t)k->g->cfg.max_T);
-	lmt_json_u64(&j, "vocab", (uint64_t)k->g->cfg.V);
-	lmt_json_u64(&j, "vocab_padded", (uint64_t)k->g->cfg.Vp);
-	lmt_json_bool(&j, "untied", k->g->cfg.untied);
-	lmt_json_obj_end(&j);
-	lmt_json_obj(&j, "code");
-	lmt_json_str(&j, "revision", lmt_revision());
-	lmt_json_bool(&j, "dirty", strstr(lmt_revision(), "-dirty") != NULL);
-	lmt_json_str(&j, "library", LMT_VERSION);
-	lmt_json_str(&j, "backend", k->be->name);
-	lmt_json_obj_end(&j);
-	lmt_json_obj(&j, "sharding");
-	lmt_json_u64(&j, "world", (uint64_t)k->comm->world);
-	lmt_json_str(&j, "rule", "rank r holds elements [r*n/W, (r+1)*n/W) of every tensor");
-	lmt_json_obj_end(&j);
-	long off = 0;
-	if (k->run->metrics) {
-		fflush(k->run->metrics);
-		off = ftell(k->run->metrics);
-	}
-	lmt_json_u64(&j, "metrics_offset", (uint64_t)(off > 0 ? off : 0));
-	if (k->run->dir[0]) {
-		char p[PATH_MAX], *cfg;
-		size_t n;
-		struct lmt_err err = { 0 };
-		path_fmt(p, sizeof p, "%s/config.json", k->run->dir);
-		if (lmt_read_file(p, &cfg, &n, &err) == 0) {
-			while (n && (cfg[n - 1] == '\n' || cfg[n - 1] == ' '))
-				cfg[--n] = 0;
-			lmt_json_raw(&j, "config", cfg);
-			free(cfg);
+	memset(o, 0, sizeof *o);
+	o->model = (struct lmt_gpt_config){ 0, 0, 0, 4, 4, 256, 0 };
+	o->tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
+					1.0, LMT_NONFINITE_STOP, 1, 8192 };
+	o->eval_every = 100;
+	o->keep = 3;
+	o->eval_seqs = 64;
+	o->sample_tokens = 32;
+	o->temperature = 1.0;
+	o->top_k = 40;
+	int c;
+	while ((c = getopt_long(argc, argv, "hVo:t:j:q", longopts, NULL)) != -1) {
+		if (c == 'h') {
+			usage();
+			exit(0);
 		}
+		if (c == 'V') {
+			print_version();
+			exit(0);
+		}
+		if (c == '?' || c == ':')
+			bad_option(argv);
+		set_option(o, c, optarg, NULL);
 	}
-	lmt_json_end(&j);
-	if (j.out.oom)
-		die("out of memory");
-	char *out = strdup(j.out.buf);
-	lmt_json_release(&j);
-	if (!out)
-		die("out of memory");
-	return out;
-}
-
-/* Remove all but the newest keep checkpoints and the keep_every milestones. */
-static void retain(struct ckpt_ctx *k)
-{
-	struct lmt_err err = { 0 };
-	char **names;
-	uint64_t *ups;
-	int n;
-	if (lmt_ckpt_list(k->run->dir, &names, &ups, &n, &err)) {
-		warn("%s", err.msg);
-		return;
-	}
-	for (int i = 0; i < n - k->o->keep; i++) {
-		if (k->o->keep_every && ups[i] % k->o->keep_every == 0)
-			continue;
-		if (lmt_ckpt_remove(k->run->dir, names[i], &err))
-			warn("%s", err.msg);
-		else
-			event(k->run, "checkpoint-removed", names[i], ups[i]);
-	}
-	for (int i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	free(ups);
-}
-
-static void report_ckpt(struct ckpt_ctx *k, const struct lmt_ckpt_result *r, double pause, int async)
-{
-	uint64_t update = async ? k->async.save.update : k->tr->update;
-	/* the checkpoint's cost C to the run: the time training stood still for it */
-	double cost = async ? pause : r->write_s;
-	struct lmt_json j;
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "checkpoint");
-	lmt_json_u64(&j, "update", update);
-	lmt_json_str(&j, "path", r->path);
-	lmt_json_u64(&j, "bytes", r->bytes);
-	lmt_json_num(&j, "pause_s", pause);
-	lmt_json_num(&j, "write_s", r->write_s);
-	lmt_json_num(&j, "mb_per_s", r->write_s > 0 ? r->bytes / r->write_s / 1e6 : 0);
-	lmt_json_bool(&j, "async", async);
-	lmt_json_num(&j, "cost_s", cost);
-	/* Young's interval: the checkpoint period that minimises the expected overhead
-	 * for a cost C per checkpoint and a mean time between failures */
-	double best = k->o->mtbf > 0 ? sqrt(2.0 * cost * k->o->mtbf) : 0;
-	if (best > 0)
-		lmt_json_num(&j, "optimal_interval_s", best);
-	emit(&j, k->run->metrics);
-	lmt_json_release(&j);
-	event(k->run, "checkpoint", r->path, update);
-	char tail[96] = "";
-	if (best > 0)
-		snprintf(tail, sizeof tail, "; with an MTBF of %.0f s the best interval is %.0f s", k->o->mtbf, best);
-	info("checkpoint of update %llu: %.1f MB written in %.2f s; cost %.3f s (training %s)%s",
-	     (unsigned long long)update, r->bytes / 1e6, r->write_s, cost,
-	     async ? "paused for the snapshot" : "waited for the write", tail);
-	retain(k);
-}
-
-/* Collect a finished background save, if any. */
-static void ckpt_poll(struct ckpt_ctx *k, int wait)
-{
-	struct lmt_ckpt_result r;
-	struct lmt_err err = { 0 };
-	int rc = 0;
-	double pause = k->async.save.update ? k->last_save_time : 0;
-	int got = wait ? lmt_ckpt_async_wait(&k->async, &r, &rc, &err) : lmt_ckpt_async_poll(&k->async, &r, &rc, &err);
-	if (!got)
-		return;
-	if (rc)
-		die("checkpoint of update %llu failed: %s", (unsigned long long)k->async.save.update, err.msg);
-	report_ckpt(k, &r, pause, 1);
-}
-
-static void ckpt_save(struct ckpt_ctx *k, int sync)
-{
-	struct lmt_err err = { 0 };
-	if (!k->run->dir[0] || k->last_saved == k->tr->update)
-		return;
-	/* one save at a time: a final (synchronous) save waits for the one in flight; a
-	 * periodic one is refused, and says so */
-	ckpt_poll(k, sync);
-	if (k->async.started) {
-		char detail[160];
-		snprintf(detail, sizeof detail, "not saving update %llu: the save of update %llu is still in flight",
-			 (unsigned long long)k->tr->update, (unsigned long long)k->async.save.update);
-		warn("%s", detail);
-		event(k->run, "checkpoint-refused", detail, k->tr->update);
-		return;
-	}
-	struct lmt_ckpt_tensor *t;
-	int n;
-	float *host;
-	double t0 = lmt_now();
-	if (lmt_trainstate_tensors(k->g, &t, &n, &host, &err))
-		die_err(&err);
-	double wall = k->wall_offset + (lmt_now() - k->t_start);
-	char *state = state_json(k, wall);
-	struct lmt_ckpt_save sv = { k->run->dir, k->tr->update, k->comm->world, t, n, state };
-	if (sync) {
-		struct lmt_ckpt_result r;
-		if (lmt_ckpt_write(&sv, &r, &err))
+	if (optind < argc)
+		usage_error("unexpected argument '%s'", argv[optind]);
+	if (!o->data)
+		usage_error("no dataset: give --data DIR (shard-pack's output)");
+	if (!o->init_seed_given)
+		o->init_seed = o->tc.seed;
+	if (!o->warmup_given)
+		o->tc.warmup = o->tc.updates / 20;
+	if (o->tc.warmup > o->tc.updates)
+		usage_error("--warmup %llu is more than --updates %llu", (unsigned long long)o->tc.warmup,
+			    (unsigned long long)o->tc.updates);
+	if (o->init_llmc && (o->model.untied || o->shape_given))
+		usage_error("--init-llmc sets the model's shape; --layers, --heads, --channels, --context and --untie do "
+			    "not apply");
+	if (o->export_llmc && o->model.untied)
+		usage_error("--export-llmc writes llm.c's format, which has no untied head (--untie)");
+	if (o->prompt && !o->tokenizer)
+		usage_error("--prompt is text: give the tokenizer with -t");
+	if (!o->init_llmc && o->model.C % o->model.NH)
+		usage_error("--channels %d is not a multiple of --heads %d", o->model.C, o->model.NH);
+	/* --resume RUN, --resume RUN/ckpt/step-N, or --resume auto (with -o RUN) */
+	if (o->resume && !strcmp(o->resume, "auto")) {
+		if (!o->out)
+			usage_error("--resume auto continues the run in -o RUN: give -o");
+		o->resume_auto = 1;
+	} else if (o->resume) {
+		struct lmt_err err = { 0 };
+		char *rundir;
+		int named, rc = lmt_run_resolve(o->resume, o->out, &rundir, &named, &err);
+		if (rc == LMT_EINVAL)
+			usage_error("%s", err.msg);
+		if (rc)
 			die_err(&err);
-		k->last_saved = k->tr->update;
-		report_ckpt(k, &r, lmt_now() - t0, 0);
+		o->resume_from = named ? o->resume : NULL;
+		o->out = rundir;
+	}
+	if ((o->ckpt_every || o->ckpt_minutes > 0 || o->keep_every || o->stop_at) && !o->out)
+		usage_error("checkpoints are written into the run directory: give -o RUN");
+}
+
+/* The dataset, and the tokenizer if given (it must be the dataset's); 1 with a tokenizer. */
+static int open_data(struct opts *o, struct lmt_dataset *d, struct lmt_tokenizer *tok)
+{
+	struct lmt_err err = { 0 };
+	int have_tok = 0;
+	if (lmt_dataset_open(d, o->data, &err))
+		die_err(&err);
+	if (o->tokenizer) {
+		if (lmt_tok_load(tok, o->tokenizer, &err))
+			die_err(&err);
+		if (memcmp(tok->sha256, d->tokenizer_sha256, 32)) {
+			char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
+			die("'%s' is tokenizer %.16s..., but the dataset '%s' was made with %.16s...", o->tokenizer,
+			    lmt_sha256_hex(tok->sha256, a), o->data, lmt_sha256_hex(d->tokenizer_sha256, b));
+		}
+		have_tok = 1;
+	}
+	int T = (int)d->seq_len;
+	if (!o->context)
+		o->context = T;
+	if (T > o->context)
+		die("'%s': sequences of %d tokens are longer than the model's context of %d (--context)", o->data, T,
+		    o->context);
+	return have_tok;
+}
+
+/* The model: from an llm.c checkpoint, or of the options' shape (weights later). */
+static void open_model(struct opts *o, const struct lmt_dataset *d, struct lmt_backend *be, struct lmt_gpt *g)
+{
+	struct lmt_err err = { 0 };
+	int T = (int)d->seq_len;
+	if (o->init_llmc) {
+		if (lmt_gpt_load_llmc(g, o->init_llmc, be, &err))
+			die_err(&err);
+		if (g->cfg.V != (int)d->vocab_size)
+			die("'%s': vocabulary of %d, the dataset's tokenizer has %u", o->init_llmc, g->cfg.V, d->vocab_size);
+		if (g->cfg.max_T < T)
+			die("'%s': context of %d, shorter than the dataset's sequences of %d", o->init_llmc, g->cfg.max_T, T);
 	} else {
-		if (lmt_ckpt_async_start(&k->async, &sv, &err))
+		o->model.max_T = o->context;
+		o->model.V = (int)d->vocab_size;
+		o->model.Vp = lmt_gpt_padded_vocab(o->model.V);
+		if (lmt_gpt_init(g, &o->model, be, &err))
 			die_err(&err);
-		k->last_saved = k->tr->update;
-		k->last_save_time = lmt_now() - t0; /* the training pause: the snapshot */
 	}
-	free(t);
-	free(host);
-	free(state);
 }
 
-static uint64_t ju64(json_t *o, const char *key)
-{
-	json_t *x = json_object_get(o, key);
-	return json_is_integer(x) && json_integer_value(x) >= 0 ? (uint64_t)json_integer_value(x) : UINT64_MAX;
-}
-
-/* The checkpoint must belong to this data and model; say what differs. */
-static void check_compat(const struct lmt_ckpt *c, const struct opts *o, const struct lmt_dataset *d,
-			 const struct lmt_gpt *g)
-{
-	char hex[LMT_SHA256_HEX];
-	json_t *m = lmt_ckpt_state(c, "model"), *l = lmt_ckpt_state(c, "loader");
-	const char *ts = json_string_value(lmt_ckpt_state(c, "tokenizer_sha256"));
-	const char *ds = json_string_value(lmt_ckpt_state(c, "dataset_manifest_sha256"));
-	if (!ts || strcmp(ts, lmt_sha256_hex(d->tokenizer_sha256, hex)))
-		die("'%s': made with tokenizer %.16s..., the dataset '%s' uses %.16s...", c->dir, ts ? ts : "?", o->data,
-		    hex);
-	if (!ds || strcmp(ds, lmt_sha256_hex(d->manifest_sha256, hex)))
-		die("'%s': made on dataset %.16s..., '%s' is %.16s...", c->dir, ds ? ds : "?", o->data, hex);
-	struct { const char *key; uint64_t have; } f[] = {
-		{ "layers", (uint64_t)g->cfg.L }, { "heads", (uint64_t)g->cfg.NH }, { "channels", (uint64_t)g->cfg.C },
-		{ "context", (uint64_t)g->cfg.max_T }, { "vocab", (uint64_t)g->cfg.V }, { "vocab_padded", (uint64_t)g->cfg.Vp },
-	};
-	for (size_t i = 0; i < LMT_ARRAY_SIZE(f); i++)
-		if (ju64(m, f[i].key) != f[i].have)
-			die("'%s': the model has %s %llu, this run %llu", c->dir, f[i].key, (unsigned long long)ju64(m, f[i].key),
-			    (unsigned long long)f[i].have);
-	if (json_is_true(json_object_get(m, "untied")) != g->cfg.untied)
-		die("'%s': the model is %s, this run %s", c->dir, g->cfg.untied ? "tied" : "untied",
-		    g->cfg.untied ? "untied" : "tied");
-	if (ju64(l, "order") != LMT_LOADER_ORDER || ju64(l, "seed") != o->tc.seed ||
-	    ju64(l, "window") != o->tc.shuffle_window)
-		die("'%s': its data order (order %llu, seed %llu, window %llu) is not this run's (%d, %llu, %llu); the "
-		    "next samples would differ", c->dir, (unsigned long long)ju64(l, "order"),
-		    (unsigned long long)ju64(l, "seed"), (unsigned long long)ju64(l, "window"), LMT_LOADER_ORDER,
-		    (unsigned long long)o->tc.seed, (unsigned long long)o->tc.shuffle_window);
-}
-
-static void report_skipped(void *ctx, const char *path, const char *why)
-{
-	struct run *r = ctx;
-	warn("ignoring '%s': %s", path, why);
-	char detail[1200];
-	snprintf(detail, sizeof detail, "%s: %s", path, why);
-	event(r, "checkpoint-ignored", detail, 0);
-}
-
-/* --resume RUN: the newest checkpoint must be valid (auto falls back instead). */
-static void report_strict(void *ctx, const char *path, const char *why)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	if (!strncmp(base, "step-", 5))
-		die("%s\n(--resume auto would fall back to the newest valid checkpoint; --resume %s names one)", why,
-		    "RUN/ckpt/step-N");
-	report_skipped(ctx, path, why);
-}
-
-static uint64_t state_u64(const struct lmt_ckpt *c, const char *key)
-{
-	json_t *x = lmt_ckpt_state(c, key);
-	if (!json_is_integer(x) || json_integer_value(x) < 0)
-		die("'%s/manifest.json': state.%s is missing or not a count", c->dir, key);
-	return (uint64_t)json_integer_value(x);
-}
-
-/* This rank's loader cursor: its own if the world size is the same, else rebased
- * from rank 0's (ranks step in lockstep, so all consumed the same count). */
-static uint64_t resume_cursor(const struct lmt_ckpt *c, const struct lmt_comm *comm)
-{
-	json_t *l = lmt_ckpt_state(c, "loader");
-	json_t *cs = json_object_get(l, "cursors"), *e;
-	uint64_t world = ju64(l, "world");
-	size_t i;
-	if (!json_is_array(cs) || world == UINT64_MAX || world == 0)
-		die("'%s/manifest.json': state.loader has no cursors or world", c->dir);
-	uint64_t want = world == (uint64_t)comm->world ? (uint64_t)comm->rank : 0;
-	json_array_foreach(cs, i, e) {
-		if (ju64(e, "rank") != want)
-			continue;
-		uint64_t cur = ju64(e, "cursor");
-		if (cur == UINT64_MAX)
-			die("'%s/manifest.json': state.loader.cursors[%zu] has no cursor", c->dir, i);
-		if (world == (uint64_t)comm->world)
-			return cur;
-		uint64_t out;
-		struct lmt_err err = { 0 };
-		if (lmt_loader_rebase(cur, 0, (uint32_t)world, (uint32_t)comm->rank, (uint32_t)comm->world, &out, &err))
-			die("'%s': %s", c->dir, err.msg);
-		return out;
-	}
-	die("'%s/manifest.json': no loader cursor for rank %llu", c->dir, (unsigned long long)want);
-}
-
-/* Checkpoints past the one resumed from (invalid ones auto skipped, or newer ones
- * when an older checkpoint is named) would collide with the saves of the replayed
- * updates: move them aside, keeping them for inspection. */
-static void set_aside_newer(struct run *r, uint64_t update, int fresh)
+/* The checkpoint to resume from, checked against this run; 1 if there is one. */
+static int open_checkpoint(const struct opts *o, const struct lmt_dataset *d, const struct lmt_gpt *g,
+			   const struct lmt_comm *comm, struct lmt_ckpt *ck, uint64_t *cursor)
 {
 	struct lmt_err err = { 0 };
-	char **names;
-	uint64_t *ups;
-	int n;
-	if (lmt_ckpt_list(r->dir, &names, &ups, &n, &err))
+	uint64_t update;
+	int found = lmt_run_resume_open(&run, o->resume_from, o->resume_auto, ck, &err);
+	if (found < 0)
 		die_err(&err);
-	for (int i = 0; i < n; i++) {
-		if (fresh || ups[i] > update) {
-			char a[PATH_MAX], b[PATH_MAX];
-			path_fmt(a, sizeof a, "%s/ckpt/%s", r->dir, names[i]);
-			path_fmt(b, sizeof b, "%s/ckpt/stale-%s-%d", r->dir, names[i], (int)getpid());
-			if (rename(a, b))
-				die("'%s': cannot move it aside: %s", a, strerror(errno));
-			warn("'%s' is past the resumed state; moved to '%s'", a, b);
-			event(r, "checkpoint-set-aside", b, ups[i]);
-		}
-		free(names[i]);
-	}
-	free(names);
-	free(ups);
+	if (!found)
+		return 0;
+	if (lmt_run_check_compat(ck, o->data, d, &g->cfg, o->tc.seed, o->tc.shuffle_window, &err) ||
+	    lmt_run_resume_cursor(ck, comm->rank, comm->world, cursor, &err) ||
+	    lmt_run_state_u64(ck, "update", &update, &err))
+		die_err(&err);
+	if (update > o->tc.updates)
+		die("'%s' is at update %llu, past --updates %llu", ck->dir, (unsigned long long)update,
+		    (unsigned long long)o->tc.updates);
+	return 1;
 }
 
-/* Cut metrics.jsonl back to what it held at the checkpoint: the update records past
- * it are work that will be done again (counted in *replayed; the last one's wall
- * clock in *last_wall, or -1). The records of checkpoints at or before update upto,
- * written after their own snapshot and so past the offset, are kept. */
-static void rewind_metrics(const char *dir, uint64_t offset, uint64_t upto, uint64_t *replayed, double *last_wall)
+/* config.json, the parameters record and params.json. */
+static void report_setup(const struct opts *o, const struct lmt_dataset *d, const struct lmt_gpt *g,
+			 const struct lmt_backend *be, const struct lmt_comm *comm, double peak, double fpt, int resumed)
 {
-	char p[PATH_MAX], *data;
-	size_t n;
 	struct lmt_err err = { 0 };
-	*replayed = 0;
-	*last_wall = -1;
-	path_fmt(p, sizeof p, "%s/metrics.jsonl", dir);
-	if (lmt_read_file(p, &data, &n, &err))
+	const char *peak_source = o->peak > 0 ? "--peak-flops" : "measured sgemm";
+	if (o->out) {
+		struct lmt_run_config rc = { o->data, o->tokenizer, o->init_llmc, o->export_llmc, o->init_seed,
+					     o->eval_every, o->eval_seqs, o->sample_every, o->sample_tokens, o->top_k,
+					     o->temperature, o->prompt, peak, peak_source };
+		if (lmt_run_write_config(&run, &rc, &o->tc, d, g, be, comm, &err))
+			die_err(&err);
+	}
+	struct lmt_json j;
+	lmt_json_init(&j);
+	lmt_run_param_record(&j, g);
+	lmt_json_num(&j, "flops_per_token", fpt);
+	lmt_json_num(&j, "peak_flops", peak);
+	lmt_json_str(&j, "peak_source", peak_source);
+	/* a resumed run's metrics already hold it */
+	emit(&j, !resumed);
+	if (o->out && lmt_run_write_params(&run, &j, &err))
 		die_err(&err);
-	if (offset > n) {
-		/* a checkpoint copied into another run directory (after ckpt-reshard, say):
-		 * these metrics are not its run's, and nothing is cut */
-		warn("'%s' is shorter (%zu bytes) than its run's was at the checkpoint (%llu): not that run's metrics; "
-		     "appending to them", p, n, (unsigned long long)offset);
-		free(data);
-		return;
+	lmt_json_release(&j);
+}
+
+/* The fields the resume record and the resume event share. */
+static void resume_fields(struct lmt_json *j, const struct lmt_trainer *tr, const char *from,
+			  const struct lmt_run_resumed *rs)
+{
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "resume");
+	lmt_json_u64(j, "update", tr->update);
+	lmt_json_str(j, "from", from);
+	lmt_json_u64(j, "replayed_updates", rs->replayed);
+	lmt_json_num(j, "lost_wall_s", rs->lost_wall);
+}
+
+/* The resume record on stdout and in metrics.jsonl, and its event. */
+static void report_resume(const struct lmt_trainer *tr, const char *from, const struct lmt_run_resumed *rs,
+			  uint64_t cursor)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_json j;
+	lmt_json_init(&j);
+	resume_fields(&j, tr, from, rs);
+	lmt_json_u64(&j, "tokens_total", tr->tokens);
+	lmt_json_u64(&j, "cursor", cursor);
+	lmt_json_num(&j, "wall_s", rs->wall_offset);
+	emit(&j, 1);
+	resume_fields(&j, tr, from, rs);
+	if (lmt_run_event_write(&run, &j, &err))
+		die_err(&err);
+	lmt_json_release(&j);
+}
+
+static void report_eval(struct lmt_json *j, const struct opts *o, struct lmt_gpt *g, struct lmt_comm *comm,
+			struct lmt_dataset *d, const struct lmt_trainer *tr, uint64_t update)
+{
+	struct lmt_err err = { 0 };
+	double vl;
+	uint64_t vt;
+	double t0 = lmt_now();
+	if (lmt_evaluate(g, comm, d, LMT_SPLIT_VAL, o->eval_seqs, o->tc.seg_mask, o->tc.cross_doc_targets, &vl, &vt,
+			 &err))
+		die_err(&err);
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "eval");
+	lmt_json_u64(j, "update", update);
+	lmt_json_str(j, "split", "val");
+	lmt_json_num(j, "loss", vl);
+	lmt_json_u64(j, "tokens", vt);
+	lmt_json_u64(j, "tokens_total", tr->tokens);
+	lmt_json_u64(j, "sequences", LMT_MIN(o->eval_seqs, d->split_seqs[LMT_SPLIT_VAL]));
+	lmt_json_num(j, "seconds", lmt_now() - t0);
+	emit(j, 1);
+}
+
+static void report_sample(struct lmt_json *j, const struct opts *o, struct lmt_gpt *g, struct lmt_tokenizer *tok,
+			  int have_tok, const int32_t *prompt, int np, int32_t *sample, uint64_t update)
+{
+	struct lmt_err err = { 0 };
+	if (lmt_sample_tokens(g, prompt, np, o->sample_tokens, o->temperature, o->top_k, o->tc.seed, sample, &err))
+		die_err(&err);
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "sample");
+	lmt_json_u64(j, "update", update);
+	lmt_json_arr(j, "prompt_ids");
+	for (int k = 0; k < np; k++)
+		lmt_json_u64(j, NULL, (uint64_t)prompt[k]);
+	lmt_json_arr_end(j);
+	lmt_json_arr(j, "ids");
+	for (int k = 0; k < o->sample_tokens; k++)
+		lmt_json_u64(j, NULL, (uint64_t)sample[k]);
+	lmt_json_arr_end(j);
+	if (have_tok) {
+		uint32_t *ids = malloc((size_t)o->sample_tokens * sizeof *ids);
+		for (int k = 0; k < o->sample_tokens; k++)
+			ids[k] = (uint32_t)sample[k];
+		size_t n = lmt_tok_decode(tok, ids, (size_t)o->sample_tokens, 0, NULL, 0);
+		uint8_t *txt = malloc(n + 1);
+		lmt_tok_decode(tok, ids, (size_t)o->sample_tokens, 0, txt, n);
+		lmt_json_strn(j, "text", (const char *)txt, n);
+		free(txt);
+		free(ids);
 	}
-	struct lmt_json keep;
-	lmt_json_init(&keep);
-	for (char *q = data + offset, *e; q < data + n && (e = memchr(q, '\n', (size_t)(data + n - q))); q = e + 1) {
-		*e = 0;
-		if (!strncmp(q, "{\"event\":\"update\"", 17)) {
-			char *w = strstr(q, "\"clocks\":{\"wall_s\":");
-			(*replayed)++;
-			if (w)
-				*last_wall = strtod(w + 19, NULL);
-		} else if (!strncmp(q, "{\"event\":\"checkpoint\",\"update\":", 31) &&
-			   strtoull(q + 31, NULL, 10) <= upto) {
-			size_t len = (size_t)(e - q);
-			if (LMT_GROW(keep.out.buf, keep.out.cap, keep.out.len + len + 2))
-				die("out of memory");
-			memcpy(keep.out.buf + keep.out.len, q, len);
-			keep.out.len += len;
-			keep.out.buf[keep.out.len++] = '\n';
-		}
+	emit(j, 1);
+}
+
+/* A non-finite update: recorded; under --on-nonfinite stop (rc), the run ends (1). */
+static int report_nonfinite(const struct lmt_step_stats *st, int rc, const struct lmt_err *err)
+{
+	char detail[256];
+	snprintf(detail, sizeof detail, "non-finite %s%s%s", st->nonfinite_what, st->nonfinite_tensor ? " in " : "",
+		 st->nonfinite_tensor ? st->nonfinite_tensor : "");
+	event("nonfinite", detail, st->update);
+	if (rc) {
+		event("stop", err->msg, st->update);
+		fprintf(stderr, "train: %s (--on-nonfinite stop)\n", err->msg);
+		return 1;
 	}
-	free(data);
-	if (truncate(p, (off_t)offset))
-		die("'%s': %s", p, strerror(errno));
-	if (keep.out.len) {
-		FILE *f = fopen(p, "a");
-		if (!f || fwrite(keep.out.buf, 1, keep.out.len, f) != keep.out.len || fclose(f))
-			die("'%s': %s", p, strerror(errno));
+	warn("update %llu skipped: %s", (unsigned long long)st->update, detail);
+	return 0;
+}
+
+static void report_end(struct lmt_json *j, const struct opts *o, const struct lmt_trainer *tr, double wall,
+		       double wall_offset, int status, int interrupted)
+{
+	if (interrupted) {
+		char detail[128], why[32];
+		if (interrupted > 0)
+			snprintf(why, sizeof why, "signal %d", interrupted);
+		else
+			snprintf(why, sizeof why, "--stop-at %llu", (unsigned long long)o->stop_at);
+		snprintf(detail, sizeof detail, "%s: stopped after update %llu%s", why, (unsigned long long)tr->update,
+			 o->out ? ", checkpoint saved" : "");
+		event("stop", detail, tr->update);
+		info("%s", detail);
 	}
-	lmt_json_release(&keep);
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "summary");
+	lmt_json_u64(j, "updates", tr->update);
+	lmt_json_u64(j, "tokens", tr->tokens);
+	lmt_json_num(j, "wall_s", wall);
+	lmt_json_num(j, "wall_s_total", wall_offset + wall);
+	lmt_json_num(j, "device_s", wall * tr->comm->world);
+	lmt_json_num(j, "tokens_per_s", tr->tokens / wall);
+	lmt_json_u64(j, "clipped_updates", tr->clipped_updates);
+	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
+	lmt_json_str(j, "status", status ? "stopped" : interrupted ? "interrupted" : "done");
+	emit(j, 1);
+	if (!interrupted)
+		event(status ? "failed" : "end", NULL, tr->update);
+	run_finished = 1;
+	info("%llu updates, %llu tokens in %.1f s (%.0f tokens/s)", (unsigned long long)tr->update,
+	     (unsigned long long)tr->tokens, wall, tr->tokens / wall);
 }
 
 int main(int argc, char **argv)
 {
 	struct opts o;
-	memset(&o, 0, sizeof o);
-	o.model = (struct lmt_gpt_config){ 0, 0, 0, 4, 4, 256, 0 };
-	o.tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
-				       1.0, LMT_NONFINITE_STOP, 1, 8192 };
-	o.eval_every = 100;
-	o.keep = 3;
-	o.eval_seqs = 64;
-	o.sample_tokens = 32;
-	o.temperature = 1.0;
-	o.top_k = 40;
 	tool_init("train");
 	tool_passive_threads(argv);
-	int c;
-	while ((c = getopt_long(argc, argv, "hVo:t:j:q", longopts, NULL)) != -1) {
-		if (c == 'h') {
-			usage();
-			return 0;
-		}
-		if (c == 'V') {
-			print_version();
-			return 0;
-		}
-		if (c == '?' || c == ':')
-			bad_option(argv);
-		set_option(&o, c, optarg, NULL);
-	}
-	if (optind < argc)
-		usage_error("unexpected argument '%s'", argv[optind]);
-	if (!o.data)
-		usage_error("no dataset: give --data DIR (shard-pack's output)");
-	if (!o.init_seed_given)
-		o.init_seed = o.tc.seed;
-	if (!o.warmup_given)
-		o.tc.warmup = o.tc.updates / 20;
-	if (o.tc.warmup > o.tc.updates)
-		usage_error("--warmup %llu is more than --updates %llu", (unsigned long long)o.tc.warmup,
-			    (unsigned long long)o.tc.updates);
-	if (o.init_llmc && (o.model.untied || o.shape_given))
-		usage_error("--init-llmc sets the model's shape; --layers, --heads, --channels, --context and --untie do "
-			    "not apply");
-	if (o.export_llmc && o.model.untied)
-		usage_error("--export-llmc writes llm.c's format, which has no untied head (--untie)");
-	if (o.prompt && !o.tokenizer)
-		usage_error("--prompt is text: give the tokenizer with -t");
-	if (!o.init_llmc && o.model.C % o.model.NH)
-		usage_error("--channels %d is not a multiple of --heads %d", o.model.C, o.model.NH);
-	/* --resume RUN, --resume RUN/ckpt/step-N, or --resume auto (with -o RUN) */
-	const char *resume_from = NULL;
-	int resume_auto = 0;
-	if (o.resume && !strcmp(o.resume, "auto")) {
-		if (!o.out)
-			usage_error("--resume auto continues the run in -o RUN: give -o");
-		resume_auto = 1;
-	} else if (o.resume) {
-		char mp[PATH_MAX], *rundir;
-		path_fmt(mp, sizeof mp, "%s/manifest.json", o.resume);
-		if (access(mp, F_OK) == 0) {
-			/* one checkpoint, named: RUN/ckpt/step-N */
-			char *full = realpath(o.resume, NULL), *sl;
-			if (!full)
-				die("'%s': %s", o.resume, strerror(errno));
-			sl = strrchr(full, '/');
-			if (sl && sl > full) {
-				*sl = 0;
-				sl = strrchr(full, '/');
-			}
-			if (!sl || strcmp(sl + 1, "ckpt"))
-				usage_error("--resume %s: a checkpoint directory must be RUN/ckpt/step-N", o.resume);
-			*sl = 0;
-			resume_from = o.resume;
-			rundir = full;
-		} else {
-			rundir = strdup(o.resume);
-		}
-		if (!rundir)
-			die("out of memory");
-		struct stat a, b;
-		if (o.out && (stat(o.out, &a) || stat(rundir, &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino))
-			usage_error("--resume %s continues run '%s', but -o names '%s'", o.resume, rundir, o.out);
-		if (access(rundir, F_OK))
-			die("'%s': no such run to resume: %s", rundir, strerror(errno));
-		o.out = rundir;
-	}
-	if ((o.ckpt_every || o.ckpt_minutes > 0 || o.keep_every || o.stop_at) && !o.out)
-		usage_error("checkpoints are written into the run directory: give -o RUN");
+	parse_args(&o, argc, argv);
 
 	struct lmt_err err = { 0 };
 	struct lmt_dataset d;
-	if (lmt_dataset_open(&d, o.data, &err))
-		die_err(&err);
 	struct lmt_tokenizer tok;
-	int have_tok = 0;
-	if (o.tokenizer) {
-		if (lmt_tok_load(&tok, o.tokenizer, &err))
-			die_err(&err);
-		if (memcmp(tok.sha256, d.tokenizer_sha256, 32)) {
-			char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
-			die("'%s' is tokenizer %.16s..., but the dataset '%s' was made with %.16s...", o.tokenizer,
-			    lmt_sha256_hex(tok.sha256, a), o.data, lmt_sha256_hex(d.tokenizer_sha256, b));
-		}
-		have_tok = 1;
-	}
+	int have_tok = open_data(&o, &d, &tok);
 	int T = (int)d.seq_len;
-	if (!o.context)
-		o.context = T;
-	if (T > o.context)
-		die("'%s': sequences of %d tokens are longer than the model's context of %d (--context)", o.data, T,
-		    o.context);
-
 	struct lmt_backend be;
 	if (lmt_backend_open(&be, "cpu", tool_threads(o.threads), &err))
 		die_err(&err);
 	struct lmt_comm comm;
 	if (lmt_comm_open(&comm, NULL, &err))
 		die_err(&err);
-
 	struct lmt_gpt g;
-	if (o.init_llmc) {
-		if (lmt_gpt_load_llmc(&g, o.init_llmc, &be, &err))
-			die_err(&err);
-		if (g.cfg.V != (int)d.vocab_size)
-			die("'%s': vocabulary of %d, the dataset's tokenizer has %u", o.init_llmc, g.cfg.V, d.vocab_size);
-		if (g.cfg.max_T < T)
-			die("'%s': context of %d, shorter than the dataset's sequences of %d", o.init_llmc, g.cfg.max_T, T);
-	} else {
-		o.model.max_T = o.context;
-		o.model.V = (int)d.vocab_size;
-		o.model.Vp = lmt_gpt_padded_vocab(o.model.V);
-		if (lmt_gpt_init(&g, &o.model, &be, &err))
-			die_err(&err);
-	}
-	/* the run directory */
-	struct run run;
-	memset(&run, 0, sizeof run);
+	open_model(&o, &d, &be, &g);
+	lmt_run_init(&run, notice, NULL);
 	if (o.out) {
-		char prev[PATH_MAX];
-		path_fmt(prev, sizeof prev, "%s/metrics.jsonl", o.out);
-		if (access(prev, F_OK) == 0 && !o.resume)
-			die("'%s' holds a previous run (metrics.jsonl); give a new directory, or --resume", o.out);
-		if (mkdir(o.out, 0755) && errno != EEXIST)
-			die("'%s': %s", o.out, strerror(errno));
-		path_fmt(run.dir, sizeof run.dir, "%s", o.out);
-		char ck[PATH_MAX];
-		path_fmt(ck, sizeof ck, "%s/ckpt", o.out);
-		if (mkdir(ck, 0755) && errno != EEXIST)
-			die("'%s': %s", ck, strerror(errno));
-		run.metrics = open_append(o.out, "metrics.jsonl");
-		run.events = open_append(o.out, "events.jsonl");
-		the_run = &run;
+		if (lmt_run_open(&run, o.out, o.resume != NULL, &err))
+			die_err(&err);
 		atexit(run_atexit);
 	}
-	/* the checkpoint to resume from */
 	struct lmt_ckpt ck;
-	int have_ck = 0;
 	uint64_t cursor = (uint64_t)comm.rank;
-	if (o.resume) {
-		char path[PATH_MAX];
-		int found = 1;
-		if (resume_from) {
-			path_fmt(path, sizeof path, "%s", resume_from);
-		} else {
-			found = lmt_ckpt_latest(o.out, 1, path, sizeof path, resume_auto ? report_skipped : report_strict, &run,
-						&err);
-			if (found < 0)
-				die_err(&err);
-			if (!found && !resume_auto)
-				die("'%s': no checkpoint to resume from in %s/ckpt", o.out, o.out);
-		}
-		if (found) {
-			if (lmt_ckpt_open(&ck, path, resume_from != NULL, &err))
-				die_err(&err);
-			have_ck = 1;
-			check_compat(&ck, &o, &d, &g);
-			cursor = resume_cursor(&ck, &comm);
-			if (state_u64(&ck, "update") > o.tc.updates)
-				die("'%s' is at update %llu, past --updates %llu", path,
-				    (unsigned long long)state_u64(&ck, "update"), (unsigned long long)o.tc.updates);
-		}
-	}
+	int have_ck = o.resume && open_checkpoint(&o, &d, &g, &comm, &ck, &cursor);
 	/* a resumed run's weights come from the checkpoint */
 	if (!o.init_llmc && !have_ck && lmt_gpt_init_weights(&g, o.init_seed, &err))
 		die_err(&err);
@@ -1198,237 +793,76 @@ int main(int argc, char **argv)
 	 * the libraries it uses are torn down */
 	atexit(stop_trainer);
 	struct lmt_trainer *tr = &the_trainer;
-	double wall_offset = 0, lost_wall = 0;
-	uint64_t replayed = 0;
+	struct lmt_run_resumed rs = { 0 };
 	if (have_ck) {
 		double t0 = lmt_now();
-		if (lmt_trainstate_restore(&g, &ck, &err))
+		if (lmt_run_resume(&run, &ck, tr, &rs, &err))
 			die_err(&err);
-		tr->update = state_u64(&ck, "update");
-		tr->opt_steps = state_u64(&ck, "opt_steps");
-		tr->tokens = state_u64(&ck, "tokens");
-		tr->clipped_updates = state_u64(&ck, "clipped_updates");
-		json_t *clk = lmt_ckpt_state(&ck, "clocks");
-		wall_offset = json_number_value(json_object_get(clk, "wall_s"));
-		double last_wall;
-		rewind_metrics(o.out, state_u64(&ck, "metrics_offset"), tr->update, &replayed, &last_wall);
-		if (last_wall > wall_offset)
-			lost_wall = last_wall - wall_offset;
-		set_aside_newer(&run, tr->update, 0);
 		info("resumed from '%s' at update %llu (%.2f s to load; %llu updates to redo)", ck.dir,
-		     (unsigned long long)tr->update, lmt_now() - t0, (unsigned long long)replayed);
+		     (unsigned long long)tr->update, lmt_now() - t0, (unsigned long long)rs.replayed);
 	} else if (o.resume && run.metrics) {
-		double last_wall;
-		rewind_metrics(o.out, 0, 0, &replayed, &last_wall);
-		set_aside_newer(&run, 0, 1);
-		if (replayed)
+		if (lmt_run_restart(&run, &rs.replayed, &err))
+			die_err(&err);
+		if (rs.replayed)
 			warn("'%s' has no valid checkpoint: starting again from update 0 (%llu updates to redo)", o.out,
-			     (unsigned long long)replayed);
+			     (unsigned long long)rs.replayed);
 	}
 
 	double peak = o.peak > 0 ? o.peak : lmt_backend_peak_flops(&be, 1);
-	if (o.out)
-		write_config(&run, &o, &d, &g, &be, &comm, peak);
 	double fpt = lmt_gpt_flops_per_token(&g.cfg, T);
-	struct lmt_json j;
-	lmt_json_init(&j);
-	param_record(&j, &g);
-	lmt_json_num(&j, "flops_per_token", fpt);
-	lmt_json_num(&j, "peak_flops", peak);
-	lmt_json_str(&j, "peak_source", o.peak > 0 ? "--peak-flops" : "measured sgemm");
-	/* a resumed run's metrics already hold it */
-	emit(&j, have_ck ? NULL : run.metrics);
-	if (o.out) {
-		char p[PATH_MAX];
-		path_fmt(p, sizeof p, "%s/params.json", o.out);
-		lmt_json_end(&j);
-		if (lmt_write_file_atomic(p, j.out.buf, j.out.len, &err))
-			die_err(&err);
-	}
+	report_setup(&o, &d, &g, &be, &comm, peak, fpt, have_ck);
 	if (have_ck) {
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "resume");
-		lmt_json_u64(&j, "update", tr->update);
-		lmt_json_str(&j, "from", ck.dir);
-		lmt_json_u64(&j, "replayed_updates", replayed);
-		lmt_json_num(&j, "lost_wall_s", lost_wall);
-		lmt_json_u64(&j, "tokens_total", tr->tokens);
-		lmt_json_u64(&j, "cursor", cursor);
-		lmt_json_num(&j, "wall_s", wall_offset);
-		emit(&j, run.metrics);
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "resume");
-		lmt_json_u64(&j, "update", tr->update);
-		lmt_json_str(&j, "from", ck.dir);
-		lmt_json_u64(&j, "replayed_updates", replayed);
-		lmt_json_num(&j, "lost_wall_s", lost_wall);
-		write_event(&run, &j);
+		report_resume(tr, ck.dir, &rs, cursor);
 		lmt_ckpt_close(&ck);
 	} else {
-		event(&run, o.resume ? "restart" : "start", NULL, 0);
+		event(o.resume ? "restart" : "start", NULL, 0);
 	}
 	struct lmt_gpt_counts pc;
 	lmt_gpt_count(&g, &pc);
 	info("%s: %zu parameters (%d layers, %d heads, %d channels, vocabulary %d), %d x %d x %d tokens per update",
 	     be.name, pc.total, g.cfg.L, g.cfg.NH, g.cfg.C, g.cfg.V, o.tc.accum, o.tc.B, T);
 
-	size_t bytes_params = g.nparams * 4, bytes_acts = g.nacts * 4;
 	double t_start = lmt_now();
 	int32_t *sample = malloc((size_t)o.sample_tokens * sizeof *sample);
 	int np = 0;
 	int32_t *prompt = make_prompt(&o, &tok, have_tok, d.eos_id, &np);
-	int status = 0;
+	int status = 0, interrupted = 0;
 	double wait_before = 0;
-	struct ckpt_ctx ckc;
-	memset(&ckc, 0, sizeof ckc);
-	ckc.o = &o;
-	ckc.d = &d;
-	ckc.g = &g;
-	ckc.tr = tr;
-	ckc.be = &be;
-	ckc.comm = &comm;
-	ckc.run = &run;
-	ckc.wall_offset = wall_offset;
-	ckc.t_start = t_start;
-	ckc.last_saved = have_ck ? tr->update : UINT64_MAX;
-	ckc.last_due = t_start;
-	lmt_ckpt_async_init(&ckc.async);
-	ckc.async.threads = be.threads;
-	if (o.out && !o.ckpt_sync && (o.ckpt_every || o.ckpt_minutes > 0))
-		lmt_ckpt_async_reserve(&ckc.async, g.nparams * 3);
-	int interrupted = 0;
+	struct lmt_run_saver sv;
+	start_saver(&sv, &o, tr, rs.wall_offset, t_start, have_ck);
+	double last_due = t_start;
+	struct lmt_json j;
+	lmt_json_init(&j);
 	tool_defer_signals(); /* SIGINT, SIGTERM: finish the update, save, exit 0 */
 	while (tr->update < o.tc.updates) {
 		struct lmt_step_stats st;
 		int rc = lmt_trainer_step(tr, &st, &err);
 		if (rc && !st.nonfinite_what)
 			die_err(&err);
-		double wall = wall_offset + (lmt_now() - t_start);
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "update");
-		lmt_json_u64(&j, "update", st.update);
-		lmt_json_u64(&j, "microsteps", (uint64_t)o.tc.accum);
-		lmt_json_u64(&j, "tokens", st.valid_tokens);
-		lmt_json_u64(&j, "tokens_total", tr->tokens);
-		lmt_json_num(&j, "loss", st.loss);
-		lmt_json_num(&j, "lr", st.lr);
-		lmt_json_num(&j, "grad_norm", st.grad_norm);
-		lmt_json_bool(&j, "clipped", st.clipped);
-		lmt_json_num(&j, "clipped_fraction", (double)tr->clipped_updates / (double)tr->update);
-		lmt_json_bool(&j, "skipped", st.skipped);
-		lmt_json_num(&j, "tokens_per_s", st.valid_tokens / st.t_total);
-		lmt_json_num(&j, "flops_per_s", fpt * (double)st.positions / st.t_total);
-		lmt_json_num(&j, "mfu", fpt * (double)st.positions / st.t_total / peak);
-		lmt_json_obj(&j, "time");
-		lmt_json_num(&j, "data", st.t_data);
-		lmt_json_num(&j, "data_wait", tr->loader.wait_seconds - wait_before);
+		double wall = rs.wall_offset + (lmt_now() - t_start);
+		lmt_run_update_record(&j, tr, &st, tr->loader.wait_seconds - wait_before, wall, fpt, peak, o.log_samples);
 		wait_before = tr->loader.wait_seconds;
-		lmt_json_num(&j, "forward", st.t_forward);
-		lmt_json_num(&j, "backward", st.t_backward);
-		lmt_json_num(&j, "optimizer", st.t_optimizer);
-		lmt_json_num(&j, "comm", st.t_comm);
-		lmt_json_num(&j, "step", st.t_total);
-		lmt_json_obj_end(&j);
-		lmt_json_obj(&j, "clocks");
-		lmt_json_num(&j, "wall_s", wall);
-		lmt_json_u64(&j, "updates", tr->update);
-		lmt_json_u64(&j, "tokens", tr->tokens);
-		lmt_json_num(&j, "device_s", wall * comm.world);
-		lmt_json_obj_end(&j);
-		lmt_json_obj(&j, "memory");
-		lmt_json_u64(&j, "params", bytes_params);
-		lmt_json_u64(&j, "grads", bytes_params);
-		lmt_json_u64(&j, "optimizer", 2 * bytes_params);
-		lmt_json_u64(&j, "activations", bytes_acts);
-		lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
-		lmt_json_obj_end(&j);
-		if (o.log_samples) {
-			/* the stable ids (shard, sequence) of the samples this update consumed */
-			lmt_json_arr(&j, "samples");
-			for (int i = 0; i < o.tc.B * o.tc.accum; i++) {
-				lmt_json_arr(&j, NULL);
-				lmt_json_u64(&j, NULL, tr->samples[i].shard);
-				lmt_json_u64(&j, NULL, tr->samples[i].index);
-				lmt_json_arr_end(&j);
-			}
-			lmt_json_arr_end(&j);
-		}
-		if (st.nonfinite_what) {
-			lmt_json_str(&j, "nonfinite", st.nonfinite_what);
-			if (st.nonfinite_tensor)
-				lmt_json_str(&j, "nonfinite_tensor", st.nonfinite_tensor);
-		}
-		emit(&j, run.metrics);
-		if (st.nonfinite_what) {
-			char detail[256];
-			snprintf(detail, sizeof detail, "non-finite %s%s%s", st.nonfinite_what,
-				 st.nonfinite_tensor ? " in " : "", st.nonfinite_tensor ? st.nonfinite_tensor : "");
-			event(&run, "nonfinite", detail, st.update);
-			if (rc) {
-				event(&run, "stop", err.msg, st.update);
-				fprintf(stderr, "train: %s (--on-nonfinite stop)\n", err.msg);
-				status = 1;
-				break;
-			}
-			warn("update %llu skipped: %s", (unsigned long long)st.update, detail);
-		}
+		emit(&j, 1);
+		if (st.nonfinite_what && (status = report_nonfinite(&st, rc, &err)))
+			break;
 		if (!tool_quiet && isatty(STDERR_FILENO))
 			fprintf(stderr, "\rtrain: update %llu/%llu loss %.4f lr %.2e %.0f tok/s mfu %.1f%%   ",
 				(unsigned long long)st.update, (unsigned long long)o.tc.updates, st.loss, st.lr,
 				st.valid_tokens / st.t_total, 100 * fpt * (double)st.positions / st.t_total / peak);
 		int last = st.update == o.tc.updates;
-		if (o.eval_every && d.split_seqs[LMT_SPLIT_VAL] && (st.update % o.eval_every == 0 || last)) {
-			double vl;
-			uint64_t vt;
-			double t0 = lmt_now();
-			if (lmt_evaluate(&g, &comm, &d, LMT_SPLIT_VAL, o.eval_seqs, o.tc.seg_mask, o.tc.cross_doc_targets, &vl,
-					 &vt, &err))
-				die_err(&err);
-			lmt_json_begin(&j);
-			lmt_json_str(&j, "event", "eval");
-			lmt_json_u64(&j, "update", st.update);
-			lmt_json_str(&j, "split", "val");
-			lmt_json_num(&j, "loss", vl);
-			lmt_json_u64(&j, "tokens", vt);
-			lmt_json_u64(&j, "tokens_total", tr->tokens);
-			lmt_json_u64(&j, "sequences", LMT_MIN(o.eval_seqs, d.split_seqs[LMT_SPLIT_VAL]));
-			lmt_json_num(&j, "seconds", lmt_now() - t0);
-			emit(&j, run.metrics);
-		}
-		if (o.sample_every && (st.update % o.sample_every == 0 || last)) {
-			if (lmt_sample_tokens(&g, prompt, np, o.sample_tokens, o.temperature, o.top_k, o.tc.seed, sample, &err))
-				die_err(&err);
-			lmt_json_begin(&j);
-			lmt_json_str(&j, "event", "sample");
-			lmt_json_u64(&j, "update", st.update);
-			lmt_json_arr(&j, "prompt_ids");
-			for (int k = 0; k < np; k++)
-				lmt_json_u64(&j, NULL, (uint64_t)prompt[k]);
-			lmt_json_arr_end(&j);
-			lmt_json_arr(&j, "ids");
-			for (int k = 0; k < o.sample_tokens; k++)
-				lmt_json_u64(&j, NULL, (uint64_t)sample[k]);
-			lmt_json_arr_end(&j);
-			if (have_tok) {
-				uint32_t *ids = malloc((size_t)o.sample_tokens * sizeof *ids);
-				for (int k = 0; k < o.sample_tokens; k++)
-					ids[k] = (uint32_t)sample[k];
-				size_t n = lmt_tok_decode(&tok, ids, (size_t)o.sample_tokens, 0, NULL, 0);
-				uint8_t *txt = malloc(n + 1);
-				lmt_tok_decode(&tok, ids, (size_t)o.sample_tokens, 0, txt, n);
-				lmt_json_strn(&j, "text", (const char *)txt, n);
-				free(txt);
-				free(ids);
-			}
-			emit(&j, run.metrics);
-		}
+		if (o.eval_every && d.split_seqs[LMT_SPLIT_VAL] && (st.update % o.eval_every == 0 || last))
+			report_eval(&j, &o, &g, &comm, &d, tr, st.update);
+		if (o.sample_every && (st.update % o.sample_every == 0 || last))
+			report_sample(&j, &o, &g, &tok, have_tok, prompt, np, sample, st.update);
 		if (o.out) {
-			ckpt_poll(&ckc, 0);
+			if (lmt_run_save_poll(&sv, 0, &err))
+				die_err(&err);
 			int due = (o.ckpt_every && st.update % o.ckpt_every == 0) ||
-				  (o.ckpt_minutes > 0 && lmt_now() - ckc.last_due >= o.ckpt_minutes * 60);
+				  (o.ckpt_minutes > 0 && lmt_now() - last_due >= o.ckpt_minutes * 60);
 			if (due && !last && !tool_interrupted && tr->update != o.stop_at) {
-				ckc.last_due = lmt_now();
-				ckpt_save(&ckc, o.ckpt_sync);
+				last_due = lmt_now();
+				if (lmt_run_save(&sv, o.ckpt_sync, &err))
+					die_err(&err);
 			}
 		}
 		if (tool_interrupted) {
@@ -1443,46 +877,13 @@ int main(int argc, char **argv)
 	if (!tool_quiet && isatty(STDERR_FILENO))
 		fputc('\n', stderr);
 	/* the final checkpoint, written before exit 0 (a failed run's state is not saved) */
-	if (o.out && !status)
-		ckpt_save(&ckc, 1);
-	else if (o.out)
-		ckpt_poll(&ckc, 1);
-	lmt_ckpt_async_release(&ckc.async);
-	if (interrupted) {
-		char detail[128], why[32];
-		if (interrupted > 0)
-			snprintf(why, sizeof why, "signal %d", interrupted);
-		else
-			snprintf(why, sizeof why, "--stop-at %llu", (unsigned long long)o.stop_at);
-		snprintf(detail, sizeof detail, "%s: stopped after update %llu%s", why, (unsigned long long)tr->update,
-			 o.out ? ", checkpoint saved" : "");
-		event(&run, "stop", detail, tr->update);
-		info("%s", detail);
-	}
+	if (o.out && (status ? lmt_run_save_poll(&sv, 1, &err) : lmt_run_save(&sv, 1, &err)))
+		die_err(&err);
+	lmt_run_saver_release(&sv);
 	if (!status && !interrupted && o.export_llmc && lmt_gpt_save_llmc(&g, o.export_llmc, &err))
 		die_err(&err);
-	double wall = lmt_now() - t_start;
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "summary");
-	lmt_json_u64(&j, "updates", tr->update);
-	lmt_json_u64(&j, "tokens", tr->tokens);
-	lmt_json_num(&j, "wall_s", wall);
-	lmt_json_num(&j, "wall_s_total", wall_offset + wall);
-	lmt_json_num(&j, "device_s", wall * comm.world);
-	lmt_json_num(&j, "tokens_per_s", tr->tokens / wall);
-	lmt_json_u64(&j, "clipped_updates", tr->clipped_updates);
-	lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
-	lmt_json_str(&j, "status", status ? "stopped" : interrupted ? "interrupted" : "done");
-	emit(&j, run.metrics);
-	if (!interrupted)
-		event(&run, status ? "failed" : "end", NULL, tr->update);
-	run_finished = 1;
-	info("%llu updates, %llu tokens in %.1f s (%.0f tokens/s)", (unsigned long long)tr->update,
-	     (unsigned long long)tr->tokens, wall, tr->tokens / wall);
-	if (run.metrics)
-		fclose(run.metrics);
-	if (run.events)
-		fclose(run.events);
+	report_end(&j, &o, tr, lmt_now() - t_start, rs.wall_offset, status, interrupted);
+	lmt_run_close(&run);
 	free(sample);
 	free(prompt);
 	lmt_json_release(&j);

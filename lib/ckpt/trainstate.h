@@ -4,7 +4,7 @@
  * The state is every parameter tensor ("param/wte", ...) and AdamW's two moments
  * ("adam_m/wte", "adam_v/wte", ...), each a global tensor of the model's shape.
  * The scalar state (update count, cursor, clocks, ...) travels in the manifest;
- * see tools/train.c.
+ * see runstate.h.
  */
 #ifndef LMT_TRAINSTATE_H
 #define LMT_TRAINSTATE_H

@@ -1,0 +1,180 @@
+/*
+ * runstate.h: a training run's state on disk, for every tool and every rank that
+ * takes part in a run.
+ *
+ * A run directory RUN holds config.json (the resolved configuration), params.json
+ * (the parameter breakdown), metrics.jsonl (every record the trainer printed, so a
+ * resumed run can cut it back), events.jsonl (what happened to the run: start,
+ * resume, checkpoints saved, refused, removed, set aside, stop, end) and ckpt/ (the
+ * checkpoints, ckpt.h). This file opens it, writes its records, resolves what
+ * --resume names, checks that a checkpoint belongs to this run's data, model and
+ * data order, rebases the loader cursor to this rank, cuts the metrics back to the
+ * checkpoint, saves checkpoints (while training waits, or through a background
+ * writer) and keeps the newest of them.
+ *
+ * Nothing here prints or exits. What a user should hear about (a checkpoint
+ * ignored or set aside, metrics that are not the run's) goes, as one line of text,
+ * to the run's notice callback, and the tool decides how to show it; errors come
+ * back in struct lmt_err, worded as the train tool prints them. Functions take
+ * what they need as arguments, so every rank of a distributed job can call them.
+ */
+#ifndef LMT_RUNSTATE_H
+#define LMT_RUNSTATE_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend/backend.h"
+#include "ckpt/ckpt.h"
+#include "comm/comm.h"
+#include "core/error.h"
+#include "core/json.h"
+#include "data/dataset.h"
+#include "model/model.h"
+#include "model/trainer.h"
+
+struct lmt_run {
+	char dir[PATH_MAX];      /* "" without a run directory: records then go nowhere */
+	FILE *metrics, *events;  /* appended to, flushed per record */
+	/* findings for the user, one line each (NULL: dropped) */
+	void (*notice)(void *ctx, const char *msg);
+	void *notice_ctx;
+};
+
+/* An empty run (no directory), with the notice callback set. */
+void lmt_run_init(struct lmt_run *r, void (*notice)(void *ctx, const char *msg), void *ctx);
+/*
+ * Make (or open) the run directory dir and dir/ckpt, and open metrics.jsonl and
+ * events.jsonl for appending. A directory that holds a previous run's metrics is
+ * refused unless resuming.
+ */
+int lmt_run_open(struct lmt_run *r, const char *dir, int resuming, struct lmt_err *err);
+/* Close the files (r stays usable as a run without a directory). */
+void lmt_run_close(struct lmt_run *r);
+
+/* Append j's text as it stands (a finished line: lmt_json_end_line) to metrics.jsonl. */
+int lmt_run_metrics_append(struct lmt_run *r, const struct lmt_json *j, struct lmt_err *err);
+/* Close j's record and append it, as a line, to events.jsonl. */
+int lmt_run_event_write(struct lmt_run *r, struct lmt_json *j, struct lmt_err *err);
+/* The record {"event":what,"update":update[,"detail":detail]} in events.jsonl. */
+int lmt_run_event(struct lmt_run *r, const char *what, const char *detail, uint64_t update, struct lmt_err *err);
+
+/* ---- config.json and params.json ---- */
+
+/* What config.json records of the run besides the model, the optimizer and the machine. */
+struct lmt_run_config {
+	const char *data_dir, *tokenizer;          /* tokenizer: NULL if not given */
+	const char *init_llmc, *export_llmc;       /* NULL: initialised from init_seed; no export */
+	uint64_t init_seed;
+	uint64_t eval_every, eval_seqs, sample_every;
+	int sample_tokens, top_k;
+	double temperature;
+	const char *prompt;
+	double peak_flops;
+	const char *peak_source;                   /* "--peak-flops" or "measured sgemm" */
+};
+
+/* Write RUN/config.json (atomically). */
+int lmt_run_write_config(const struct lmt_run *r, const struct lmt_run_config *c, const struct lmt_train_cfg *tc,
+			 const struct lmt_dataset *d, const struct lmt_gpt *g, const struct lmt_backend *be,
+			 const struct lmt_comm *comm, struct lmt_err *err);
+/* Begin the "parameters" record in j: the counts by kind and every tensor's shape. */
+void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g);
+/* Write j's record (as it stands, closed) to RUN/params.json, atomically. */
+int lmt_run_write_params(const struct lmt_run *r, struct lmt_json *j, struct lmt_err *err);
+
+/* The "update" record of metrics.jsonl for the update st just did: rewinding the
+ * metrics on resume reads its "event" and "clocks"."wall_s" back. data_wait: the
+ * loader's wait during this update; wall: the run's wall clock (resumed segments
+ * included); log_samples: list the (shard, sequence) of every sample. */
+void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, const struct lmt_step_stats *st,
+			   double data_wait, double wall, double flops_per_token, double peak_flops, int log_samples);
+
+/* ---- resuming ---- */
+
+/*
+ * What --resume ARG continues: ARG is a run directory, or one checkpoint of one,
+ * RUN/ckpt/step-N (*named set to 1). *run_dir (the caller frees it) is the run.
+ * out, if given, must be that run. LMT_EINVAL: the arguments do not fit together
+ * (a usage error); other codes: the run is not there.
+ */
+int lmt_run_resolve(const char *arg, const char *out, char **run_dir, int *named, struct lmt_err *err);
+/*
+ * Open the checkpoint to resume r from: named (a directory, verified), or else the
+ * newest checkpoint of r that verifies. With fallback, invalid newer ones are
+ * reported (notice, and a "checkpoint-ignored" event) and skipped, and a run with
+ * none returns 0; without, the newest must be valid. Returns 1 with c open.
+ */
+int lmt_run_resume_open(struct lmt_run *r, const char *named, int fallback, struct lmt_ckpt *c,
+			struct lmt_err *err);
+/* The checkpoint must belong to this data (data_dir names it in messages), model
+ * and data order (seed, shuffle window); the message says what differs. */
+int lmt_run_check_compat(const struct lmt_ckpt *c, const char *data_dir, const struct lmt_dataset *d,
+			 const struct lmt_gpt_config *m, uint64_t seed, uint64_t window, struct lmt_err *err);
+/* A count of the checkpoint's state ("update", "tokens", ...). */
+int lmt_run_state_u64(const struct lmt_ckpt *c, const char *key, uint64_t *v, struct lmt_err *err);
+/* The loader cursor of rank `rank` of `world` from the checkpoint's: its own at the
+ * same world size, else rebased from rank 0's. */
+int lmt_run_resume_cursor(const struct lmt_ckpt *c, int rank, int world, uint64_t *cursor, struct lmt_err *err);
+
+struct lmt_run_resumed {
+	double wall_offset;      /* the run's wall clock at the checkpoint */
+	double lost_wall;        /* the wall clock of the updates done again */
+	uint64_t replayed;       /* update records cut from metrics.jsonl */
+};
+/*
+ * Continue tr (initialised, with its model) from checkpoint c: the parameters and
+ * moments, the counters and clock, metrics.jsonl cut back to the checkpoint, and
+ * checkpoints newer than it moved aside (they would collide with the saves of the
+ * updates done again).
+ */
+int lmt_run_resume(struct lmt_run *r, const struct lmt_ckpt *c, struct lmt_trainer *tr,
+		   struct lmt_run_resumed *out, struct lmt_err *err);
+/* Start r again from update 0 (--resume auto on a run without a valid
+ * checkpoint): metrics cut to nothing, every checkpoint moved aside. */
+int lmt_run_restart(struct lmt_run *r, uint64_t *replayed, struct lmt_err *err);
+
+/* ---- saving ---- */
+
+/* A finished save, for the tool's record and progress line. */
+struct lmt_run_saved {
+	uint64_t update;
+	const struct lmt_ckpt_result *r;
+	double pause_s;          /* training stood still: the whole write, or the snapshot */
+	double cost_s;           /* the checkpoint's cost C to the run */
+	double best_interval_s;  /* Young's sqrt(2 C MTBF); 0 without an MTBF */
+	int async;
+};
+
+/*
+ * The checkpoints of a run: at most one save in flight; each finished save goes
+ * to saved (the tool prints its record), then to events.jsonl, and retention
+ * removes all but the newest keep and the keep_every milestones.
+ */
+struct lmt_run_saver {
+	struct lmt_run *run;
+	struct lmt_trainer *tr;  /* the state: model, backend, communicator, counters, loader */
+	int keep;
+	uint64_t keep_every;     /* 0: no milestones */
+	double mtbf;             /* 0: no interval advice */
+	double wall_offset, t_start;
+	void (*saved)(void *ctx, const struct lmt_run_saved *s);
+	void *saved_ctx;
+	struct lmt_ckpt_async async;
+	uint64_t last_saved;     /* UINT64_MAX: none yet */
+	double last_save_time;   /* the pause of the save in flight */
+};
+
+void lmt_run_saver_init(struct lmt_run_saver *s, struct lmt_run *run, struct lmt_trainer *tr);
+void lmt_run_saver_release(struct lmt_run_saver *s);
+/* Save the trainer's state now; sync: write while training waits, else snapshot
+ * and write on a thread. A periodic save while one is in flight is refused (a
+ * notice and a "checkpoint-refused" event); a final (sync) one waits for it. */
+int lmt_run_save(struct lmt_run_saver *s, int sync, struct lmt_err *err);
+/* Collect a finished background save, if any (wait: block until it ends). */
+int lmt_run_save_poll(struct lmt_run_saver *s, int wait, struct lmt_err *err);
+/* Begin the "checkpoint" record of metrics.jsonl for s. */
+void lmt_run_save_record(struct lmt_json *j, const struct lmt_run_saved *s);
+
+#endif
