@@ -26,6 +26,7 @@
 #include "core/util.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"
+#include "model/generate.h"
 #include "model/model.h"
 #include "model/trainer.h"
 #include "tool.h"
@@ -677,7 +678,7 @@ static void report_sample(struct lmt_json *j, const struct opts *o, struct lmt_g
 			  int have_tok, const int32_t *prompt, int np, int32_t *sample, uint64_t update)
 {
 	struct lmt_err err = { 0 };
-	if (lmt_sample_tokens(g, prompt, np, o->sample_tokens, o->temperature, o->top_k, o->tc.seed, sample, &err))
+	if (lmt_generate(g, prompt, np, o->sample_tokens, o->temperature, o->top_k, o->tc.seed, sample, &err))
 		die_err(&err);
 	lmt_json_begin(j);
 	lmt_json_str(j, "event", "sample");

@@ -290,38 +290,3 @@ out:
 	lmt_loader_release(&l);
 	return rc;
 }
-
-int lmt_sample_tokens(struct lmt_gpt *g, const int32_t *prompt, int np, int n, double temperature, int top_k,
-		      uint64_t seed, int32_t *out, struct lmt_err *err)
-{
-	struct lmt_backend *be = g->be;
-	int T = g->T, V = g->cfg.V, Vp = g->cfg.Vp;
-	size_t N = (size_t)g->B * T;
-	int32_t *ctx = malloc(((size_t)np + n + 1) * sizeof *ctx), *tok = calloc(N, 4), *tgt = malloc(N * 4);
-	float *row = malloc((size_t)V * sizeof *row);
-	int *idx = malloc((size_t)V * sizeof *idx);
-	if (!ctx || !tok || !tgt || !row || !idx) {
-		free(ctx), free(tok), free(tgt), free(row), free(idx);
-		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
-	}
-	struct lmt_rng r;
-	lmt_rng_seed(&r, seed, 0x5a3);
-	memcpy(ctx, prompt, (size_t)np * sizeof *ctx);
-	int len = np;
-	for (size_t i = 0; i < N; i++)
-		tgt[i] = -1;
-	for (int k = 0; k < n; k++) {
-		int start = len > T ? len - T : 0, used = len - start;
-		memset(tok, 0, N * 4);
-		memcpy(tok, ctx + start, (size_t)used * 4);
-		be->to_device(be, g->tok, tok, N * 4);
-		be->to_device(be, g->tgt, tgt, N * 4);
-		lmt_gpt_logits(g, 0);
-		be->to_host(be, row, g->a.logits + (size_t)(used - 1) * Vp, (size_t)V * sizeof *row);
-		int next = lmt_pick_token(row, V, temperature, top_k, &r, idx);
-		ctx[len++] = next;
-		out[k] = next;
-	}
-	free(ctx), free(tok), free(tgt), free(row), free(idx);
-	return 0;
-}

@@ -111,12 +111,4 @@ uint64_t lmt_make_batch(const struct lmt_sample *s, int B, int T, int cross_doc_
 int lmt_evaluate(struct lmt_gpt *g, struct lmt_comm *comm, struct lmt_dataset *d, int split, uint64_t nseq,
 		 int seg_mask, int cross_doc_targets, double *loss, uint64_t *tokens, struct lmt_err *err);
 
-/*
- * Sample n tokens after prompt (np tokens) with temperature and top-k (0: all) from
- * a seeded generator, recomputing the forward pass over the prefix (at most the
- * model's context, the latest tokens kept). g must have activations for B >= 1.
- */
-int lmt_sample_tokens(struct lmt_gpt *g, const int32_t *prompt, int np, int n, double temperature, int top_k,
-		      uint64_t seed, int32_t *out, struct lmt_err *err);
-
 #endif
