@@ -19,6 +19,7 @@
 #include "core/atomicfile.h"
 #include "core/binformat.h"
 #include "core/json.h"
+#include "core/jsonseal.h"
 #include "core/util.h"
 
 const struct lmt_format lmt_format_ckpt = {
@@ -169,6 +170,7 @@ static int write_manifest(const char *dir, uint64_t update, int W, const char *s
 		lmt_json_obj_end(&j);
 	}
 	lmt_json_arr_end(&j);
+	lmt_jsonseal_add(&j, LMT_CKPT_SEAL); /* last: a checksum of everything above */
 	lmt_json_end(&j);
 	if (j.out.oom || LMT_GROW(j.out.buf, j.out.cap, j.out.len + 2)) {
 		lmt_json_release(&j);
@@ -549,10 +551,18 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 		return lmt_err_errno(err, "'%s': not a checkpoint directory", dir);
 	if (stat(path, &st) != 0)
 		return lmt_err_set(err, LMT_EFORMAT, "'%s': no manifest.json: not a complete checkpoint", dir);
+	/* the bytes first: the manifest's own checksum is checked before any field of it
+	 * is believed (an older schema is named as such rather than called edited) */
+	char *text;
+	size_t tn;
+	if ((rc = lmt_read_file(path, &text, &tn, err)))
+		return rc;
 	json_error_t je;
-	json_t *m = json_load_file(path, 0, &je);
-	if (!m)
+	json_t *m = json_loadb(text, tn, 0, &je);
+	if (!m) {
+		free(text);
 		return lmt_err_set(err, LMT_EFORMAT, "'%s': line %d: invalid JSON: %s", path, je.line, je.text);
+	}
 	c->manifest = m;
 	c->dir = strdup(dir);
 	uint64_t ver = 0, upd = 0, world = 0;
@@ -564,10 +574,18 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 		goto fail;
 	}
 	if (ver != LMT_CKPT_SCHEMA) {
-		rc = lmt_err_set(err, LMT_EVERSION, "'%s': checkpoint schema version %llu, this build reads %d", path,
-				 (unsigned long long)ver, LMT_CKPT_SCHEMA);
+		rc = lmt_err_set(err, LMT_EVERSION, "'%s': checkpoint schema version %llu, this build reads %d%s", path,
+				 (unsigned long long)ver, LMT_CKPT_SCHEMA,
+				 ver < LMT_CKPT_SCHEMA ? " (an older manifest carries no checksum of itself: "
+							 "'ckpt-inspect --rehash' seals one you trust)" : "");
 		goto fail;
 	}
+	/* what it is and which version, then whether it is intact: no other field is
+	 * read before the manifest's own checksum holds */
+	if ((rc = lmt_jsonseal_check(text, tn, LMT_CKPT_SEAL, path, err)))
+		goto fail;
+	free(text);
+	text = NULL;
 	if (get_u64(m, "update", &upd) || get_u64(m, "world", &world) || world == 0 || world > 1u << 20 ||
 	    !json_is_object(json_object_get(m, "state")) || !json_is_array(files) || !json_is_array(tensors) ||
 	    json_array_size(files) != world) {
@@ -682,6 +700,7 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 	}
 	return 0;
 fail:
+	free(text);
 	lmt_ckpt_close(c);
 	return rc;
 }

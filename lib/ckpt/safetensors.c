@@ -8,6 +8,7 @@
  * straight into an output buffer of one layer's slice.
  */
 #include "ckpt/safetensors.h"
+#include "ckpt/trainstate.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -174,30 +175,13 @@ static void src_shape(const struct cfg *m, int p, int *ndim, uint64_t *shape)
 	}
 }
 
-static int get_int(json_t *o, const char *k, int lo, int *v)
-{
-	json_t *x = json_object_get(o, k);
-	if (!json_is_integer(x) || json_integer_value(x) < lo || json_integer_value(x) > INT32_MAX)
-		return -1;
-	*v = (int)json_integer_value(x);
-	return 0;
-}
-
 static int read_cfg(const struct lmt_ckpt *c, struct cfg *m, struct lmt_err *err)
 {
-	json_t *o = lmt_ckpt_state(c, "model"), *u = json_object_get(o, "untied");
-	if (!json_is_object(o) || get_int(o, "layers", 1, &m->L) || get_int(o, "heads", 1, &m->NH) ||
-	    get_int(o, "channels", 1, &m->C) || get_int(o, "context", 1, &m->maxT) || get_int(o, "vocab", 1, &m->V) ||
-	    get_int(o, "vocab_padded", 1, &m->Vp) || !json_is_boolean(u))
-		return lmt_err_set(err, LMT_EFORMAT,
-				   "'%s/manifest.json': state.model lacks layers, heads, channels, context, vocab, "
-				   "vocab_padded or untied", c->dir);
-	m->untied = json_is_true(u);
-	if (m->C % m->NH || m->Vp < m->V)
-		return lmt_err_set(err, LMT_EFORMAT,
-				   "'%s/manifest.json': state.model: %d channels in %d heads, vocabulary %d padded to %d",
-				   c->dir, m->C, m->NH, m->V, m->Vp);
-	return 0;
+	struct lmt_gpt_config g;
+	int rc = lmt_trainstate_model(c, &g, err);
+	if (!rc)
+		*m = (struct cfg){ g.L, g.NH, g.C, g.max_T, g.V, g.Vp, g.untied };
+	return rc;
 }
 
 /* One output tensor: a slice of a source tensor. */

@@ -13,6 +13,15 @@
 #include "core/error.h"
 #include "model/model.h"
 
+/* The model's shape as the checkpoint's state.model records it; the message
+ * names the manifest when a field is missing or the shape does not hold together. */
+int lmt_trainstate_model(const struct lmt_ckpt *c, struct lmt_gpt_config *cfg, struct lmt_err *err);
+/* Does the checkpoint's tensor table hold exactly the training state of the model
+ * its state.model describes: param/, adam_m/ and adam_v/ of every model tensor,
+ * each with the model's shape, and nothing else? The one definition of "this is
+ * train's state", shared by ckpt-inspect --verify and resume. */
+int lmt_trainstate_check(const struct lmt_ckpt *c, struct lmt_err *err);
+
 /* The tensors to save, as host memory: on a backend whose device memory is host
  * memory they point straight at it, otherwise at copies in *host (caller frees
  * *host and *t). */

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/atomicfile.h"
+#include "core/jsonseal.h"
 #include "core/util.h"
 
 int lmt_split_parse(const char *s)
@@ -41,13 +43,18 @@ int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err
 	if (stat(path, &st) != 0)
 		return lmt_err_set(err, LMT_EFORMAT,
 			"'%s': no manifest.json: not a dataset (an interrupted shard-pack leaves none)", dir);
-	int rc = lmt_sha256_file(path, d->manifest_sha256, err);
-	if (rc)
+	int rc;
+	char *text;
+	size_t tn;
+	if ((rc = lmt_read_file(path, &text, &tn, err)))
 		return rc;
+	lmt_sha256(text, tn, d->manifest_sha256);
 	json_error_t je;
-	json_t *m = json_load_file(path, 0, &je);
-	if (!m)
+	json_t *m = json_loadb(text, tn, 0, &je);
+	if (!m) {
+		free(text);
 		return lmt_err_set(err, LMT_EFORMAT, "'%s': line %d: invalid JSON: %s", path, je.line, je.text);
+	}
 	d->dir = strdup(dir);
 	uint64_t ver = 0, seq_len, tb, vocab, pad;
 	json_t *schema = json_object_get(m, "schema");
@@ -60,10 +67,15 @@ int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err
 		goto out;
 	}
 	if (ver != LMT_DATASET_SCHEMA) {
-		rc = lmt_err_set(err, LMT_EVERSION, "'%s': manifest schema version %llu, this build reads %d", path,
-				 (unsigned long long)ver, LMT_DATASET_SCHEMA);
+		rc = lmt_err_set(err, LMT_EVERSION, "'%s': manifest schema version %llu, this build reads %d%s", path,
+				 (unsigned long long)ver, LMT_DATASET_SCHEMA,
+				 ver < LMT_DATASET_SCHEMA ? " (an older manifest carries no checksum of itself: pack the "
+							     "dataset again with shard-pack)" : "");
 		goto out;
 	}
+	/* no other field is believed before the manifest's own checksum holds */
+	if ((rc = lmt_jsonseal_check(text, tn, LMT_DATASET_SEAL, path, err)))
+		goto out;
 	if (get_u64(m, "seq_len", &seq_len) || get_u64(m, "token_bytes", &tb) || get_u64(m, "vocab_size", &vocab) ||
 	    get_u64(packing, "pad_id", &pad) || !json_is_string(tsha) ||
 	    lmt_sha256_parse(json_string_value(tsha), d->tokenizer_sha256) || !json_is_array(shards) ||
@@ -113,6 +125,7 @@ int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err
 		d->split_seqs[s->split] += s->seqs;
 	}
 out:
+	free(text);
 	json_decref(m);
 	if (rc)
 		lmt_dataset_close(d);

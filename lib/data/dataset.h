@@ -18,7 +18,10 @@
 #include "core/error.h"
 #include "data/shard.h"
 
-#define LMT_DATASET_SCHEMA 1
+/* 2: the manifest ends with "manifest_sha256", a checksum of itself (jsonseal.h);
+ * 1 had none, and is refused by name: pack the dataset again. */
+#define LMT_DATASET_SCHEMA 2
+#define LMT_DATASET_SEAL "manifest_sha256"
 
 struct lmt_dataset_shard {
 	char *name;              /* as in the manifest, relative to the directory */

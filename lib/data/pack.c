@@ -19,6 +19,7 @@
 #include "core/atomicfile.h"
 #include "core/digest.h"
 #include "core/json.h"
+#include "core/jsonseal.h"
 #include "core/util.h"
 #include "core/version.h"
 #include "data/dataset.h"
@@ -421,6 +422,7 @@ int lmt_pack_write_manifest(const struct lmt_pack *pk, const struct lmt_tokstrea
 	lmt_json_obj_end(&j);
 	manifest_splits(&j, pk);
 	manifest_lists(&j, pk, r);
+	lmt_jsonseal_add(&j, LMT_DATASET_SEAL); /* last: a checksum of everything above */
 	lmt_json_end(&j);
 	int rc;
 	char path[PATH_MAX];

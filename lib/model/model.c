@@ -51,11 +51,10 @@ const struct lmt_tensor *lmt_gpt_tensor(const struct lmt_gpt *g, const char *nam
 #define P(g, name) ((g)->params + lmt_gpt_tensor((g), name)->offset)
 #define G(g, name) ((g)->grads + lmt_gpt_tensor((g), name)->offset)
 
-int lmt_gpt_init(struct lmt_gpt *g, const struct lmt_gpt_config *cfg, struct lmt_backend *be, struct lmt_err *err)
+int lmt_gpt_layout(struct lmt_gpt *g, const struct lmt_gpt_config *cfg, struct lmt_err *err)
 {
 	memset(g, 0, sizeof *g);
 	g->cfg = *cfg;
-	g->be = be;
 	int L = cfg->L, C = cfg->C, Vp = cfg->Vp;
 	if (cfg->NH <= 0 || C <= 0 || C % cfg->NH || L <= 0 || cfg->max_T <= 0 || cfg->V <= 0 || Vp < cfg->V)
 		return lmt_err_set(err, LMT_EINVAL,
@@ -79,6 +78,15 @@ int lmt_gpt_init(struct lmt_gpt *g, const struct lmt_gpt_config *cfg, struct lmt
 	add_tensor(g, "lnfb", LMT_PARAM_NORM, 1, C, 0, 0);
 	if (cfg->untied)
 		add_tensor(g, "lm_head", LMT_PARAM_MATRIX, 2, Vp, C, 0);
+	return 0;
+}
+
+int lmt_gpt_init(struct lmt_gpt *g, const struct lmt_gpt_config *cfg, struct lmt_backend *be, struct lmt_err *err)
+{
+	int rc = lmt_gpt_layout(g, cfg, err);
+	if (rc)
+		return rc;
+	g->be = be;
 	g->params = be->alloc(be, g->nparams * sizeof(float));
 	g->grads = be->alloc(be, g->nparams * sizeof(float));
 	if (!g->params || !g->grads) {

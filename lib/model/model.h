@@ -81,6 +81,10 @@ struct lmt_gpt {
 
 /* Pad V up to a multiple of 128. */
 int lmt_gpt_padded_vocab(int V);
+/* The model's shape checked and its tensor table laid out (names, shapes,
+ * offsets, nparams) without allocating anything: what checkpoint checks and
+ * memory predictions need. lmt_gpt_init does this, then allocates. */
+int lmt_gpt_layout(struct lmt_gpt *g, const struct lmt_gpt_config *cfg, struct lmt_err *err);
 int lmt_gpt_init(struct lmt_gpt *g, const struct lmt_gpt_config *cfg, struct lmt_backend *be,
 		 struct lmt_err *err);
 void lmt_gpt_release(struct lmt_gpt *g);

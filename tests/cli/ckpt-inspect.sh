@@ -182,17 +182,64 @@ check_fail "listing a checkpoint whose data file is gone exits 1" 1 "bad3/$F': m
 cp -r "$S10" "$T/bad4"
 jq -c '(.tensors[] | select(.name == "param/lnfw") | .chunks[0].crc32c) |= "00000000"' "$S10/manifest.json" \
 	> "$T/bad4/manifest.json"
+check_fail "a manifest edited in a CRC and not re-sealed: the manifest is named, its checksum broken" 1 \
+	"bad4/manifest.json': its contents do not match its own checksum" $CI --verify "$T/bad4"
+reseal "$T/bad4/manifest.json"
 check_fail "a manifest edited in a CRC: named, and the manifest blamed" 1 \
 	"tensor 'param/lnfw': elements [0, 32): CRC-32C" $CI --verify "$T/bad4"
 grep -q "the manifest's CRC was changed" "$T/.err" && ok "... since the file matches its SHA-256" || notok "crc blame"
 cp -r "$S10" "$T/bad5"
 jq -c '.files[0].bytes += 64' "$S10/manifest.json" > "$T/bad5/manifest.json"
+reseal "$T/bad5/manifest.json"
 check_fail "a manifest edited in a size: the file is named" 1 "bad5/$F': 313056 bytes, the manifest says 313120" \
 	$CI --verify "$T/bad5"
 cp -r "$S10" "$T/bad6"
 jq -c '.files[0].payload_sha256 |= ("0" * 64)' "$S10/manifest.json" > "$T/bad6/manifest.json"
+reseal "$T/bad6/manifest.json"
 check_fail "a manifest edited in a SHA-256: the file is named" 1 "bad6/$F': its header's payload sha256" \
 	$CI --verify "$T/bad6"
+
+# ---- the manifest covers itself: every state field, edited by one value ----
+# (cursor 8 -> 9 once passed --verify and --resume and the resumed run differed)
+cp -r "$S10" "$T/edit"
+jq -c '[paths(scalars) | select(.[0] == "state")]' "$S10/manifest.json" | jq -c '.[]' > "$T/state-paths"
+nf=0 nbad=0 firstbad=
+while read -r p; do
+	nf=$((nf + 1))
+	jq -c --argjson p "$p" 'setpath($p; getpath($p) | if type == "number" then . + 1
+		elif type == "string" then . + "x" elif type == "boolean" then (. | not) else . end)' \
+		"$S10/manifest.json" > "$T/edit/manifest.json"
+	if "$CI" --verify "$T/edit" > /dev/null 2> "$T/edit.err" ||
+		! grep -q "edit/manifest.json': its contents do not match its own checksum" "$T/edit.err"; then
+		nbad=$((nbad + 1)); [ -n "$firstbad" ] || firstbad="$p: $(head -c 300 "$T/edit.err")"
+	fi
+done < "$T/state-paths"
+[ "$nf" -gt 50 ] && [ "$nbad" = 0 ] && ok "each of the $nf state fields edited: --verify refuses the manifest, naming it" \
+	|| notok "state field edits" "$nbad of $nf passed or were not blamed on the manifest" "$firstbad"
+for f in '.state.loader.cursors[0].cursor' '.state.update' '.state.tokens' '.state.opt_steps' \
+	'.state.metrics_offset' '.state.clipped_updates' '.state.scheduler.next_lr'; do
+	rm -rf "$T/erun" && cp -r "$T/run" "$T/erun"
+	jq -c "$f += 1" "$S10/manifest.json" > "$T/erun/ckpt/step-00000010/manifest.json"
+	check_fail "train --resume refuses a manifest with $f edited" 1 "its contents do not match its own checksum" \
+		$TR $TINY --updates 12 -o "$T/erun" --resume "$T/erun/ckpt/step-00000010"
+done
+jq -c '.tensors[3].name |= . + "x"' "$S10/manifest.json" > "$T/edit/manifest.json"
+check_fail "a damaged tensor name: --verify refuses the manifest" 1 "its contents do not match its own checksum" \
+	$CI --verify "$T/edit"
+rm -rf "$T/erun" && cp -r "$T/run" "$T/erun"
+jq -c '.tensors[3].name |= . + "x"' "$S10/manifest.json" > "$T/erun/ckpt/step-00000010/manifest.json"
+reseal "$T/erun/ckpt/step-00000010/manifest.json"
+check_fail "... re-sealed on purpose, resume still refuses a tensor the model does not have" 1 \
+	"(the model its state describes has it)" \
+	$TR $TINY --updates 12 -o "$T/erun" --resume "$T/erun/ckpt/step-00000010"
+cp "$S10/manifest.json" "$T/edit/manifest.json"
+printf ' ' >> "$T/edit/manifest.json"
+check "white space after the seal changes nothing it covers" $CI --verify "$T/edit"
+sed 's/{"schema"/{ "schema"/' "$S10/manifest.json" > "$T/edit/manifest.json"
+check_fail "white space inside is an edit too" 1 "its contents do not match its own checksum" $CI --verify "$T/edit"
+jq -c '.schema_version = 1 | del(.manifest_sha256)' "$S10/manifest.json" > "$T/edit/manifest.json"
+check_fail "a wave-1 manifest (schema 1, no seal) is refused by its version, with the way out" 1 \
+	"schema version 1, this build reads 2 (an older manifest carries no checksum of itself" $CI --verify "$T/edit"
 
 # ---- a checkpoint of 3 ranks (ckpt-reshard cuts one) ----
 if [ -x "$BIN/ckpt-reshard" ]; then

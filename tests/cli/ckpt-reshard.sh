@@ -126,9 +126,11 @@ printf 'Z' | dd of="$T/bad3/rank-00001.lmckpt" bs=1 seek=2000 conv=notrunc 2> /d
 check_fail "... in any rank's file" 1 "bad3/rank-00001.lmckpt'" $RS -w 1 "$T/bad3" "$T/x2"
 cp -r "$T/w3" "$T/skew"
 jq -c '.state.loader.cursors[2].cursor += 3' "$T/w3/manifest.json" > "$T/skew/manifest.json"
+reseal "$T/skew/manifest.json"
 check_fail "cursors out of lockstep are refused" 1 "not in lockstep: rank 0 is at $K, rank 2 at $((K + 5))" \
 	$RS -w 2 "$T/skew" "$T/x3"
 jq -c '.state.rng[1].cpu.seed = 99' "$T/w3/manifest.json" > "$T/skew/manifest.json"
+reseal "$T/skew/manifest.json"
 check_fail "per-rank RNG states that differ are refused" 1 "state.rng[1] differs" $RS -w 2 "$T/skew" "$T/x4"
 [ ! -e "$T/x1" ] && [ ! -e "$T/x2" ] && [ ! -e "$T/x3" ] && [ ! -e "$T/x4" ] && ok "no output after the failures" \
 	|| notok "output left behind"

@@ -159,10 +159,16 @@ echo 'truncate -s -1000 rank-00000.lmckpt' | corrupt trunc
 echo 'rm rank-00000.lmckpt' | corrupt gone
 echo 'sed -i "s/\"crc32c\":\"[0-9a-f]*\"/\"crc32c\":\"00000000\"/" manifest.json' | corrupt crc
 echo 'sed -i "s/\"payload_sha256\":\"[0-9a-f]/\"payload_sha256\":\"0/" manifest.json' | corrupt sha
+# the same edits re-sealed (deliberate surgery): the data behind the manifest is checked
+(cd "$T" && rm -rf crcs shas && cp -r crc crcs && cp -r sha shas)
+reseal "$T/crcs/ckpt/step-00000060/manifest.json"
+reseal "$T/shas/ckpt/step-00000060/manifest.json"
 echo 'sed -i "s/\"update\":60,/\"update\":61,/" manifest.json' | corrupt upd
 echo 'head -c 100 manifest.json > m && mv m manifest.json' | corrupt json
-for c in flip:rank-00000.lmckpt trunc:rank-00000.lmckpt gone:rank-00000.lmckpt crc:param/ sha:rank-00000.lmckpt \
-	upd:step-00000060 json:manifest.json; do
+for c in flip:rank-00000.lmckpt trunc:rank-00000.lmckpt gone:rank-00000.lmckpt \
+	crc:"step-00000060/manifest.json': its contents do not match its own checksum" crcs:param/ \
+	sha:"step-00000060/manifest.json': its contents do not match" shas:rank-00000.lmckpt \
+	upd:"step-00000060/manifest.json': its contents do not match" json:manifest.json; do
 	name=${c%%:*} needle=${c#*:}
 	check_fail "corrupt ($name): --resume RUN refuses it, naming $needle" 1 "$needle" \
 		$TR $M --updates $N -o "$T/$name" --resume "$T/$name"

@@ -221,6 +221,7 @@ check_fail "a damaged checkpoint, naming its file" 1 "rank-00000.lmckpt" $E -q -
 check_fail "another tokenizer, naming both" 1 "t2.lmtok' is tokenizer" $E -q -t "$T/t2.lmtok" --text "$F1" "$CK"
 rm -rf "$T/vocab" && cp -r "$CK" "$T/vocab"
 sed -i 's/"vocab":300,/"vocab":301,/' "$T/vocab/manifest.json"
+reseal "$T/vocab/manifest.json"
 check_fail "another vocabulary, naming both" 1 "vocabulary of 300, the model in '$T/vocab' 301" \
 	$E -q -t "$T/t.lmtok" --text "$F1" "$T/vocab"
 check_fail "a dataset of another tokenizer" 1 "was made with tokenizer" $E -q --data "$T/rd" "$CK"
