@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -142,6 +143,81 @@ void lmt_ckpt_stats_add(struct lmt_ckpt_stats *s, const float *x, size_t n)
 	}
 }
 
+const char *lmt_ckpt_shape_str(const struct lmt_ckpt_entry *e, char *b, size_t cap)
+{
+	size_t n = 0;
+	b[0] = 0;
+	for (int k = 0; k < e->ndim && n < cap; k++)
+		n += (size_t)snprintf(b + n, cap - n, k ? "x%d" : "%d", e->shape[k]);
+	return b;
+}
+
+/* ---- listing ---- */
+
+#define SCAN_BLOCK ((size_t)4 << 20) /* bytes read at a time */
+
+int lmt_ckpt_scan_init(struct lmt_ckpt_scan *s, const struct lmt_ckpt *c, const struct lmt_ckpt_dfile *f, int read,
+		       void (*progress)(void *ctx, uint64_t bytes), void *ctx, struct lmt_err *err)
+{
+	memset(s, 0, sizeof *s);
+	s->c = c;
+	s->f = f;
+	s->progress = progress;
+	s->ctx = ctx;
+	for (int i = 0; i < c->nfiles; i++) {
+		s->file_bytes += f[i].size;
+		s->bad_files += f[i].problem[0] != 0;
+	}
+	if (read && !(s->buf = malloc(SCAN_BLOCK)))
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	return 0;
+}
+
+void lmt_ckpt_scan_release(struct lmt_ckpt_scan *s)
+{
+	free(s->buf);
+	s->buf = NULL;
+}
+
+void lmt_ckpt_scan_tensor(struct lmt_ckpt_scan *s, const struct lmt_ckpt_entry *e, struct lmt_ckpt_tscan *t)
+{
+	struct lmt_ckpt_treader r;
+	memset(t, 0, sizeof *t);
+	t->e = e;
+	t->read = s->buf != NULL;
+	lmt_ckpt_shape_str(e, t->shape, sizeof t->shape);
+	lmt_ckpt_stats_init(&t->s);
+	lmt_ckpt_treader_init(&r, s->c, s->f, e);
+	t->readable = 1;
+	if (t->read) {
+		long m;
+		while ((m = lmt_ckpt_treader_read(&r, s->buf, SCAN_BLOCK / 4)) > 0) {
+			lmt_ckpt_stats_add(&t->s, s->buf, (size_t)m);
+			s->bytes_read += (uint64_t)m * 4;
+			if (s->progress)
+				s->progress(s->ctx, s->bytes_read);
+		}
+		t->readable = m == 0;
+	}
+	lmt_ckpt_treader_release(&r);
+	t->bad_chunks = r.bad_chunks;
+	t->ok = t->readable && !r.bad_chunks;
+	/* read: the CRC-32C of the data as found; manifest only: its single chunk's */
+	t->crc32c = t->read ? r.whole : e->nchunks ? e->chunks[0].crc32c : 0;
+	t->has_stats = t->read && t->readable && t->s.n > 0;
+	if (t->has_stats) {
+		t->mean = t->s.sum / t->s.n;
+		t->rms = sqrt(t->s.sumsq / t->s.n);
+	}
+	snprintf(t->err, sizeof t->err, "%s", r.err);
+	s->tensors++;
+	s->elements += e->numel;
+	s->bytes += e->numel * 4;
+	s->bad_tensors += !t->ok;
+	s->nonfinite += t->s.nonfinite;
+	s->nonfinite_tensors += t->s.nonfinite > 0;
+}
+
 /* ---- comparing tensors ---- */
 
 const char *lmt_ckpt_tstatus_name(enum lmt_ckpt_tstatus s)
@@ -224,6 +300,54 @@ enum lmt_ckpt_tstatus lmt_ckpt_tensor_diff(struct lmt_ckpt_side a, const struct 
 		return LMT_CKPT_TSTATUS_ERROR;
 	}
 	return t->differing ? LMT_CKPT_TSTATUS_DIFFER : LMT_CKPT_TSTATUS_SAME;
+}
+
+struct walk {
+	const struct lmt_ckpt_diff_ops *ops;
+	uint64_t base;          /* bytes of A compared before this tensor */
+};
+
+static void walk_progress(void *ctx, uint64_t bytes)
+{
+	struct walk *w = ctx;
+	w->ops->progress(w->ops->ctx, w->base + bytes);
+}
+
+int lmt_ckpt_diff(struct lmt_ckpt_side a, struct lmt_ckpt_side b, double atol, const struct lmt_ckpt_diff_ops *ops,
+		  int count[LMT_CKPT_TSTATUS_COUNT], struct lmt_err *err)
+{
+	float *ba = malloc(SCAN_BLOCK), *bb = malloc(SCAN_BLOCK);
+	struct walk w = { ops, 0 };
+	memset(count, 0, LMT_CKPT_TSTATUS_COUNT * sizeof *count);
+	if (!ba || !bb) {
+		free(ba);
+		free(bb);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		const struct lmt_ckpt *x = pass ? b.c : a.c, *y = pass ? a.c : b.c;
+		for (int i = 0; i < x->nt; i++) {
+			const struct lmt_ckpt_entry *ea = &x->t[i], *eb = lmt_ckpt_find(y, ea->name);
+			if ((ops->selected && !ops->selected(ops->ctx, ea->name)) || (pass && eb))
+				continue;
+			if (pass) { /* only in B: report it as b */
+				eb = ea;
+				ea = NULL;
+			}
+			struct lmt_ckpt_tdiff t;
+			char msg[2100];
+			enum lmt_ckpt_tstatus st = lmt_ckpt_tensor_diff(a, ea, b, eb, atol, ba, bb, SCAN_BLOCK / 4,
+									ops->progress ? walk_progress : NULL, &w, &t,
+									msg, sizeof msg);
+			if (st == LMT_CKPT_TSTATUS_SAME || st == LMT_CKPT_TSTATUS_DIFFER)
+				w.base += (ea ? ea : eb)->numel * 4;
+			count[st]++;
+			ops->report(ops->ctx, ea, eb, st, &t, msg);
+		}
+	}
+	free(ba);
+	free(bb);
+	return 0;
 }
 
 /* ---- comparing states ---- */

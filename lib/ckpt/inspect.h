@@ -16,6 +16,7 @@
 
 #include "ckpt/ckpt.h"
 #include "ckpt/verify.h"
+#include "core/error.h"
 
 /* ---- reading a tensor in element order ---- */
 
@@ -53,6 +54,49 @@ void lmt_ckpt_stats_init(struct lmt_ckpt_stats *s);
 /* Finite values enter the sums; the others are only counted. */
 void lmt_ckpt_stats_add(struct lmt_ckpt_stats *s, const float *x, size_t n);
 
+/* "384x32": the shape of e, into b (cap bytes, truncated if short). */
+const char *lmt_ckpt_shape_str(const struct lmt_ckpt_entry *e, char *b, size_t cap);
+
+/* ---- listing: what each tensor holds ---- */
+
+/* What a listing says of one tensor: from its manifest entry alone, or from its
+ * data as found in every rank's file. */
+struct lmt_ckpt_tscan {
+	const struct lmt_ckpt_entry *e;
+	char shape[64];         /* lmt_ckpt_shape_str */
+	int read;               /* its data was read (else: the manifest alone) */
+	int readable;           /* every element could be read (1 when not read) */
+	int bad_chunks;
+	int ok;                 /* readable, and every chunk's CRC-32C matches */
+	uint32_t crc32c;        /* read: of the data as found; else its single chunk's (0: none) */
+	struct lmt_ckpt_stats s;
+	int has_stats;          /* read, readable, some finite values: s.min, s.max, mean, rms hold */
+	double mean, rms;
+	char err[1024];         /* why not ok */
+};
+
+/* A listing's pass over the tensors, in whatever order and selection the caller
+ * scans them, with the totals so far. */
+struct lmt_ckpt_scan {
+	const struct lmt_ckpt *c;
+	const struct lmt_ckpt_dfile *f; /* lmt_ckpt_dfile_check_all(c) */
+	float *buf;             /* a block of the data; NULL: the manifest alone */
+	void (*progress)(void *ctx, uint64_t bytes); /* bytes read in this scan so far; may be NULL */
+	void *ctx;
+	int tensors, bad_tensors, nonfinite_tensors;
+	uint64_t elements, bytes, nonfinite, bytes_read;
+	uint64_t file_bytes;    /* of every data file, on disk */
+	int bad_files;          /* data files with a problem (f[i].problem) */
+};
+
+/* read: read the data (statistics, CRC-32C of what is found), else describe the
+ * tensors from the manifest alone. Fails only when out of memory. */
+int lmt_ckpt_scan_init(struct lmt_ckpt_scan *s, const struct lmt_ckpt *c, const struct lmt_ckpt_dfile *f, int read,
+		       void (*progress)(void *ctx, uint64_t bytes), void *ctx, struct lmt_err *err);
+/* Describe tensor e into t, adding it to the totals. */
+void lmt_ckpt_scan_tensor(struct lmt_ckpt_scan *s, const struct lmt_ckpt_entry *e, struct lmt_ckpt_tscan *t);
+void lmt_ckpt_scan_release(struct lmt_ckpt_scan *s);
+
 /* ---- comparing ---- */
 
 struct lmt_ckpt_tdiff {
@@ -67,6 +111,7 @@ enum lmt_ckpt_tstatus {
 	LMT_CKPT_TSTATUS_ONLY_A,
 	LMT_CKPT_TSTATUS_ONLY_B,
 	LMT_CKPT_TSTATUS_ERROR,
+	LMT_CKPT_TSTATUS_COUNT, /* how many there are, not a status */
 };
 
 /* "same", "differ", "shape", "only-a", "only-b", "error" */
@@ -87,6 +132,25 @@ enum lmt_ckpt_tstatus lmt_ckpt_tensor_diff(struct lmt_ckpt_side a, const struct 
 					   struct lmt_ckpt_side b, const struct lmt_ckpt_entry *eb, double atol,
 					   float *ba, float *bb, size_t n, void (*progress)(void *ctx, uint64_t bytes),
 					   void *ctx, struct lmt_ckpt_tdiff *t, char *err, size_t cap);
+
+struct lmt_ckpt_diff_ops {
+	/* Is the tensor called name compared? NULL: every one is. */
+	int (*selected)(void *ctx, const char *name);
+	/* Each comparison, as lmt_ckpt_tensor_diff made it: A's tensors in A's order,
+	 * then those only in B in B's order (ea NULL). err is "" unless st is ERROR. */
+	void (*report)(void *ctx, const struct lmt_ckpt_entry *ea, const struct lmt_ckpt_entry *eb,
+		       enum lmt_ckpt_tstatus st, const struct lmt_ckpt_tdiff *t, const char *err);
+	void (*progress)(void *ctx, uint64_t bytes); /* bytes of A compared so far; may be NULL */
+	void *ctx;
+};
+
+/*
+ * Compare every selected tensor of A with B's of the same name, and report those
+ * only in B, counting each status in count. Reads in blocks of a few MiB (two at a
+ * time); fails only when out of memory.
+ */
+int lmt_ckpt_diff(struct lmt_ckpt_side a, struct lmt_ckpt_side b, double atol, const struct lmt_ckpt_diff_ops *ops,
+		  int count[LMT_CKPT_TSTATUS_COUNT], struct lmt_err *err);
 
 /*
  * Every dotted path under key ("state", "state.loader.cursors[0].cursor") where the
