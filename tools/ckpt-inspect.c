@@ -16,14 +16,11 @@
  * loaded whole, so a checkpoint of any size is inspected in constant memory.
  * stdout: JSONL, or a table when it is a terminal; stderr: human messages.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <float.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +31,6 @@
 #include "ckpt/ckpt.h"
 #include "ckpt/inspect.h"
 #include "ckpt/verify.h"
-#include "core/digest.h"
 #include "core/json.h"
 #include "progress.h"
 #include "tool.h"
@@ -115,13 +111,6 @@ static void put_line(struct lmt_json *j)
 		die("'<stdout>': write error");
 }
 
-/* A record's start: "{"event":...". */
-static void rec(struct lmt_json *j, const char *event)
-{
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", event);
-}
-
 static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void out(const char *fmt, ...)
 {
@@ -178,14 +167,6 @@ static char *dump(json_t *x)
 	return s;
 }
 
-static void json_shape(struct lmt_json *j, const char *key, const struct lmt_ckpt_entry *e)
-{
-	lmt_json_arr(j, key);
-	for (int k = 0; k < e->ndim; k++)
-		lmt_json_u64(j, NULL, (uint64_t)e->shape[k]);
-	lmt_json_arr_end(j);
-}
-
 static void bar_update(void *ctx, uint64_t bytes)
 {
 	lmt_progress_update(ctx, bytes);
@@ -226,78 +207,29 @@ static void explain(const char *dir, const struct lmt_err *why)
 	} else {
 		struct lmt_json j;
 		lmt_json_init(&j);
-		rec(&j, "incomplete");
-		lmt_json_str(&j, "path", dir);
-		if (x.tmp || x.step)
-			lmt_json_u64(&j, "update", x.update);
-		if (x.tmp)
-			lmt_json_i64(&j, "pid", x.pid);
-		lmt_json_bool(&j, "committed", !x.tmp);
-		lmt_json_str(&j, "manifest", x.manifest);
-		lmt_json_str(&j, "reason", x.reason);
-		lmt_json_arr(&j, "files");
-		for (int i = 0; i < x.nents; i++) {
-			lmt_json_obj(&j, NULL);
-			lmt_json_str(&j, "path", x.ents[i].name);
-			lmt_json_str(&j, "kind", x.ents[i].kind);
-			lmt_json_u64(&j, "bytes", x.ents[i].bytes);
-			lmt_json_str(&j, "status", x.ents[i].status);
-			lmt_json_obj_end(&j);
-		}
-		lmt_json_arr_end(&j);
+		lmt_ckpt_record_explanation(&j, dir, &x);
 		put_line(&j);
 		lmt_json_release(&j);
 	}
 	die("%s", x.reason);
 }
 
+static void warn_msg(void *ctx, const char *msg)
+{
+	(void)ctx;
+	warn("%s", msg);
+}
+
 /* RUN: its newest checkpoint that opens; say which. Dies if none does. */
 static void newest(const char *run, char *outp, size_t cap)
 {
 	struct lmt_err err = { 0 };
-	char ckdir[PATH_MAX];
-	path_fmt(ckdir, sizeof ckdir, "%s/ckpt", run);
-	DIR *dd = opendir(ckdir);
-	struct dirent *de;
-	int ntmp = 0;
-	while (dd && (de = readdir(dd))) {
-		unsigned long long u;
-		long pid;
-		if (lmt_ckpt_tmp_name(de->d_name, &u, &pid)) {
-			warn("'%s/%s': an interrupted save (not a checkpoint); ignored", ckdir, de->d_name);
-			ntmp++;
-		}
-	}
-	if (dd)
-		closedir(dd);
-	char **names;
-	uint64_t *ups;
-	int n;
-	if (lmt_ckpt_list(run, &names, &ups, &n, &err))
+	int seen, rc = lmt_ckpt_newest(run, outp, cap, &seen, warn_msg, NULL, &err);
+	if (rc < 0)
 		die_err(&err);
-	int found = 0;
-	for (int i = n - 1; i >= 0; i--) {
-		char p[PATH_MAX];
-		struct lmt_ckpt c;
-		struct lmt_err e2 = { 0 };
-		if (found)
-			continue;
-		path_fmt(p, sizeof p, "%s/%s", ckdir, names[i]);
-		if (lmt_ckpt_open(&c, p, 0, &e2) == 0) {
-			lmt_ckpt_close(&c);
-			snprintf(outp, cap, "%s", p);
-			found = 1;
-		} else {
-			warn("skipping '%s': %s", p, e2.msg);
-		}
-	}
-	for (int i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	free(ups);
-	if (!found)
-		die("'%s': no checkpoint in '%s'%s", run, ckdir,
-		    n || ntmp ? " opens (name a directory to have it explained)" : "");
+	if (!rc)
+		die("'%s': no checkpoint in '%s/ckpt'%s", run, run,
+		    seen ? " opens (name a directory to have it explained)" : "");
 	info("'%s': inspecting its newest checkpoint, '%s'", run, outp);
 }
 
@@ -399,39 +331,17 @@ static void put_state_table(json_t *state)
 static void list_head(const struct ck *k)
 {
 	const struct lmt_ckpt *c = &k->c;
-	json_t *state = json_object_get(c->manifest, "state");
 	if (table) {
 		out("checkpoint '%s': update %llu, world %d, schema %d%s\n", k->path, (unsigned long long)c->update,
 		    c->world, LMT_CKPT_SCHEMA, k->uncommitted ? " (an interrupted save: never renamed into place)" : "");
 		for (int i = 0; i < c->nfiles; i++)
 			out("file:     %s  rank %d  %llu bytes  %s\n", c->files[i].name, c->files[i].rank,
 			    (unsigned long long)c->files[i].bytes, k->f[i].problem[0] ? k->f[i].problem : "ok");
-		put_state_table(state);
+		put_state_table(json_object_get(c->manifest, "state"));
 	} else {
-		char hex[LMT_SHA256_HEX];
 		struct lmt_json j;
 		lmt_json_init(&j);
-		rec(&j, "checkpoint");
-		lmt_json_str(&j, "path", k->path);
-		lmt_json_u64(&j, "update", c->update);
-		lmt_json_u64(&j, "world", (uint64_t)c->world);
-		lmt_json_u64(&j, "schema_version", LMT_CKPT_SCHEMA);
-		lmt_json_bool(&j, "committed", !k->uncommitted);
-		lmt_json_u64(&j, "tensors", (uint64_t)c->nt);
-		lmt_json_arr(&j, "files");
-		for (int i = 0; i < c->nfiles; i++) {
-			lmt_json_obj(&j, NULL);
-			lmt_json_str(&j, "path", c->files[i].name);
-			lmt_json_u64(&j, "rank", (uint64_t)c->files[i].rank);
-			lmt_json_u64(&j, "bytes", c->files[i].bytes);
-			lmt_json_str(&j, "payload_sha256", lmt_sha256_hex(c->files[i].sha256, hex));
-			lmt_json_bool(&j, "ok", !k->f[i].problem[0]);
-			if (k->f[i].problem[0])
-				lmt_json_str(&j, "error", k->f[i].problem);
-			lmt_json_obj_end(&j);
-		}
-		lmt_json_arr_end(&j);
-		lmt_json_jansson(&j, "state", state);
+		lmt_ckpt_record_checkpoint(&j, k->path, c, k->f, !k->uncommitted);
 		put_line(&j);
 		lmt_json_release(&j);
 	}
@@ -460,35 +370,7 @@ static void list_tensor(struct lmt_json *j, const struct lmt_ckpt_tscan *t, int 
 			    (unsigned long long)t->s.nonfinite, t->bad_chunks ? "  CRC MISMATCH" : "");
 		return;
 	}
-	rec(j, "tensor");
-	lmt_json_str(j, "name", e->name);
-	lmt_json_str(j, "dtype", "f32");
-	json_shape(j, "shape", e);
-	lmt_json_u64(j, "elements", e->numel);
-	lmt_json_u64(j, "bytes", e->numel * 4);
-	lmt_json_u64(j, "chunks", (uint64_t)e->nchunks);
-	lmt_json_arr(j, "chunk_crc32c");
-	for (int q = 0; q < e->nchunks; q++) {
-		char b[16];
-		snprintf(b, sizeof b, "%08x", e->chunks[q].crc32c);
-		lmt_json_str(j, NULL, b);
-	}
-	lmt_json_arr_end(j);
-	if (t->read) {
-		/* NULL and NAN are written as null */
-		lmt_json_str(j, "crc32c", t->readable ? crc : NULL);
-		lmt_json_bool(j, "ok", t->ok);
-		lmt_json_num(j, "min", t->has_stats ? t->s.min : NAN);
-		lmt_json_num(j, "max", t->has_stats ? t->s.max : NAN);
-		lmt_json_num(j, "mean", t->has_stats ? t->mean : NAN);
-		lmt_json_num(j, "rms", t->has_stats ? t->rms : NAN);
-		if (t->readable)
-			lmt_json_u64(j, "nonfinite", t->s.nonfinite);
-		else
-			lmt_json_null(j, "nonfinite");
-		if (!t->ok)
-			lmt_json_str(j, "error", t->err);
-	}
+	lmt_ckpt_record_tensor(j, t);
 	put_line(j);
 }
 
@@ -508,20 +390,7 @@ static void list_summary(const struct ck *k, const struct lmt_ckpt_scan *s)
 	}
 	struct lmt_json j;
 	lmt_json_init(&j);
-	rec(&j, "summary");
-	lmt_json_str(&j, "path", k->path);
-	lmt_json_u64(&j, "update", k->c.update);
-	lmt_json_u64(&j, "tensors", (uint64_t)s->tensors);
-	lmt_json_u64(&j, "elements", s->elements);
-	lmt_json_u64(&j, "bytes", s->bytes);
-	lmt_json_u64(&j, "files", (uint64_t)k->c.nfiles);
-	lmt_json_u64(&j, "file_bytes", s->file_bytes);
-	lmt_json_u64(&j, "bad_files", (uint64_t)s->bad_files);
-	if (!O.no_stats) {
-		lmt_json_u64(&j, "nonfinite", s->nonfinite);
-		lmt_json_u64(&j, "bad_tensors", (uint64_t)s->bad_tensors);
-	}
-	lmt_json_bool(&j, "committed", !k->uncommitted);
+	lmt_ckpt_record_summary(&j, k->path, &k->c, s, !O.no_stats, !k->uncommitted);
 	put_line(&j);
 	lmt_json_release(&j);
 }
@@ -635,16 +504,7 @@ static int print_finding(void *ctx, const struct lmt_ckpt_finding *f)
 	else if (table)
 		out("  %s\n", f->msg);
 	else {
-		rec(&v->j, "verify");
-		lmt_json_str(&v->j, "path", f->path);
-		if (f->kind == LMT_CKPT_FINDING_CHUNK) {
-			lmt_json_str(&v->j, "tensor", f->tensor->name);
-			lmt_json_u64(&v->j, "offset", f->chunk->offset);
-			lmt_json_u64(&v->j, "count", f->chunk->count);
-		}
-		lmt_json_bool(&v->j, "ok", f->ok);
-		if (!f->ok)
-			lmt_json_str(&v->j, "error", f->msg);
+		lmt_ckpt_record_finding(&v->j, f);
 		put_line(&v->j);
 	}
 	if (f->kind == LMT_CKPT_FINDING_FILE && !f->ok)
@@ -688,18 +548,8 @@ static int verify(const char *arg)
 		out("%d file%s, %d tensor%s: %s\n", k.c.nfiles, pl(k.c.nfiles), k.c.nt, pl(k.c.nt),
 		    bad ? "SOME ARE BAD" : "every size, SHA-256 and CRC-32C matches the manifest");
 	} else {
-		rec(&v.j, "verify-summary");
-		lmt_json_str(&v.j, "path", path);
-		lmt_json_u64(&v.j, "update", k.c.update);
-		lmt_json_bool(&v.j, "ok", !bad && !k.uncommitted && !k.name_problem[0]);
-		lmt_json_bool(&v.j, "committed", !k.uncommitted);
-		lmt_json_u64(&v.j, "files", (uint64_t)k.c.nfiles);
-		lmt_json_u64(&v.j, "bad_files", (uint64_t)res.bad_files);
-		lmt_json_u64(&v.j, "tensors", (uint64_t)k.c.nt);
-		lmt_json_u64(&v.j, "bad_tensors", (uint64_t)res.bad_tensors);
-		lmt_json_u64(&v.j, "bytes", res.bytes);
-		lmt_json_num(&v.j, "seconds", secs);
-		lmt_json_num(&v.j, "mb_per_s", secs > 0 ? res.bytes / secs / 1e6 : 0);
+		lmt_ckpt_record_verify_summary(&v.j, path, &k.c, &res, !bad && !k.uncommitted && !k.name_problem[0],
+					       !k.uncommitted, secs);
 		put_line(&v.j);
 	}
 	lmt_json_release(&v.j);
@@ -736,27 +586,11 @@ static void state_diff_put(void *ctx, const char *p, void *xa, void *xb)
 		out("%-40s %.60s%s -> %.60s%s\n", p, sa ? sa : "(absent)", sa && strlen(sa) > 60 ? "..." : "",
 		    sb ? sb : "(absent)", sb && strlen(sb) > 60 ? "..." : "");
 	} else {
-		rec(&d->j, "state");
-		lmt_json_str(&d->j, "key", p);
-		if (sa)
-			lmt_json_raw(&d->j, "a", sa);
-		if (sb)
-			lmt_json_raw(&d->j, "b", sb);
-		if (!sa || !sb)
-			lmt_json_str(&d->j, "only", sa ? "a" : "b");
+		lmt_ckpt_record_state(&d->j, p, sa, sb);
 		put_line(&d->j);
 	}
 	free(sa);
 	free(sb);
-}
-
-static void diff_side(struct lmt_json *j, const char *key, const struct ck *k)
-{
-	lmt_json_obj(j, key);
-	lmt_json_str(j, "path", k->path);
-	lmt_json_u64(j, "update", k->c.update);
-	lmt_json_u64(j, "world", (uint64_t)k->c.world);
-	lmt_json_obj_end(j);
 }
 
 /* One tensor's comparison, as a table row or a record. */
@@ -765,9 +599,7 @@ static void diff_put(void *ctx, const struct lmt_ckpt_entry *ea, const struct lm
 {
 	struct diffctx *d = ctx;
 	const struct lmt_ckpt_entry *e = ea ? ea : eb;
-	const char *status = lmt_ckpt_tstatus_name(st);
-	int compared = st == LMT_CKPT_TSTATUS_SAME || st == LMT_CKPT_TSTATUS_DIFFER, w = d->w;
-	double rel = t->max_abs / LMT_MAX(t->max_ref, (double)FLT_MIN);
+	int w = d->w;
 	if (table) {
 		char sa[64] = "-", sb[64] = "-";
 		lmt_progress_done(d->bar);
@@ -779,31 +611,16 @@ static void diff_put(void *ctx, const struct lmt_ckpt_entry *ea, const struct lm
 			;
 		else if (st == LMT_CKPT_TSTATUS_DIFFER)
 			out("%-*s differ  max|a-b| %.4g  relative %.4g  %llu of %llu elements differ%s\n", w, e->name,
-			    t->max_abs, rel, (unsigned long long)t->differing, (unsigned long long)e->numel,
+			    t->max_abs, t->rel, (unsigned long long)t->differing, (unsigned long long)e->numel,
 			    t->nonfinite_mismatch ? "  (non-finite in one only)" : "");
 		else if (st == LMT_CKPT_TSTATUS_SHAPE)
 			out("%-*s shape   %s vs %s\n", w, e->name, sa, sb);
 		else if (st == LMT_CKPT_TSTATUS_ERROR)
 			out("%-*s error   %s\n", w, e->name, err);
 		else
-			out("%-*s %s  %s\n", w, e->name, status, ea ? sa : sb);
+			out("%-*s %s  %s\n", w, e->name, lmt_ckpt_tstatus_name(st), ea ? sa : sb);
 	} else {
-		rec(&d->j, "tensor");
-		lmt_json_str(&d->j, "name", e->name);
-		lmt_json_str(&d->j, "status", status);
-		if (ea)
-			json_shape(&d->j, "shape_a", ea);
-		if (eb)
-			json_shape(&d->j, "shape_b", eb);
-		if (compared) {
-			lmt_json_u64(&d->j, "elements", e->numel);
-			lmt_json_u64(&d->j, "differing", t->differing);
-			lmt_json_num(&d->j, "max_abs", t->max_abs);
-			lmt_json_num(&d->j, "rel", rel);
-			lmt_json_u64(&d->j, "nonfinite_mismatch", t->nonfinite_mismatch);
-		}
-		if (err[0])
-			lmt_json_str(&d->j, "error", err);
+		lmt_ckpt_record_tdiff(&d->j, ea, eb, st, t, err);
 		put_line(&d->j);
 	}
 	if (err[0])
@@ -836,10 +653,7 @@ static int diff(const char *arga, const char *argb)
 		out("a: '%s' (update %llu, world %d)\n", pa, (unsigned long long)A.c.update, A.c.world);
 		out("b: '%s' (update %llu, world %d)\n", pb, (unsigned long long)B.c.update, B.c.world);
 	} else {
-		rec(&d.j, "diff");
-		diff_side(&d.j, "a", &A);
-		diff_side(&d.j, "b", &B);
-		lmt_json_num(&d.j, "atol", O.atol);
+		lmt_ckpt_record_diff(&d.j, pa, &A.c, pb, &B.c, O.atol);
 		put_line(&d.j);
 	}
 	lmt_ckpt_state_diff("state", json_object_get(A.c.manifest, "state"), json_object_get(B.c.manifest, "state"),
@@ -872,16 +686,7 @@ static int diff(const char *arga, const char *argb)
 		    "differ%s\n", n_same, n_differ, n_shape, n_only_a, n_only_b, n_err ? ", some unreadable" : "",
 		    d.nstate, identical ? ": identical" : "");
 	} else {
-		rec(&d.j, "summary");
-		lmt_json_bool(&d.j, "identical", identical);
-		lmt_json_u64(&d.j, "tensors", (uint64_t)(n_same + n_differ + n_shape + n_only_a + n_only_b + n_err));
-		lmt_json_u64(&d.j, "same", (uint64_t)n_same);
-		lmt_json_u64(&d.j, "differ", (uint64_t)n_differ);
-		lmt_json_u64(&d.j, "shape", (uint64_t)n_shape);
-		lmt_json_u64(&d.j, "only_a", (uint64_t)n_only_a);
-		lmt_json_u64(&d.j, "only_b", (uint64_t)n_only_b);
-		lmt_json_u64(&d.j, "errors", (uint64_t)errors);
-		lmt_json_u64(&d.j, "state_differ", (uint64_t)d.nstate);
+		lmt_ckpt_record_diff_summary(&d.j, n, errors, d.nstate, identical);
 		put_line(&d.j);
 	}
 	lmt_json_release(&d.j);

@@ -17,6 +17,18 @@
 #include "ckpt/ckpt.h"
 #include "ckpt/verify.h"
 #include "core/error.h"
+#include "core/json.h"
+
+/*
+ * The newest checkpoint of run (RUN/ckpt/step-N, by update) whose manifest opens,
+ * into out (cap bytes). Unlike lmt_ckpt_latest it verifies nothing and removes no
+ * interrupted save: an inspection must not change a run, which may be live. Each
+ * interrupted save, then each checkpoint passed over, is told to skip(ctx, msg)
+ * (may be NULL) as it is found. Returns 1 with the path in out, 0 when none
+ * opens (*seen: there were checkpoints or interrupted saves), < 0 on an error.
+ */
+int lmt_ckpt_newest(const char *run, char *out, size_t cap, int *seen, void (*skip)(void *ctx, const char *msg),
+		    void *ctx, struct lmt_err *err);
 
 /* ---- reading a tensor in element order ---- */
 
@@ -102,6 +114,7 @@ void lmt_ckpt_scan_release(struct lmt_ckpt_scan *s);
 struct lmt_ckpt_tdiff {
 	uint64_t differing, nonfinite_mismatch;
 	double max_abs, max_ref; /* the largest |a-b| and |a| or |b| (finite ones) */
+	double rel;             /* max_abs relative to max_ref (at least FLT_MIN) */
 };
 
 enum lmt_ckpt_tstatus {
@@ -160,5 +173,42 @@ int lmt_ckpt_diff(struct lmt_ckpt_side a, struct lmt_ckpt_side b, double atol, c
  */
 void lmt_ckpt_state_diff(const char *key, void *a, void *b, const char *const *ignore, int nignore,
 			 void (*fn)(void *ctx, const char *path, void *a, void *b), void *ctx);
+
+/* ---- the JSONL records (ckpt-inspect(1) documents each field) ----
+ *
+ * As report/evalrec.h does: each function begins a record in j (lmt_json_begin
+ * empties it) and leaves it open for the caller to end and write
+ * (lmt_json_end_line), so the tool emits it with its own error handling. The
+ * fields and their order are the format: the tests compare them byte for byte.
+ */
+
+/* "checkpoint": c, opened from path, its files as found (f) and its state. */
+void lmt_ckpt_record_checkpoint(struct lmt_json *j, const char *path, const struct lmt_ckpt *c,
+				const struct lmt_ckpt_dfile *f, int committed);
+/* "tensor": one tensor of a listing. */
+void lmt_ckpt_record_tensor(struct lmt_json *j, const struct lmt_ckpt_tscan *t);
+/* "summary": a listing's totals; read: its data was read. */
+void lmt_ckpt_record_summary(struct lmt_json *j, const char *path, const struct lmt_ckpt *c,
+			     const struct lmt_ckpt_scan *s, int read, int committed);
+/* "tensor": one comparison of lmt_ckpt_diff, as its report gets it. */
+void lmt_ckpt_record_tdiff(struct lmt_json *j, const struct lmt_ckpt_entry *ea, const struct lmt_ckpt_entry *eb,
+			   enum lmt_ckpt_tstatus st, const struct lmt_ckpt_tdiff *t, const char *err);
+/* "diff": checkpoints a and b (opened from pa and pb) and the tolerance. */
+void lmt_ckpt_record_diff(struct lmt_json *j, const char *pa, const struct lmt_ckpt *a, const char *pb,
+			  const struct lmt_ckpt *b, double atol);
+/* "state": a state field that differs, its JSON texts in a and b (NULL: absent). */
+void lmt_ckpt_record_state(struct lmt_json *j, const char *key, const char *a, const char *b);
+/* "summary" of a comparison: lmt_ckpt_diff's counts, errors (the unreadable tensors
+ * and files), state fields that differ. */
+void lmt_ckpt_record_diff_summary(struct lmt_json *j, const int count[LMT_CKPT_TSTATUS_COUNT], int errors,
+				  int state_differ, int identical);
+/* "verify-summary": lmt_ckpt_verify's result for c at path; ok: nothing is wrong,
+ * its name and its commit included. */
+void lmt_ckpt_record_verify_summary(struct lmt_json *j, const char *path, const struct lmt_ckpt *c,
+				    const struct lmt_ckpt_verify_result *res, int ok, int committed, double seconds);
+/* "verify": a file's verdict or a bad chunk (not an unlisted file). */
+void lmt_ckpt_record_finding(struct lmt_json *j, const struct lmt_ckpt_finding *f);
+/* "incomplete": dir, which is not a checkpoint, as lmt_ckpt_explain explained it. */
+void lmt_ckpt_record_explanation(struct lmt_json *j, const char *dir, const struct lmt_ckpt_explanation *x);
 
 #endif
