@@ -1,6 +1,8 @@
 /*
- * inspect.h: reading a checkpoint's tensors for inspection, their statistics, and
- * how two checkpoints differ, tensor by tensor and state field by state field.
+ * inspect.h: what ckpt-inspect finds, as data and as its JSONL records: which
+ * checkpoint a run stands for, each tensor read for inspection with its
+ * statistics (the listing's scan, over every rank's file), and how two
+ * checkpoints differ, tensor by tensor and state field by state field.
  *
  * Unlike lmt_ckpt_read, which refuses a chunk whose CRC-32C does not match, the
  * reader here reads on and notes it, so a damaged checkpoint is described in full
