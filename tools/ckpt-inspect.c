@@ -8,22 +8,19 @@
  *
  * The library finds, this tool prints (git's fsck is the model): lmt_ckpt_verify
  * walks every file and every chunk and reports each finding, so that --verify names
- * all of them and train --resume refuses what --verify flags; the tensor reader,
- * the statistics, the comparisons of --diff and the explanation of a directory
- * that is not a checkpoint (an interrupted save, a damaged copy) are the
- * library's too (ckpt/inspect.h, ckpt/verify.h). Data files are read in blocks of
- * a few MiB, never mapped or loaded whole, so a checkpoint of any size is
- * inspected in constant memory. stdout: JSONL, or a table when it is a terminal;
- * stderr: human messages.
+ * all of them and train --resume refuses what --verify flags; the scan of every
+ * tensor behind a listing (shape, statistics, CRC-32C as found), the comparisons
+ * of --diff and the explanation of a directory that is not a checkpoint (an
+ * interrupted save, a damaged copy) are the library's too (ckpt/inspect.h,
+ * ckpt/verify.h). Data files are read in blocks of a few MiB, never mapped or
+ * loaded whole, so a checkpoint of any size is inspected in constant memory.
+ * stdout: JSONL, or a table when it is a terminal; stderr: human messages.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <float.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +31,6 @@
 #include "ckpt/ckpt.h"
 #include "ckpt/inspect.h"
 #include "ckpt/verify.h"
-#include "core/digest.h"
 #include "core/json.h"
 #include "progress.h"
 #include "tool.h"
@@ -107,8 +103,6 @@ static struct {
 
 static int table;                     /* a human table on stdout instead of JSONL */
 
-#define BLOCK ((size_t)4 << 20)       /* bytes read at a time */
-
 /* ---- small helpers ---- */
 
 static void put_line(struct lmt_json *j)
@@ -128,6 +122,11 @@ static void out(const char *fmt, ...)
 		die("'<stdout>': write error");
 }
 
+/* A message on stderr, as die() writes it, without exiting. */
+static void say(const char *msg)
+{
+	fprintf(stderr, "%s: %s\n", tool_name, msg);
+}
 
 static const char *pl(long n)
 {
@@ -146,8 +145,10 @@ static int exists(const char *path)
 	return lstat(path, &st) == 0;
 }
 
-static int selected(const char *name)
+/* Is the tensor called name one --tensor asks for? (ctx: unused) */
+static int selected(void *ctx, const char *name)
 {
+	(void)ctx;
 	if (!O.nglobs)
 		return 1;
 	for (int i = 0; i < O.nglobs; i++)
@@ -156,73 +157,19 @@ static int selected(const char *name)
 	return 0;
 }
 
-/*
- * A parsed JSON value written back through lmt's writer, so that numbers come out
- * in the same shortest form as the manifest's (jansson's own dump writes 17
- * digits). Nesting deeper than the writer tracks goes through jansson.
- */
-static void put_value(struct lmt_json *j, const char *key, json_t *v, int depth)
-{
-	const char *k;
-	json_t *x;
-	size_t i;
-	if ((json_is_object(v) || json_is_array(v)) && depth > 20) {
-		char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-		if (!s)
-			die("out of memory");
-		lmt_json_raw(j, key, s);
-		free(s);
-		return;
-	}
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		lmt_json_obj(j, key);
-		json_object_foreach(v, k, x)
-			put_value(j, k, x, depth + 1);
-		lmt_json_obj_end(j);
-		break;
-	case JSON_ARRAY:
-		lmt_json_arr(j, key);
-		json_array_foreach(v, i, x)
-			put_value(j, NULL, x, depth + 1);
-		lmt_json_arr_end(j);
-		break;
-	case JSON_STRING: lmt_json_strn(j, key, json_string_value(v), json_string_length(v)); break;
-	case JSON_INTEGER: lmt_json_i64(j, key, (int64_t)json_integer_value(v)); break;
-	case JSON_REAL: lmt_json_num(j, key, json_real_value(v)); break;
-	case JSON_TRUE: lmt_json_bool(j, key, 1); break;
-	case JSON_FALSE: lmt_json_bool(j, key, 0); break;
-	default: lmt_json_null(j, key); break;
-	}
-}
-
-/* The JSON text of x (malloc'd), or NULL for NULL. */
+/* The JSON text of x (malloc'd), or NULL for NULL: numbers in the manifest's
+ * shortest form (lmt_json_jansson). */
 static char *dump(json_t *x)
 {
-	if (!x)
-		return NULL;
-	struct lmt_json j;
-	lmt_json_init(&j);
-	put_value(&j, NULL, x, 0);
-	if (j.out.oom || !j.out.buf)
+	char *s = x ? lmt_json_jansson_text(x) : NULL;
+	if (x && !s)
 		die("out of memory");
-	return j.out.buf;
+	return s;
 }
 
-static void shape_str(const struct lmt_ckpt_entry *e, char *b, size_t cap)
+static void bar_update(void *ctx, uint64_t bytes)
 {
-	size_t n = 0;
-	b[0] = 0;
-	for (int k = 0; k < e->ndim && n < cap; k++)
-		n += (size_t)snprintf(b + n, cap - n, k ? "x%d" : "%d", e->shape[k]);
-}
-
-static void json_shape(struct lmt_json *j, const char *key, const struct lmt_ckpt_entry *e)
-{
-	lmt_json_arr(j, key);
-	for (int k = 0; k < e->ndim; k++)
-		lmt_json_u64(j, NULL, (uint64_t)e->shape[k]);
-	lmt_json_arr_end(j);
+	lmt_progress_update(ctx, bytes);
 }
 
 /* ---- opening ---- */
@@ -260,79 +207,29 @@ static void explain(const char *dir, const struct lmt_err *why)
 	} else {
 		struct lmt_json j;
 		lmt_json_init(&j);
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "incomplete");
-		lmt_json_str(&j, "path", dir);
-		if (x.tmp || x.step)
-			lmt_json_u64(&j, "update", x.update);
-		if (x.tmp)
-			lmt_json_i64(&j, "pid", x.pid);
-		lmt_json_bool(&j, "committed", !x.tmp);
-		lmt_json_str(&j, "manifest", x.manifest);
-		lmt_json_str(&j, "reason", x.reason);
-		lmt_json_arr(&j, "files");
-		for (int i = 0; i < x.nents; i++) {
-			lmt_json_obj(&j, NULL);
-			lmt_json_str(&j, "path", x.ents[i].name);
-			lmt_json_str(&j, "kind", x.ents[i].kind);
-			lmt_json_u64(&j, "bytes", x.ents[i].bytes);
-			lmt_json_str(&j, "status", x.ents[i].status);
-			lmt_json_obj_end(&j);
-		}
-		lmt_json_arr_end(&j);
+		lmt_ckpt_record_explanation(&j, dir, &x);
 		put_line(&j);
 		lmt_json_release(&j);
 	}
 	die("%s", x.reason);
 }
 
+static void warn_msg(void *ctx, const char *msg)
+{
+	(void)ctx;
+	warn("%s", msg);
+}
+
 /* RUN: its newest checkpoint that opens; say which. Dies if none does. */
 static void newest(const char *run, char *outp, size_t cap)
 {
 	struct lmt_err err = { 0 };
-	char ckdir[PATH_MAX];
-	path_fmt(ckdir, sizeof ckdir, "%s/ckpt", run);
-	DIR *dd = opendir(ckdir);
-	struct dirent *de;
-	int ntmp = 0;
-	while (dd && (de = readdir(dd))) {
-		unsigned long long u;
-		long pid;
-		if (lmt_ckpt_tmp_name(de->d_name, &u, &pid)) {
-			warn("'%s/%s': an interrupted save (not a checkpoint); ignored", ckdir, de->d_name);
-			ntmp++;
-		}
-	}
-	if (dd)
-		closedir(dd);
-	char **names;
-	uint64_t *ups;
-	int n;
-	if (lmt_ckpt_list(run, &names, &ups, &n, &err))
+	int seen, rc = lmt_ckpt_newest(run, outp, cap, &seen, warn_msg, NULL, &err);
+	if (rc < 0)
 		die_err(&err);
-	int found = 0;
-	for (int i = n - 1; i >= 0; i--) {
-		char p[PATH_MAX];
-		struct lmt_ckpt c;
-		struct lmt_err e2 = { 0 };
-		if (found)
-			continue;
-		path_fmt(p, sizeof p, "%s/%s", ckdir, names[i]);
-		if (lmt_ckpt_open(&c, p, 0, &e2) == 0) {
-			lmt_ckpt_close(&c);
-			snprintf(outp, cap, "%s", p);
-			found = 1;
-		} else {
-			warn("skipping '%s': %s", p, e2.msg);
-		}
-	}
-	for (int i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	free(ups);
-	if (!found)
-		die("'%s': no checkpoint in '%s'%s", run, ckdir,
-		    n || ntmp ? " opens (name a directory to have it explained)" : "");
+	if (!rc)
+		die("'%s': no checkpoint in '%s/ckpt'%s", run, run,
+		    seen ? " opens (name a directory to have it explained)" : "");
 	info("'%s': inspecting its newest checkpoint, '%s'", run, outp);
 }
 
@@ -363,7 +260,7 @@ static void resolve(const char *arg, char *path, size_t cap)
 static void ck_open(struct ck *k, const char *path, int explain_bad)
 {
 	struct lmt_err err = { 0 };
-	char mp[PATH_MAX], nb[NAME_MAX + 1];
+	char mp[PATH_MAX];
 	memset(k, 0, sizeof *k);
 	k->path = path;
 	path_fmt(mp, sizeof mp, "%s/manifest.json", path);
@@ -380,35 +277,20 @@ static void ck_open(struct ck *k, const char *path, int explain_bad)
 	}
 	if (!(k->f = lmt_ckpt_dfile_check_all(&k->c)))
 		die("out of memory");
-	const char *name = lmt_ckpt_base_name(path, nb, sizeof nb);
-	unsigned long long u;
-	long pid;
-	if (lmt_ckpt_tmp_name(name, &u, &pid))
-		k->uncommitted = 1;
-	else if (!strncmp(name, "step-", 5)) {
-		char *end;
-		u = strtoull(name + 5, &end, 10);
-		if (end != name + 5 && !*end && u != k->c.update)
-			snprintf(k->name_problem, sizeof k->name_problem, "'%s': its manifest says update %llu, its name %llu",
-				 path, (unsigned long long)k->c.update, u);
-	}
+	k->uncommitted = lmt_ckpt_name_check(&k->c, path, k->name_problem, sizeof k->name_problem);
+}
+
+/* What arg names, opened into k (path: PATH_MAX bytes), or explained (exit 1). */
+static void ck_open_arg(struct ck *k, const char *arg, char *path)
+{
+	resolve(arg, path, PATH_MAX);
+	ck_open(k, path, 1);
 }
 
 static void ck_close(struct ck *k)
 {
 	free(k->f);
 	lmt_ckpt_close(&k->c);
-}
-
-struct bar_at {
-	struct lmt_progress *bar;
-	uint64_t base;          /* bytes done before this piece */
-};
-
-static void bar_update(void *ctx, uint64_t bytes)
-{
-	struct bar_at *b = ctx;
-	lmt_progress_update(b->bar, b->base + bytes);
 }
 
 /* ---- listing ---- */
@@ -445,63 +327,85 @@ static void put_state_table(json_t *state)
 	}
 }
 
+/* The checkpoint, its files and its state. */
+static void list_head(const struct ck *k)
+{
+	const struct lmt_ckpt *c = &k->c;
+	if (table) {
+		out("checkpoint '%s': update %llu, world %d, schema %d%s\n", k->path, (unsigned long long)c->update,
+		    c->world, LMT_CKPT_SCHEMA, k->uncommitted ? " (an interrupted save: never renamed into place)" : "");
+		for (int i = 0; i < c->nfiles; i++)
+			out("file:     %s  rank %d  %llu bytes  %s\n", c->files[i].name, c->files[i].rank,
+			    (unsigned long long)c->files[i].bytes, k->f[i].problem[0] ? k->f[i].problem : "ok");
+		put_state_table(json_object_get(c->manifest, "state"));
+	} else {
+		struct lmt_json j;
+		lmt_json_init(&j);
+		lmt_ckpt_record_checkpoint(&j, k->path, c, k->f, !k->uncommitted);
+		put_line(&j);
+		lmt_json_release(&j);
+	}
+	for (int i = 0; i < c->nfiles; i++)
+		if (k->f[i].problem[0])
+			say(k->f[i].problem);
+}
+
+/* One tensor, as a table row (w: the name column's width) or a record. */
+static void list_tensor(struct lmt_json *j, const struct lmt_ckpt_tscan *t, int w)
+{
+	const struct lmt_ckpt_entry *e = t->e;
+	char crc[16];
+	snprintf(crc, sizeof crc, "%08x", t->crc32c);
+	if (table) {
+		out("%-*s %-5s %-14s %6d %12llu %-8s", w, e->name, "f32", t->shape, e->nchunks,
+		    (unsigned long long)(e->numel * 4), !t->readable || (!t->read && e->nchunks != 1) ? "-" : crc);
+		if (!t->read)
+			out("\n");
+		else if (!t->readable)
+			out("  unreadable\n");
+		else if (!t->has_stats)
+			out(" %11s %11s %11s %11s %9llu\n", "-", "-", "-", "-", (unsigned long long)t->s.nonfinite);
+		else
+			out(" %11.4g %11.4g %11.4g %11.4g %9llu%s\n", t->s.min, t->s.max, t->mean, t->rms,
+			    (unsigned long long)t->s.nonfinite, t->bad_chunks ? "  CRC MISMATCH" : "");
+		return;
+	}
+	lmt_ckpt_record_tensor(j, t);
+	put_line(j);
+}
+
+/* The totals of a listing. */
+static void list_summary(const struct ck *k, const struct lmt_ckpt_scan *s)
+{
+	if (table) {
+		out("%d tensor%s, %llu elements, %llu bytes in %d file%s (%llu bytes)", s->tensors, pl(s->tensors),
+		    (unsigned long long)s->elements, (unsigned long long)s->bytes, k->c.nfiles, pl(k->c.nfiles),
+		    (unsigned long long)s->file_bytes);
+		if (!O.no_stats)
+			out("; %llu non-finite; %s\n", (unsigned long long)s->nonfinite,
+			    s->bad_tensors ? "SOME TENSORS ARE BAD" : "every chunk's CRC-32C matches");
+		else
+			out("\n");
+		return;
+	}
+	struct lmt_json j;
+	lmt_json_init(&j);
+	lmt_ckpt_record_summary(&j, k->path, &k->c, s, !O.no_stats, !k->uncommitted);
+	put_line(&j);
+	lmt_json_release(&j);
+}
+
 static int list(const char *arg)
 {
 	char path[PATH_MAX];
 	struct ck k;
-	resolve(arg, path, sizeof path);
-	ck_open(&k, path, 1);
+	ck_open_arg(&k, arg, path);
 	double t0 = lmt_now();
-	struct lmt_json j;
-	lmt_json_init(&j);
-	json_t *state = json_object_get(k.c.manifest, "state");
-	uint64_t file_bytes = 0;
-	int bad_files = 0;
-	for (int i = 0; i < k.c.nfiles; i++) {
-		file_bytes += k.f[i].size;
-		bad_files += k.f[i].problem[0] != 0;
-	}
-	if (table) {
-		out("checkpoint '%s': update %llu, world %d, schema %d%s\n", path, (unsigned long long)k.c.update,
-		    k.c.world, LMT_CKPT_SCHEMA, k.uncommitted ? " (an interrupted save: never renamed into place)" : "");
-		for (int i = 0; i < k.c.nfiles; i++)
-			out("file:     %s  rank %d  %llu bytes  %s\n", k.c.files[i].name, k.c.files[i].rank,
-			    (unsigned long long)k.c.files[i].bytes, k.f[i].problem[0] ? k.f[i].problem : "ok");
-		put_state_table(state);
-	} else {
-		char hex[LMT_SHA256_HEX];
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "checkpoint");
-		lmt_json_str(&j, "path", path);
-		lmt_json_u64(&j, "update", k.c.update);
-		lmt_json_u64(&j, "world", (uint64_t)k.c.world);
-		lmt_json_u64(&j, "schema_version", LMT_CKPT_SCHEMA);
-		lmt_json_bool(&j, "committed", !k.uncommitted);
-		lmt_json_u64(&j, "tensors", (uint64_t)k.c.nt);
-		lmt_json_arr(&j, "files");
-		for (int i = 0; i < k.c.nfiles; i++) {
-			lmt_json_obj(&j, NULL);
-			lmt_json_str(&j, "path", k.c.files[i].name);
-			lmt_json_u64(&j, "rank", (uint64_t)k.c.files[i].rank);
-			lmt_json_u64(&j, "bytes", k.c.files[i].bytes);
-			lmt_json_str(&j, "payload_sha256", lmt_sha256_hex(k.c.files[i].sha256, hex));
-			lmt_json_bool(&j, "ok", !k.f[i].problem[0]);
-			if (k.f[i].problem[0])
-				lmt_json_str(&j, "error", k.f[i].problem);
-			lmt_json_obj_end(&j);
-		}
-		lmt_json_arr_end(&j);
-		put_value(&j, "state", state, 0);
-		put_line(&j);
-	}
-	for (int i = 0; i < k.c.nfiles; i++)
-		if (k.f[i].problem[0])
-			fprintf(stderr, "%s: %s\n", tool_name, k.f[i].problem);
-
+	list_head(&k);
 	int w = 6;
 	uint64_t total = 0;
 	for (int i = 0; i < k.c.nt; i++)
-		if (selected(k.c.t[i].name)) {
+		if (selected(NULL, k.c.t[i].name)) {
 			w = LMT_MAX(w, (int)strlen(k.c.t[i].name));
 			total += k.c.t[i].numel * 4;
 		}
@@ -512,109 +416,30 @@ static int list(const char *arg)
 			out("%-*s %-5s %-14s %6s %12s %-8s %11s %11s %11s %11s %9s\n", w, "tensor", "dtype", "shape",
 			    "chunks", "bytes", "crc32c", "min", "max", "mean", "rms", "nonfinite");
 	}
-	float *buf = O.no_stats ? NULL : malloc(BLOCK);
-	if (!O.no_stats && !buf)
-		die("out of memory");
 	struct lmt_progress bar;
+	struct lmt_ckpt_scan s;
+	struct lmt_err err = { 0 };
+	if (lmt_ckpt_scan_init(&s, &k.c, k.f, !O.no_stats, bar_update, &bar, &err))
+		die_err(&err);
 	lmt_progress_init(&bar, "reading", "B", total, tool_quiet || O.no_stats);
-	uint64_t elements = 0, bytes = 0, nonfinite = 0, done = 0;
-	int ntens = 0, bad_tensors = 0, nf_tensors = 0;
+	struct lmt_json j;
+	lmt_json_init(&j);
 	for (int i = 0; i < k.c.nt; i++) {
-		const struct lmt_ckpt_entry *e = &k.c.t[i];
-		if (!selected(e->name))
+		struct lmt_ckpt_tscan t;
+		if (!selected(NULL, k.c.t[i].name))
 			continue;
-		ntens++;
-		elements += e->numel;
-		bytes += e->numel * 4;
-		struct lmt_ckpt_stats s;
-		struct lmt_ckpt_treader r;
-		lmt_ckpt_stats_init(&s);
-		lmt_ckpt_treader_init(&r, &k.c, k.f, e);
-		int readable = 1;
-		if (!O.no_stats) {
-			long m;
-			while ((m = lmt_ckpt_treader_read(&r, buf, BLOCK / 4)) > 0) {
-				lmt_ckpt_stats_add(&s, buf, (size_t)m);
-				done += (uint64_t)m * 4;
-				lmt_progress_update(&bar, done);
-			}
-			readable = m == 0;
-		}
-		lmt_ckpt_treader_release(&r);
-		int ok = readable && !r.bad_chunks;
-		bad_tensors += !ok;
-		nonfinite += s.nonfinite;
-		nf_tensors += s.nonfinite > 0;
-		char shape[64], crc[16];
-		shape_str(e, shape, sizeof shape);
-		/* read: the CRC-32C of the data as found; manifest only: its single chunk's */
-		snprintf(crc, sizeof crc, "%08x", !O.no_stats ? r.whole : e->nchunks ? e->chunks[0].crc32c : 0);
-		int has = !O.no_stats && readable && s.n > 0;
-		if (table) {
+		lmt_ckpt_scan_tensor(&s, &k.c.t[i], &t);
+		if (table)
 			lmt_progress_done(&bar);
-			const char *c = O.no_stats && e->nchunks != 1 ? "-" : crc;
-			if (O.no_stats)
-				out("%-*s %-5s %-14s %6d %12llu %-8s\n", w, e->name, "f32", shape, e->nchunks,
-				    (unsigned long long)(e->numel * 4), c);
-			else if (!readable)
-				out("%-*s %-5s %-14s %6d %12llu %-8s  unreadable\n", w, e->name, "f32", shape, e->nchunks,
-				    (unsigned long long)(e->numel * 4), "-");
-			else if (!has)
-				out("%-*s %-5s %-14s %6d %12llu %-8s %11s %11s %11s %11s %9llu\n", w, e->name, "f32", shape,
-				    e->nchunks, (unsigned long long)(e->numel * 4), crc, "-", "-", "-", "-",
-				    (unsigned long long)s.nonfinite);
-			else
-				out("%-*s %-5s %-14s %6d %12llu %-8s %11.4g %11.4g %11.4g %11.4g %9llu%s\n", w, e->name, "f32",
-				    shape, e->nchunks, (unsigned long long)(e->numel * 4), crc, s.min, s.max, s.sum / s.n,
-				    sqrt(s.sumsq / s.n), (unsigned long long)s.nonfinite, r.bad_chunks ? "  CRC MISMATCH" : "");
-		} else {
-			lmt_json_begin(&j);
-			lmt_json_str(&j, "event", "tensor");
-			lmt_json_str(&j, "name", e->name);
-			lmt_json_str(&j, "dtype", "f32");
-			json_shape(&j, "shape", e);
-			lmt_json_u64(&j, "elements", e->numel);
-			lmt_json_u64(&j, "bytes", e->numel * 4);
-			lmt_json_u64(&j, "chunks", (uint64_t)e->nchunks);
-			lmt_json_arr(&j, "chunk_crc32c");
-			for (int q = 0; q < e->nchunks; q++) {
-				char b[16];
-				snprintf(b, sizeof b, "%08x", e->chunks[q].crc32c);
-				lmt_json_str(&j, NULL, b);
-			}
-			lmt_json_arr_end(&j);
-			if (!O.no_stats) {
-				if (readable)
-					lmt_json_str(&j, "crc32c", crc);
-				else
-					lmt_json_null(&j, "crc32c");
-				lmt_json_bool(&j, "ok", ok);
-				if (has) {
-					lmt_json_num(&j, "min", s.min);
-					lmt_json_num(&j, "max", s.max);
-					lmt_json_num(&j, "mean", s.sum / s.n);
-					lmt_json_num(&j, "rms", sqrt(s.sumsq / s.n));
-				} else {
-					lmt_json_null(&j, "min");
-					lmt_json_null(&j, "max");
-					lmt_json_null(&j, "mean");
-					lmt_json_null(&j, "rms");
-				}
-				if (readable)
-					lmt_json_u64(&j, "nonfinite", s.nonfinite);
-				else
-					lmt_json_null(&j, "nonfinite");
-				if (!ok)
-					lmt_json_str(&j, "error", r.err);
-			}
-			put_line(&j);
-		}
-		if (!ok && bad_tensors <= 8)
-			fprintf(stderr, "%s: %s\n", tool_name, r.err);
+		list_tensor(&j, &t, w);
+		if (!t.ok && s.bad_tensors <= 8)
+			say(t.err);
 	}
-	if (bad_tensors > 8)
+	lmt_json_release(&j);
+	lmt_ckpt_scan_release(&s);
+	if (s.bad_tensors > 8)
 		fprintf(stderr, "%s: and %d more bad tensors (the JSONL records list every one)\n", tool_name,
-			bad_tensors - 8);
+			s.bad_tensors - 8);
 	lmt_progress_done(&bar);
 	for (int g = 0; g < O.nglobs; g++) {
 		int any = 0;
@@ -623,54 +448,25 @@ static int list(const char *arg)
 		if (!any)
 			warn("no tensor of '%s' matches '%s'", path, O.globs[g]);
 	}
-	if (table) {
-		out("%d tensor%s, %llu elements, %llu bytes in %d file%s (%llu bytes)", ntens, pl(ntens),
-		    (unsigned long long)elements, (unsigned long long)bytes, k.c.nfiles, pl(k.c.nfiles),
-		    (unsigned long long)file_bytes);
-		if (!O.no_stats)
-			out("; %llu non-finite; %s\n", (unsigned long long)nonfinite,
-			    bad_tensors ? "SOME TENSORS ARE BAD" : "every chunk's CRC-32C matches");
-		else
-			out("\n");
-	} else {
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "summary");
-		lmt_json_str(&j, "path", path);
-		lmt_json_u64(&j, "update", k.c.update);
-		lmt_json_u64(&j, "tensors", (uint64_t)ntens);
-		lmt_json_u64(&j, "elements", elements);
-		lmt_json_u64(&j, "bytes", bytes);
-		lmt_json_u64(&j, "files", (uint64_t)k.c.nfiles);
-		lmt_json_u64(&j, "file_bytes", file_bytes);
-		lmt_json_u64(&j, "bad_files", (uint64_t)bad_files);
-		if (!O.no_stats) {
-			lmt_json_u64(&j, "nonfinite", nonfinite);
-			lmt_json_u64(&j, "bad_tensors", (uint64_t)bad_tensors);
-		}
-		lmt_json_bool(&j, "committed", !k.uncommitted);
-		put_line(&j);
-	}
-	lmt_json_release(&j);
-	free(buf);
+	list_summary(&k, &s);
 	double secs = lmt_now() - t0;
-	if (nonfinite)
-		warn("'%s': %llu non-finite value%s in %d tensor%s", path, (unsigned long long)nonfinite, pl((long)nonfinite),
-		     nf_tensors, pl(nf_tensors));
+	if (s.nonfinite)
+		warn("'%s': %llu non-finite value%s in %d tensor%s", path, (unsigned long long)s.nonfinite,
+		     pl((long)s.nonfinite), s.nonfinite_tensors, pl(s.nonfinite_tensors));
 	if (k.name_problem[0])
-		fprintf(stderr, "%s: %s\n", tool_name, k.name_problem);
-	int bad = bad_files || bad_tensors || k.uncommitted || k.name_problem[0];
+		say(k.name_problem);
 	if (k.uncommitted)
 		die("'%s': an interrupted save, never renamed into place: it is not a checkpoint (train --resume "
 		    "removes it)", path);
-	if (bad)
-		die("'%s': %d of %d file%s and %d of %d tensor%s are bad%s", path, bad_files, k.c.nfiles, pl(k.c.nfiles),
-		    bad_tensors, ntens, pl(ntens), k.name_problem[0] ? ", and its name is not its update" : "");
+	if (s.bad_files || s.bad_tensors || k.name_problem[0])
+		die("'%s': %d of %d file%s and %d of %d tensor%s are bad%s", path, s.bad_files, k.c.nfiles,
+		    pl(k.c.nfiles), s.bad_tensors, s.tensors, pl(s.tensors),
+		    k.name_problem[0] ? ", and its name is not its update" : "");
 	if (!O.no_stats)
-		info("'%s': %d tensor%s, %.1f MB read in %.2f s", path, ntens, pl(ntens), bytes / 1e6, secs);
+		info("'%s': %d tensor%s, %.1f MB read in %.2f s", path, s.tensors, pl(s.tensors), s.bytes / 1e6, secs);
 	ck_close(&k);
 	return 0;
 }
-
 
 /* ---- verify ---- */
 
@@ -708,23 +504,13 @@ static int print_finding(void *ctx, const struct lmt_ckpt_finding *f)
 	else if (table)
 		out("  %s\n", f->msg);
 	else {
-		lmt_json_begin(&v->j);
-		lmt_json_str(&v->j, "event", "verify");
-		lmt_json_str(&v->j, "path", f->path);
-		if (f->kind == LMT_CKPT_FINDING_CHUNK) {
-			lmt_json_str(&v->j, "tensor", f->tensor->name);
-			lmt_json_u64(&v->j, "offset", f->chunk->offset);
-			lmt_json_u64(&v->j, "count", f->chunk->count);
-		}
-		lmt_json_bool(&v->j, "ok", f->ok);
-		if (!f->ok)
-			lmt_json_str(&v->j, "error", f->msg);
+		lmt_ckpt_record_finding(&v->j, f);
 		put_line(&v->j);
 	}
 	if (f->kind == LMT_CKPT_FINDING_FILE && !f->ok)
-		fprintf(stderr, "%s: %s\n", tool_name, f->msg);
+		say(f->msg);
 	else if (f->kind == LMT_CKPT_FINDING_CHUNK && v->said < 8) {
-		fprintf(stderr, "%s: %s\n", tool_name, f->msg);
+		say(f->msg);
 		v->said++;
 	} else if (f->kind == LMT_CKPT_FINDING_CHUNK) {
 		v->more++;
@@ -741,8 +527,7 @@ static int verify(const char *arg)
 {
 	char path[PATH_MAX];
 	struct ck k;
-	resolve(arg, path, sizeof path);
-	ck_open(&k, path, 1);
+	ck_open_arg(&k, arg, path);
 	double t0 = lmt_now();
 	uint64_t total = 0;
 	for (int i = 0; i < k.c.nfiles; i++)
@@ -763,24 +548,13 @@ static int verify(const char *arg)
 		out("%d file%s, %d tensor%s: %s\n", k.c.nfiles, pl(k.c.nfiles), k.c.nt, pl(k.c.nt),
 		    bad ? "SOME ARE BAD" : "every size, SHA-256 and CRC-32C matches the manifest");
 	} else {
-		lmt_json_begin(&v.j);
-		lmt_json_str(&v.j, "event", "verify-summary");
-		lmt_json_str(&v.j, "path", path);
-		lmt_json_u64(&v.j, "update", k.c.update);
-		lmt_json_bool(&v.j, "ok", !bad && !k.uncommitted && !k.name_problem[0]);
-		lmt_json_bool(&v.j, "committed", !k.uncommitted);
-		lmt_json_u64(&v.j, "files", (uint64_t)k.c.nfiles);
-		lmt_json_u64(&v.j, "bad_files", (uint64_t)res.bad_files);
-		lmt_json_u64(&v.j, "tensors", (uint64_t)k.c.nt);
-		lmt_json_u64(&v.j, "bad_tensors", (uint64_t)res.bad_tensors);
-		lmt_json_u64(&v.j, "bytes", res.bytes);
-		lmt_json_num(&v.j, "seconds", secs);
-		lmt_json_num(&v.j, "mb_per_s", secs > 0 ? res.bytes / secs / 1e6 : 0);
+		lmt_ckpt_record_verify_summary(&v.j, path, &k.c, &res, !bad && !k.uncommitted && !k.name_problem[0],
+					       !k.uncommitted, secs);
 		put_line(&v.j);
 	}
 	lmt_json_release(&v.j);
 	if (k.name_problem[0])
-		fprintf(stderr, "%s: %s\n", tool_name, k.name_problem);
+		say(k.name_problem);
 	if (bad)
 		die("'%s': %d of %d file%s and %d of %d tensor%s failed verification", path, res.bad_files, k.c.nfiles,
 		    pl(k.c.nfiles), res.bad_tensors, k.c.nt, pl(k.c.nt));
@@ -799,7 +573,8 @@ static int verify(const char *arg)
 
 struct diffctx {
 	struct lmt_json j;
-	int nstate;
+	struct lmt_progress *bar;
+	int nstate, w;          /* state fields that differ; the name column's width */
 };
 
 static void state_diff_put(void *ctx, const char *p, void *xa, void *xb)
@@ -811,76 +586,50 @@ static void state_diff_put(void *ctx, const char *p, void *xa, void *xb)
 		out("%-40s %.60s%s -> %.60s%s\n", p, sa ? sa : "(absent)", sa && strlen(sa) > 60 ? "..." : "",
 		    sb ? sb : "(absent)", sb && strlen(sb) > 60 ? "..." : "");
 	} else {
-		lmt_json_begin(&d->j);
-		lmt_json_str(&d->j, "event", "state");
-		lmt_json_str(&d->j, "key", p);
-		if (sa)
-			lmt_json_raw(&d->j, "a", sa);
-		if (sb)
-			lmt_json_raw(&d->j, "b", sb);
-		if (!sa || !sb)
-			lmt_json_str(&d->j, "only", sa ? "a" : "b");
+		lmt_ckpt_record_state(&d->j, p, sa, sb);
 		put_line(&d->j);
 	}
 	free(sa);
 	free(sb);
 }
 
-static void diff_side(struct lmt_json *j, const char *key, const char *path, const struct ck *k)
-{
-	lmt_json_obj(j, key);
-	lmt_json_str(j, "path", path);
-	lmt_json_u64(j, "update", k->c.update);
-	lmt_json_u64(j, "world", (uint64_t)k->c.world);
-	lmt_json_obj_end(j);
-}
-
 /* One tensor's comparison, as a table row or a record. */
-static void diff_put(struct diffctx *d, int w, const struct lmt_ckpt_entry *ea, const struct lmt_ckpt_entry *eb,
+static void diff_put(void *ctx, const struct lmt_ckpt_entry *ea, const struct lmt_ckpt_entry *eb,
 		     enum lmt_ckpt_tstatus st, const struct lmt_ckpt_tdiff *t, const char *err)
 {
+	struct diffctx *d = ctx;
 	const struct lmt_ckpt_entry *e = ea ? ea : eb;
-	const char *status = lmt_ckpt_tstatus_name(st);
-	int compared = st == LMT_CKPT_TSTATUS_SAME || st == LMT_CKPT_TSTATUS_DIFFER;
-	double rel = t->max_abs / LMT_MAX(t->max_ref, (double)FLT_MIN);
+	int w = d->w;
 	if (table) {
 		char sa[64] = "-", sb[64] = "-";
+		lmt_progress_done(d->bar);
 		if (ea)
-			shape_str(ea, sa, sizeof sa);
+			lmt_ckpt_shape_str(ea, sa, sizeof sa);
 		if (eb)
-			shape_str(eb, sb, sizeof sb);
+			lmt_ckpt_shape_str(eb, sb, sizeof sb);
 		if (st == LMT_CKPT_TSTATUS_SAME)
 			;
 		else if (st == LMT_CKPT_TSTATUS_DIFFER)
 			out("%-*s differ  max|a-b| %.4g  relative %.4g  %llu of %llu elements differ%s\n", w, e->name,
-			    t->max_abs, rel, (unsigned long long)t->differing, (unsigned long long)e->numel,
+			    t->max_abs, t->rel, (unsigned long long)t->differing, (unsigned long long)e->numel,
 			    t->nonfinite_mismatch ? "  (non-finite in one only)" : "");
 		else if (st == LMT_CKPT_TSTATUS_SHAPE)
 			out("%-*s shape   %s vs %s\n", w, e->name, sa, sb);
 		else if (st == LMT_CKPT_TSTATUS_ERROR)
 			out("%-*s error   %s\n", w, e->name, err);
 		else
-			out("%-*s %s  %s\n", w, e->name, status, ea ? sa : sb);
-		return;
-	}
-	lmt_json_begin(&d->j);
-	lmt_json_str(&d->j, "event", "tensor");
-	lmt_json_str(&d->j, "name", e->name);
-	lmt_json_str(&d->j, "status", status);
-	if (ea)
-		json_shape(&d->j, "shape_a", ea);
-	if (eb)
-		json_shape(&d->j, "shape_b", eb);
-	if (compared) {
-		lmt_json_u64(&d->j, "elements", e->numel);
-		lmt_json_u64(&d->j, "differing", t->differing);
-		lmt_json_num(&d->j, "max_abs", t->max_abs);
-		lmt_json_num(&d->j, "rel", rel);
-		lmt_json_u64(&d->j, "nonfinite_mismatch", t->nonfinite_mismatch);
+			out("%-*s %s  %s\n", w, e->name, lmt_ckpt_tstatus_name(st), ea ? sa : sb);
+	} else {
+		lmt_ckpt_record_tdiff(&d->j, ea, eb, st, t, err);
+		put_line(&d->j);
 	}
 	if (err[0])
-		lmt_json_str(&d->j, "error", err);
-	put_line(&d->j);
+		say(err);
+}
+
+static void diff_progress(void *ctx, uint64_t bytes)
+{
+	lmt_progress_update(((struct diffctx *)ctx)->bar, bytes);
 }
 
 static int diff(const char *arga, const char *argb)
@@ -895,67 +644,38 @@ static int diff(const char *arga, const char *argb)
 	for (int s = 0; s < 2; s++)
 		for (int i = 0; i < (s ? &B : &A)->c.nfiles; i++)
 			if ((s ? &B : &A)->f[i].problem[0]) {
-				fprintf(stderr, "%s: %s\n", tool_name, (s ? &B : &A)->f[i].problem);
+				say((s ? &B : &A)->f[i].problem);
 				errors++;
 			}
-	struct diffctx d;
-	memset(&d, 0, sizeof d);
+	struct diffctx d = { .w = 6 };
 	lmt_json_init(&d.j);
 	if (table) {
 		out("a: '%s' (update %llu, world %d)\n", pa, (unsigned long long)A.c.update, A.c.world);
 		out("b: '%s' (update %llu, world %d)\n", pb, (unsigned long long)B.c.update, B.c.world);
 	} else {
-		lmt_json_begin(&d.j);
-		lmt_json_str(&d.j, "event", "diff");
-		diff_side(&d.j, "a", pa, &A);
-		diff_side(&d.j, "b", pb, &B);
-		lmt_json_num(&d.j, "atol", O.atol);
+		lmt_ckpt_record_diff(&d.j, pa, &A.c, pb, &B.c, O.atol);
 		put_line(&d.j);
 	}
 	lmt_ckpt_state_diff("state", json_object_get(A.c.manifest, "state"), json_object_get(B.c.manifest, "state"),
 			    O.ignore, O.nignore, state_diff_put, &d);
 
-	float *ba = malloc(BLOCK), *bb = malloc(BLOCK);
-	if (!ba || !bb)
-		die("out of memory");
 	uint64_t total = 0;
 	for (int i = 0; i < A.c.nt; i++)
-		if (selected(A.c.t[i].name))
+		if (selected(NULL, A.c.t[i].name))
 			total += A.c.t[i].numel * 4;
+	for (int i = 0; i < A.c.nt; i++)
+		d.w = LMT_MAX(d.w, (int)strlen(A.c.t[i].name));
+	for (int i = 0; i < B.c.nt; i++)
+		d.w = LMT_MAX(d.w, (int)strlen(B.c.t[i].name));
 	struct lmt_progress bar;
 	lmt_progress_init(&bar, "comparing", "B", total, tool_quiet);
-	struct bar_at at = { &bar, 0 };
-	int n[6] = { 0 }, w = 6;
-	for (int i = 0; i < A.c.nt; i++)
-		w = LMT_MAX(w, (int)strlen(A.c.t[i].name));
-	for (int i = 0; i < B.c.nt; i++)
-		w = LMT_MAX(w, (int)strlen(B.c.t[i].name));
-	for (int pass = 0; pass < 2; pass++) {
-		const struct ck *X = pass ? &B : &A, *Y = pass ? &A : &B;
-		for (int i = 0; i < X->c.nt; i++) {
-			const struct lmt_ckpt_entry *ea = &X->c.t[i], *eb = lmt_ckpt_find(&Y->c, ea->name);
-			if (!selected(ea->name) || (pass && eb))
-				continue;
-			if (pass) { /* only in B: report it as b */
-				eb = ea;
-				ea = NULL;
-			}
-			struct lmt_ckpt_tdiff t;
-			char err[2100];
-			enum lmt_ckpt_tstatus st = lmt_ckpt_tensor_diff((struct lmt_ckpt_side){ &A.c, A.f }, ea,
-									(struct lmt_ckpt_side){ &B.c, B.f }, eb, O.atol,
-									ba, bb, BLOCK / 4, bar_update, &at, &t, err,
-									sizeof err);
-			if (st == LMT_CKPT_TSTATUS_SAME || st == LMT_CKPT_TSTATUS_DIFFER)
-				at.base += (ea ? ea : eb)->numel * 4;
-			n[st]++;
-			if (table)
-				lmt_progress_done(&bar);
-			diff_put(&d, w, ea, eb, st, &t, err);
-			if (err[0])
-				fprintf(stderr, "%s: %s\n", tool_name, err);
-		}
-	}
+	d.bar = &bar;
+	struct lmt_ckpt_diff_ops ops = { selected, diff_put, diff_progress, &d };
+	struct lmt_err err = { 0 };
+	int n[LMT_CKPT_TSTATUS_COUNT];
+	if (lmt_ckpt_diff((struct lmt_ckpt_side){ &A.c, A.f }, (struct lmt_ckpt_side){ &B.c, B.f }, O.atol, &ops, n,
+			  &err))
+		die_err(&err);
 	lmt_progress_done(&bar);
 	int n_same = n[LMT_CKPT_TSTATUS_SAME], n_differ = n[LMT_CKPT_TSTATUS_DIFFER], n_shape = n[LMT_CKPT_TSTATUS_SHAPE],
 	    n_only_a = n[LMT_CKPT_TSTATUS_ONLY_A], n_only_b = n[LMT_CKPT_TSTATUS_ONLY_B], n_err = n[LMT_CKPT_TSTATUS_ERROR];
@@ -966,22 +686,10 @@ static int diff(const char *arga, const char *argb)
 		    "differ%s\n", n_same, n_differ, n_shape, n_only_a, n_only_b, n_err ? ", some unreadable" : "",
 		    d.nstate, identical ? ": identical" : "");
 	} else {
-		lmt_json_begin(&d.j);
-		lmt_json_str(&d.j, "event", "summary");
-		lmt_json_bool(&d.j, "identical", identical);
-		lmt_json_u64(&d.j, "tensors", (uint64_t)(n_same + n_differ + n_shape + n_only_a + n_only_b + n_err));
-		lmt_json_u64(&d.j, "same", (uint64_t)n_same);
-		lmt_json_u64(&d.j, "differ", (uint64_t)n_differ);
-		lmt_json_u64(&d.j, "shape", (uint64_t)n_shape);
-		lmt_json_u64(&d.j, "only_a", (uint64_t)n_only_a);
-		lmt_json_u64(&d.j, "only_b", (uint64_t)n_only_b);
-		lmt_json_u64(&d.j, "errors", (uint64_t)errors);
-		lmt_json_u64(&d.j, "state_differ", (uint64_t)d.nstate);
+		lmt_ckpt_record_diff_summary(&d.j, n, errors, d.nstate, identical);
 		put_line(&d.j);
 	}
 	lmt_json_release(&d.j);
-	free(ba);
-	free(bb);
 	ck_close(&A);
 	ck_close(&B);
 	if (errors)

@@ -378,6 +378,25 @@ const char *lmt_ckpt_base_name(const char *path, char *b, size_t cap)
 	return b;
 }
 
+int lmt_ckpt_name_check(const struct lmt_ckpt *c, const char *dir, char *problem, size_t cap)
+{
+	char nb[NAME_MAX + 1];
+	const char *name = lmt_ckpt_base_name(dir, nb, sizeof nb);
+	unsigned long long u;
+	long pid;
+	problem[0] = 0;
+	if (lmt_ckpt_tmp_name(name, &u, &pid))
+		return 1;
+	if (!strncmp(name, "step-", 5)) {
+		char *end;
+		u = strtoull(name + 5, &end, 10);
+		if (end != name + 5 && !*end && u != c->update)
+			snprintf(problem, cap, "'%s': its manifest says update %llu, its name %llu", dir,
+				 (unsigned long long)c->update, u);
+	}
+	return 0;
+}
+
 /* Does dir hold files that look like checkpoint data (finished or being written)? */
 static int has_data_files(const char *dir)
 {

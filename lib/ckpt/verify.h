@@ -94,6 +94,13 @@ const char *lmt_ckpt_base_name(const char *path, char *b, size_t cap);
 /* ".tmp-step-NNNNNNNN-PID", an interrupted save: 1 with its update and pid, else 0. */
 int lmt_ckpt_tmp_name(const char *name, unsigned long long *update, long *pid);
 
+/*
+ * What the name of dir says of c, the checkpoint in it: 1 when dir is an
+ * interrupted save (.tmp-step-N-PID, never renamed into place), else 0; problem
+ * (cap bytes) says so when a step-N name is not c's update, and is "" otherwise.
+ */
+int lmt_ckpt_name_check(const struct lmt_ckpt *c, const char *dir, char *problem, size_t cap);
+
 /* ---- directories that are not checkpoints ---- */
 
 struct lmt_ckpt_dirent {

@@ -3,6 +3,7 @@
  */
 #include "core/json.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,4 +232,55 @@ int lmt_json_end_line(struct lmt_json *j, FILE *fp)
 	if (fwrite(j->out.buf, 1, j->out.len, fp) != j->out.len)
 		return -1;
 	return fflush(fp) == 0 ? 0 : -1;
+}
+
+/* depth: levels below the value the caller gave */
+static void put_jansson(struct lmt_json *j, const char *key, json_t *v, int depth)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+	if ((json_is_object(v) || json_is_array(v)) && depth > 20) {
+		char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!s) {
+			j->out.oom = 1;
+			return;
+		}
+		lmt_json_raw(j, key, s);
+		free(s);
+		return;
+	}
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		lmt_json_obj(j, key);
+		json_object_foreach(v, k, x)
+			put_jansson(j, k, x, depth + 1);
+		lmt_json_obj_end(j);
+		break;
+	case JSON_ARRAY:
+		lmt_json_arr(j, key);
+		json_array_foreach(v, i, x)
+			put_jansson(j, NULL, x, depth + 1);
+		lmt_json_arr_end(j);
+		break;
+	case JSON_STRING: lmt_json_strn(j, key, json_string_value(v), json_string_length(v)); break;
+	case JSON_INTEGER: lmt_json_i64(j, key, (int64_t)json_integer_value(v)); break;
+	case JSON_REAL: lmt_json_num(j, key, json_real_value(v)); break;
+	case JSON_TRUE: lmt_json_bool(j, key, 1); break;
+	case JSON_FALSE: lmt_json_bool(j, key, 0); break;
+	default: lmt_json_null(j, key); break;
+	}
+}
+
+void lmt_json_jansson(struct lmt_json *j, const char *key, json_t *v)
+{
+	put_jansson(j, key, v, 0);
+}
+
+char *lmt_json_jansson_text(json_t *v)
+{
+	struct lmt_json j;
+	lmt_json_init(&j);
+	put_jansson(&j, NULL, v, 0);
+	return lmt_strbuf_detach(&j.out);
 }

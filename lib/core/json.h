@@ -16,6 +16,11 @@
  * Strings are escaped per RFC 8259; bytes that are not valid UTF-8 are written as
  * U+FFFD (JSON cannot carry them). Non-finite numbers are written as null.
  * Numbers are written in the shortest form that reads back to the same double.
+ *
+ * A value parsed with jansson can be written back through the writer
+ * (lmt_json_jansson), so that it keeps that shortest form: jansson's own
+ * json_dumps writes 17 significant digits, and a manifest's 0.1 would come back
+ * as 0.10000000000000001.
  */
 #ifndef LMT_JSON_H
 #define LMT_JSON_H
@@ -25,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+struct json_t;                  /* jansson's; this header does not need <jansson.h> */
 
 struct lmt_json {
 	struct lmt_strbuf out;  /* the text so far */
@@ -52,6 +59,16 @@ void lmt_json_bool(struct lmt_json *j, const char *key, int v);
 void lmt_json_null(struct lmt_json *j, const char *key);
 /* Insert pre-formatted JSON text as a value (caller guarantees it is valid). */
 void lmt_json_raw(struct lmt_json *j, const char *key, const char *text);
+
+/*
+ * Write the jansson value v (any type) as a value. Containers nested more than 20
+ * levels below v are written by json_dumps (the writer tracks a bounded depth).
+ * Out of memory sets j->out.oom, as every write does.
+ */
+void lmt_json_jansson(struct lmt_json *j, const char *key, struct json_t *v);
+/* The JSON text of v, written as lmt_json_jansson does (caller frees); NULL when
+ * out of memory. */
+char *lmt_json_jansson_text(struct json_t *v);
 
 /* Close the top-level object; the buffer then holds one JSON text (no newline). */
 void lmt_json_end(struct lmt_json *j);
