@@ -12,6 +12,7 @@
  */
 #include <getopt.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,7 @@
 #include "ckpt/ckpt.h"
 #include "ckpt/runstate.h"
 #include "comm/comm.h"
-#include "core/atomicfile.h"
+#include "core/config.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "data/dataset.h"
@@ -29,111 +30,6 @@
 #include "model/model.h"
 #include "model/trainer.h"
 #include "tool.h"
-
-enum {
-	OPT_DATA = OPT_TOOL_BASE,
-	OPT_CONFIG,
-	OPT_LAYERS,
-	OPT_HEADS,
-	OPT_CHANNELS,
-	OPT_CONTEXT,
-	OPT_UNTIE,
-	OPT_MICRO_BATCH,
-	OPT_ACCUM,
-	OPT_UPDATES,
-	OPT_LR,
-	OPT_MIN_LR,
-	OPT_WARMUP,
-	OPT_SCHEDULE,
-	OPT_BETA1,
-	OPT_BETA2,
-	OPT_EPS,
-	OPT_WD,
-	OPT_DECAY_EMB,
-	OPT_CLIP,
-	OPT_NONFINITE,
-	OPT_SEED,
-	OPT_INIT_SEED,
-	OPT_SEG_MASK,
-	OPT_DOC_TARGETS,
-	OPT_EVAL_EVERY,
-	OPT_EVAL_SEQS,
-	OPT_SAMPLE_EVERY,
-	OPT_SAMPLE_TOKENS,
-	OPT_TEMPERATURE,
-	OPT_TOP_K,
-	OPT_PROMPT,
-	OPT_PEAK,
-	OPT_INIT_LLMC,
-	OPT_EXPORT_LLMC,
-	OPT_BACKEND,
-	OPT_WINDOW,
-	OPT_RESUME,
-	OPT_CKPT_EVERY,
-	OPT_CKPT_MINUTES,
-	OPT_KEEP,
-	OPT_KEEP_EVERY,
-	OPT_CKPT_SYNC,
-	OPT_MTBF,
-	OPT_LOG_SAMPLES,
-	OPT_STOP_AT,
-};
-
-static const struct option longopts[] = {
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ "data", required_argument, NULL, OPT_DATA },
-	{ "out", required_argument, NULL, 'o' },
-	{ "config", required_argument, NULL, OPT_CONFIG },
-	{ "tokenizer", required_argument, NULL, 't' },
-	{ "layers", required_argument, NULL, OPT_LAYERS },
-	{ "heads", required_argument, NULL, OPT_HEADS },
-	{ "channels", required_argument, NULL, OPT_CHANNELS },
-	{ "context", required_argument, NULL, OPT_CONTEXT },
-	{ "untie", no_argument, NULL, OPT_UNTIE },
-	{ "micro-batch", required_argument, NULL, OPT_MICRO_BATCH },
-	{ "accum", required_argument, NULL, OPT_ACCUM },
-	{ "updates", required_argument, NULL, OPT_UPDATES },
-	{ "lr", required_argument, NULL, OPT_LR },
-	{ "min-lr", required_argument, NULL, OPT_MIN_LR },
-	{ "warmup", required_argument, NULL, OPT_WARMUP },
-	{ "schedule", required_argument, NULL, OPT_SCHEDULE },
-	{ "beta1", required_argument, NULL, OPT_BETA1 },
-	{ "beta2", required_argument, NULL, OPT_BETA2 },
-	{ "eps", required_argument, NULL, OPT_EPS },
-	{ "weight-decay", required_argument, NULL, OPT_WD },
-	{ "decay-embeddings", no_argument, NULL, OPT_DECAY_EMB },
-	{ "clip", required_argument, NULL, OPT_CLIP },
-	{ "on-nonfinite", required_argument, NULL, OPT_NONFINITE },
-	{ "seed", required_argument, NULL, OPT_SEED },
-	{ "init-seed", required_argument, NULL, OPT_INIT_SEED },
-	{ "segment-mask", no_argument, NULL, OPT_SEG_MASK },
-	{ "doc-targets", required_argument, NULL, OPT_DOC_TARGETS },
-	{ "shuffle-window", required_argument, NULL, OPT_WINDOW },
-	{ "resume", required_argument, NULL, OPT_RESUME },
-	{ "ckpt-every", required_argument, NULL, OPT_CKPT_EVERY },
-	{ "ckpt-minutes", required_argument, NULL, OPT_CKPT_MINUTES },
-	{ "keep", required_argument, NULL, OPT_KEEP },
-	{ "keep-every", required_argument, NULL, OPT_KEEP_EVERY },
-	{ "ckpt-sync", no_argument, NULL, OPT_CKPT_SYNC },
-	{ "mtbf", required_argument, NULL, OPT_MTBF },
-	{ "log-samples", no_argument, NULL, OPT_LOG_SAMPLES },
-	{ "stop-at", required_argument, NULL, OPT_STOP_AT },
-	{ "eval-every", required_argument, NULL, OPT_EVAL_EVERY },
-	{ "eval-seqs", required_argument, NULL, OPT_EVAL_SEQS },
-	{ "sample-every", required_argument, NULL, OPT_SAMPLE_EVERY },
-	{ "sample-tokens", required_argument, NULL, OPT_SAMPLE_TOKENS },
-	{ "temperature", required_argument, NULL, OPT_TEMPERATURE },
-	{ "top-k", required_argument, NULL, OPT_TOP_K },
-	{ "prompt", required_argument, NULL, OPT_PROMPT },
-	{ "peak-flops", required_argument, NULL, OPT_PEAK },
-	{ "init-llmc", required_argument, NULL, OPT_INIT_LLMC },
-	{ "export-llmc", required_argument, NULL, OPT_EXPORT_LLMC },
-	{ "backend", required_argument, NULL, OPT_BACKEND },
-	{ "threads", required_argument, NULL, 'j' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ NULL, 0, NULL, 0 },
-};
 
 static void usage(void)
 {
@@ -211,151 +107,154 @@ struct opts {
 	double temperature, peak;
 };
 
-static void set_option(struct opts *o, int c, const char *arg, const char *where);
+/*
+ * One table for the command line (getopt_long, in this order) and the --config
+ * keys: each option's field in struct opts and how its value is read. SPECIAL
+ * ones are read by set_special. given: a flag set when the option is (0: none;
+ * offset 0 is data, never a flag).
+ */
+enum kind { SPECIAL, STR, FLAG, INT, U64, DBL };
+struct optdef {
+	const char *name;
+	int val;          /* the short option, or 0 */
+	int arg;          /* takes a value */
+	enum kind kind;
+	size_t off, given;
+	double min, max;  /* INT, DBL; U64 from min to INT64_MAX */
+};
+#define F(f) offsetof(struct opts, f)
+static const struct optdef optdefs[] = {
+	{ "help", 'h', 0, SPECIAL, 0, 0, 0, 0 },
+	{ "version", 'V', 0, SPECIAL, 0, 0, 0, 0 },
+	{ "data", 0, 1, STR, F(data), 0, 0, 0 },
+	{ "out", 'o', 1, STR, F(out), 0, 0, 0 },
+	{ "config", 0, 1, SPECIAL, 0, 0, 0, 0 },
+	{ "tokenizer", 't', 1, STR, F(tokenizer), 0, 0, 0 },
+	{ "layers", 0, 1, INT, F(model.L), F(shape_given), 1, 1024 },
+	{ "heads", 0, 1, INT, F(model.NH), F(shape_given), 1, 1024 },
+	{ "channels", 0, 1, INT, F(model.C), F(shape_given), 1, 1 << 16 },
+	{ "context", 0, 1, INT, F(context), F(shape_given), 1, 1 << 20 },
+	{ "untie", 0, 0, FLAG, F(model.untied), 0, 0, 0 },
+	{ "micro-batch", 0, 1, INT, F(tc.B), 0, 1, 1 << 20 },
+	{ "accum", 0, 1, INT, F(tc.accum), 0, 1, 1 << 20 },
+	{ "updates", 0, 1, U64, F(tc.updates), 0, 1, 0 },
+	{ "lr", 0, 1, DBL, F(tc.lr), 0, 0, 10 },
+	{ "min-lr", 0, 1, DBL, F(tc.min_lr_frac), 0, 0, 1 },
+	{ "warmup", 0, 1, U64, F(tc.warmup), F(warmup_given), 0, 0 },
+	{ "schedule", 0, 1, SPECIAL, 0, 0, 0, 0 },
+	{ "beta1", 0, 1, DBL, F(tc.beta1), 0, 0, 0.999999 },
+	{ "beta2", 0, 1, DBL, F(tc.beta2), 0, 0, 0.999999999 },
+	{ "eps", 0, 1, DBL, F(tc.eps), 0, 0, 1 },
+	{ "weight-decay", 0, 1, DBL, F(tc.weight_decay), 0, 0, 10 },
+	{ "decay-embeddings", 0, 0, FLAG, F(tc.decay_embeddings), 0, 0, 0 },
+	{ "clip", 0, 1, DBL, F(tc.clip), 0, 0, 1e30 },
+	{ "on-nonfinite", 0, 1, SPECIAL, 0, 0, 0, 0 },
+	{ "seed", 0, 1, U64, F(tc.seed), 0, 0, 0 },
+	{ "init-seed", 0, 1, U64, F(init_seed), F(init_seed_given), 0, 0 },
+	{ "segment-mask", 0, 0, FLAG, F(tc.seg_mask), 0, 0, 0 },
+	{ "doc-targets", 0, 1, SPECIAL, 0, 0, 0, 0 },
+	{ "shuffle-window", 0, 1, U64, F(tc.shuffle_window), 0, 1, 0 },
+	{ "resume", 0, 1, STR, F(resume), 0, 0, 0 },
+	{ "ckpt-every", 0, 1, U64, F(ckpt_every), 0, 0, 0 },
+	{ "ckpt-minutes", 0, 1, DBL, F(ckpt_minutes), 0, 0, 1e9 },
+	{ "keep", 0, 1, INT, F(keep), 0, 2, 1 << 20 },
+	{ "keep-every", 0, 1, U64, F(keep_every), 0, 0, 0 },
+	{ "ckpt-sync", 0, 0, FLAG, F(ckpt_sync), 0, 0, 0 },
+	{ "mtbf", 0, 1, DBL, F(mtbf), 0, 1, 1e12 },
+	{ "log-samples", 0, 0, FLAG, F(log_samples), 0, 0, 0 },
+	{ "stop-at", 0, 1, U64, F(stop_at), 0, 1, 0 },
+	{ "eval-every", 0, 1, U64, F(eval_every), 0, 0, 0 },
+	{ "eval-seqs", 0, 1, U64, F(eval_seqs), 0, 1, 0 },
+	{ "sample-every", 0, 1, U64, F(sample_every), 0, 0, 0 },
+	{ "sample-tokens", 0, 1, INT, F(sample_tokens), 0, 1, 1 << 20 },
+	{ "temperature", 0, 1, DBL, F(temperature), 0, 0, 100 },
+	{ "top-k", 0, 1, INT, F(top_k), 0, 0, 1 << 30 },
+	{ "prompt", 0, 1, STR, F(prompt), 0, 0, 0 },
+	{ "peak-flops", 0, 1, DBL, F(peak), 0, 1, 1e20 },
+	{ "init-llmc", 0, 1, STR, F(init_llmc), 0, 0, 0 },
+	{ "export-llmc", 0, 1, STR, F(export_llmc), 0, 0, 0 },
+	{ "backend", 0, 1, SPECIAL, 0, 0, 0, 0 },
+	{ "threads", 'j', 1, INT, F(threads), 0, 1, 4096 },
+	{ "quiet", 'q', 0, SPECIAL, 0, 0, 0, 0 },
+};
+#define NOPTS (sizeof optdefs / sizeof optdefs[0])
 
-/* --config FILE: "key = value" lines, '#' comments; keys are long option names. */
-static void read_config(struct opts *o, const char *path)
+static void read_config(struct opts *o, const char *path);
+
+/* arg's index in words (NULL-terminated), or a usage error listing them. */
+static int choice(const char *opt, const char *arg, const char *const *words)
 {
-	char *data;
-	size_t n;
-	struct lmt_err err = { 0 };
-	if (lmt_read_file(path, &data, &n, &err))
-		die_err(&err);
-	int lineno = 0;
-	for (char *line = data, *next; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		lineno++;
-		char *h = strchr(line, '#');
-		if (h)
-			*h = 0;
-		char *k = line;
-		while (*k == ' ' || *k == '\t' || *k == '\r')
-			k++;
-		if (!*k)
-			continue;
-		char *eq = strchr(k, '=');
-		char *ke = eq ? eq : k + strlen(k);
-		while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
-			ke--;
-		char key[64];
-		snprintf(key, sizeof key, "%.*s", (int)(ke - k), k);
-		char *v = eq ? eq + 1 : NULL;
-		while (v && (*v == ' ' || *v == '\t'))
-			v++;
-		if (v) {
-			char *ve = v + strlen(v);
-			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r'))
-				*--ve = 0;
-		}
-		const struct option *opt = NULL;
-		for (const struct option *x = longopts; x->name; x++)
-			if (!strcmp(x->name, key))
-				opt = x;
-		char where[600];
-		snprintf(where, sizeof where, "'%s': line %d", path, lineno);
-		if (!opt || !strcmp(key, "config") || !strcmp(key, "help") || !strcmp(key, "version"))
-			usage_error("%s: unknown key '%s'", where, key);
-		if (opt->has_arg == required_argument && (!v || !*v))
-			usage_error("%s: key '%s' needs a value", where, key);
-		if (opt->has_arg == no_argument && v && strcmp(v, "true") && strcmp(v, "1"))
-			usage_error("%s: key '%s' takes no value (or true)", where, key);
-		tool_context = where;
-		set_option(o, opt->val, v ? strdup(v) : NULL, where);
-		tool_context = NULL;
+	char list[128] = "";
+	for (int i = 0; words[i]; i++) {
+		if (!strcmp(arg, words[i]))
+			return i;
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? words[i + 1] ? ", " : " or " : "",
+			 words[i]);
 	}
-	free(data);
+	usage_error("option '--%s': '%s' is not %s", opt, arg, list);
 }
 
-static void set_option(struct opts *o, int c, const char *arg, const char *where)
+static void set_special(struct opts *o, const char *name, const char *arg)
 {
-	(void)where;
-	switch (c) {
-	case OPT_DATA: o->data = arg; break;
-	case 'o': o->out = arg; break;
-	case OPT_CONFIG: read_config(o, arg); break;
-	case 't': o->tokenizer = arg; break;
-	case OPT_LAYERS: o->model.L = (int)opt_int("layers", arg, 1, 1024); o->shape_given = 1; break;
-	case OPT_HEADS: o->model.NH = (int)opt_int("heads", arg, 1, 1024); o->shape_given = 1; break;
-	case OPT_CHANNELS: o->model.C = (int)opt_int("channels", arg, 1, 1 << 16); o->shape_given = 1; break;
-	case OPT_CONTEXT: o->context = (int)opt_int("context", arg, 1, 1 << 20); o->shape_given = 1; break;
-	case OPT_UNTIE: o->model.untied = 1; break;
-	case OPT_MICRO_BATCH: o->tc.B = (int)opt_int("micro-batch", arg, 1, 1 << 20); break;
-	case OPT_ACCUM: o->tc.accum = (int)opt_int("accum", arg, 1, 1 << 20); break;
-	case OPT_UPDATES: o->tc.updates = (uint64_t)opt_int("updates", arg, 1, INT64_MAX); break;
-	case OPT_LR: o->tc.lr = opt_double("lr", arg, 0, 10); break;
-	case OPT_MIN_LR: o->tc.min_lr_frac = opt_double("min-lr", arg, 0, 1); break;
-	case OPT_WARMUP:
-		o->tc.warmup = (uint64_t)opt_int("warmup", arg, 0, INT64_MAX);
-		o->warmup_given = 1;
-		break;
-	case OPT_SCHEDULE:
-		if (!strcmp(arg, "cosine"))
-			o->tc.schedule = LMT_SCHED_COSINE;
-		else if (!strcmp(arg, "linear"))
-			o->tc.schedule = LMT_SCHED_LINEAR;
-		else if (!strcmp(arg, "constant"))
-			o->tc.schedule = LMT_SCHED_CONSTANT;
-		else
-			usage_error("option '--schedule': '%s' is not cosine, linear or constant", arg);
-		break;
-	case OPT_BETA1: o->tc.beta1 = opt_double("beta1", arg, 0, 0.999999); break;
-	case OPT_BETA2: o->tc.beta2 = opt_double("beta2", arg, 0, 0.999999999); break;
-	case OPT_EPS: o->tc.eps = opt_double("eps", arg, 0, 1); break;
-	case OPT_WD: o->tc.weight_decay = opt_double("weight-decay", arg, 0, 10); break;
-	case OPT_DECAY_EMB: o->tc.decay_embeddings = 1; break;
-	case OPT_CLIP: o->tc.clip = opt_double("clip", arg, 0, 1e30); break;
-	case OPT_NONFINITE:
-		if (!strcmp(arg, "stop"))
-			o->tc.on_nonfinite = LMT_NONFINITE_STOP;
-		else if (!strcmp(arg, "skip"))
-			o->tc.on_nonfinite = LMT_NONFINITE_SKIP;
-		else
-			usage_error("option '--on-nonfinite': '%s' is not stop or skip", arg);
-		break;
-	case OPT_SEED: o->tc.seed = (uint64_t)opt_int("seed", arg, 0, INT64_MAX); break;
-	case OPT_INIT_SEED:
-		o->init_seed = (uint64_t)opt_int("init-seed", arg, 0, INT64_MAX);
-		o->init_seed_given = 1;
-		break;
-	case OPT_SEG_MASK: o->tc.seg_mask = 1; break;
-	case OPT_DOC_TARGETS:
-		if (!strcmp(arg, "keep"))
-			o->tc.cross_doc_targets = 1;
-		else if (!strcmp(arg, "drop"))
-			o->tc.cross_doc_targets = 0;
-		else
-			usage_error("option '--doc-targets': '%s' is not keep or drop", arg);
-		break;
-	case OPT_WINDOW: o->tc.shuffle_window = (uint64_t)opt_int("shuffle-window", arg, 1, INT64_MAX); break;
-	case OPT_EVAL_EVERY: o->eval_every = (uint64_t)opt_int("eval-every", arg, 0, INT64_MAX); break;
-	case OPT_EVAL_SEQS: o->eval_seqs = (uint64_t)opt_int("eval-seqs", arg, 1, INT64_MAX); break;
-	case OPT_SAMPLE_EVERY: o->sample_every = (uint64_t)opt_int("sample-every", arg, 0, INT64_MAX); break;
-	case OPT_SAMPLE_TOKENS: o->sample_tokens = (int)opt_int("sample-tokens", arg, 1, 1 << 20); break;
-	case OPT_TEMPERATURE: o->temperature = opt_double("temperature", arg, 0, 100); break;
-	case OPT_TOP_K: o->top_k = (int)opt_int("top-k", arg, 0, 1 << 30); break;
-	case OPT_PROMPT: o->prompt = arg; break;
-	case OPT_PEAK: o->peak = opt_double("peak-flops", arg, 1, 1e20); break;
-	case OPT_INIT_LLMC: o->init_llmc = arg; break;
-	case OPT_EXPORT_LLMC: o->export_llmc = arg; break;
-	case OPT_BACKEND:
+	if (!strcmp(name, "config")) {
+		read_config(o, arg);
+	} else if (!strcmp(name, "schedule")) {
+		o->tc.schedule = choice(name, arg, (const char *const[]){ "cosine", "linear", "constant", NULL });
+	} else if (!strcmp(name, "on-nonfinite")) {
+		o->tc.on_nonfinite = choice(name, arg, (const char *const[]){ "stop", "skip", NULL });
+	} else if (!strcmp(name, "doc-targets")) {
+		o->tc.cross_doc_targets = !choice(name, arg, (const char *const[]){ "keep", "drop", NULL });
+	} else if (!strcmp(name, "backend")) {
 		if (strcmp(arg, "cpu"))
 			usage_error("option '--backend': '%s' is not available in this build (cpu)", arg);
 		o->backend = arg;
-		break;
-	case OPT_RESUME: o->resume = arg; break;
-	case OPT_CKPT_EVERY: o->ckpt_every = (uint64_t)opt_int("ckpt-every", arg, 0, INT64_MAX); break;
-	case OPT_CKPT_MINUTES: o->ckpt_minutes = opt_double("ckpt-minutes", arg, 0, 1e9); break;
-	case OPT_KEEP: o->keep = (int)opt_int("keep", arg, 2, 1 << 20); break;
-	case OPT_KEEP_EVERY: o->keep_every = (uint64_t)opt_int("keep-every", arg, 0, INT64_MAX); break;
-	case OPT_CKPT_SYNC: o->ckpt_sync = 1; break;
-	case OPT_MTBF: o->mtbf = opt_double("mtbf", arg, 1, 1e12); break;
-	case OPT_LOG_SAMPLES: o->log_samples = 1; break;
-	case OPT_STOP_AT: o->stop_at = (uint64_t)opt_int("stop-at", arg, 1, INT64_MAX); break;
-	case 'j': o->threads = (int)opt_int("threads", arg, 1, 4096); break;
-	case 'q': tool_quiet = 1; break;
+	} else if (!strcmp(name, "quiet")) {
+		tool_quiet = 1;
 	}
+}
+
+static void set_option(struct opts *o, const struct optdef *d, const char *arg)
+{
+	void *p = (char *)o + d->off;
+	switch (d->kind) {
+	case SPECIAL: set_special(o, d->name, arg); break;
+	case STR: *(const char **)p = arg; break;
+	case FLAG: *(int *)p = 1; break;
+	case INT: *(int *)p = (int)opt_int(d->name, arg, (long long)d->min, (long long)d->max); break;
+	case U64: *(uint64_t *)p = (uint64_t)opt_int(d->name, arg, (long long)d->min, INT64_MAX); break;
+	case DBL: *(double *)p = opt_double(d->name, arg, d->min, d->max); break;
+	}
+	if (d->given)
+		*(int *)((char *)o + d->given) = 1;
+}
+
+/* One line of a --config file, applied as the option it names would be there. */
+static int config_entry(void *ctx, const struct lmt_config_entry *e)
+{
+	const struct optdef *d = NULL;
+	char where[600];
+	snprintf(where, sizeof where, "'%s': line %d", e->path, e->line);
+	for (size_t i = 0; i < NOPTS; i++)
+		if (!strcmp(optdefs[i].name, e->key))
+			d = &optdefs[i];
+	if (!d || !strcmp(e->key, "config") || !strcmp(e->key, "help") || !strcmp(e->key, "version"))
+		usage_error("%s: unknown key '%.63s'", where, e->key);
+	if (d->arg && (!e->value || !*e->value))
+		usage_error("%s: key '%s' needs a value", where, e->key);
+	if (!d->arg && e->value && strcmp(e->value, "true") && strcmp(e->value, "1"))
+		usage_error("%s: key '%s' takes no value (or true)", where, e->key);
+	tool_context = where;
+	set_option(ctx, d, e->value ? strdup(e->value) : NULL);
+	tool_context = NULL;
+	return 0;
+}
+
+/* --config FILE: "key = value" lines (core/config.h); keys are long option names. */
+static void read_config(struct opts *o, const char *path)
+{
+	struct lmt_err err = { 0 };
+	if (lmt_config_read(path, config_entry, o, &err))
+		die_err(&err);
 }
 
 /* ---- the run directory (lib/ckpt/runstate.h); this file prints ---- */
@@ -436,31 +335,6 @@ static void start_saver(struct lmt_run_saver *sv, const struct opts *o, struct l
 		lmt_ckpt_async_reserve(&sv->async, tr->g->nparams * 3);
 }
 
-/* Text to token ids with the tokenizer, or the EOS/BOS token alone. */
-static int32_t *make_prompt(const struct opts *o, struct lmt_tokenizer *tok, int have_tok, uint32_t eos, int *np)
-{
-	int32_t *p = NULL;
-	if (o->prompt && have_tok) {
-		struct lmt_tok_state *s = lmt_tok_state_new(tok);
-		struct lmt_u32vec v = { 0 };
-		if (!s || lmt_tok_encode(tok, s, o->prompt, strlen(o->prompt), 0, &v))
-			die("out of memory");
-		lmt_tok_state_free(s);
-		p = malloc((v.n + 1) * sizeof *p);
-		for (size_t i = 0; i < v.n; i++)
-			p[i] = (int32_t)v.v[i];
-		*np = (int)v.n;
-		free(v.v);
-	}
-	if (!p || *np == 0) {
-		free(p);
-		p = malloc(sizeof *p);
-		p[0] = (int32_t)(eos != UINT32_MAX ? eos : 0);
-		*np = 1;
-	}
-	return p;
-}
-
 static void parse_args(struct opts *o, int argc, char **argv)
 {
 	memset(o, 0, sizeof *o);
@@ -473,6 +347,10 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	o->sample_tokens = 32;
 	o->temperature = 1.0;
 	o->top_k = 40;
+	struct option longopts[NOPTS + 1] = { { 0 } };
+	for (size_t i = 0; i < NOPTS; i++)
+		longopts[i] = (struct option){ optdefs[i].name, optdefs[i].arg ? required_argument : no_argument, NULL,
+					       optdefs[i].val ? optdefs[i].val : 256 + (int)i };
 	int c;
 	while ((c = getopt_long(argc, argv, "hVo:t:j:q", longopts, NULL)) != -1) {
 		if (c == 'h') {
@@ -485,7 +363,11 @@ static void parse_args(struct opts *o, int argc, char **argv)
 		}
 		if (c == '?' || c == ':')
 			bad_option(argv);
-		set_option(o, c, optarg, NULL);
+		const struct optdef *d = c >= 256 ? &optdefs[c - 256] : NULL;
+		for (size_t i = 0; !d && i < NOPTS; i++)
+			if (optdefs[i].val == c)
+				d = &optdefs[i];
+		set_option(o, d, optarg);
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
@@ -621,18 +503,6 @@ static void report_setup(const struct opts *o, const struct lmt_dataset *d, cons
 	lmt_json_release(&j);
 }
 
-/* The fields the resume record and the resume event share. */
-static void resume_fields(struct lmt_json *j, const struct lmt_trainer *tr, const char *from,
-			  const struct lmt_run_resumed *rs)
-{
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "resume");
-	lmt_json_u64(j, "update", tr->update);
-	lmt_json_str(j, "from", from);
-	lmt_json_u64(j, "replayed_updates", rs->replayed);
-	lmt_json_num(j, "lost_wall_s", rs->lost_wall);
-}
-
 /* The resume record on stdout and in metrics.jsonl, and its event. */
 static void report_resume(const struct lmt_trainer *tr, const char *from, const struct lmt_run_resumed *rs,
 			  uint64_t cursor)
@@ -640,80 +510,22 @@ static void report_resume(const struct lmt_trainer *tr, const char *from, const 
 	struct lmt_err err = { 0 };
 	struct lmt_json j;
 	lmt_json_init(&j);
-	resume_fields(&j, tr, from, rs);
-	lmt_json_u64(&j, "tokens_total", tr->tokens);
-	lmt_json_u64(&j, "cursor", cursor);
-	lmt_json_num(&j, "wall_s", rs->wall_offset);
+	lmt_run_resume_record(&j, tr, from, rs, cursor);
 	emit(&j, 1);
-	resume_fields(&j, tr, from, rs);
-	if (lmt_run_event_write(&run, &j, &err))
+	if (lmt_run_resume_event(&run, tr, from, rs, &err))
 		die_err(&err);
 	lmt_json_release(&j);
 }
 
-static void report_eval(struct lmt_json *j, const struct opts *o, struct lmt_gpt *g, struct lmt_comm *comm,
-			struct lmt_dataset *d, const struct lmt_trainer *tr, uint64_t update)
-{
-	struct lmt_err err = { 0 };
-	double vl;
-	uint64_t vt;
-	double t0 = lmt_now();
-	if (lmt_evaluate(g, comm, d, LMT_SPLIT_VAL, o->eval_seqs, o->tc.seg_mask, o->tc.cross_doc_targets, &vl, &vt,
-			 &err))
-		die_err(&err);
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "eval");
-	lmt_json_u64(j, "update", update);
-	lmt_json_str(j, "split", "val");
-	lmt_json_num(j, "loss", vl);
-	lmt_json_u64(j, "tokens", vt);
-	lmt_json_u64(j, "tokens_total", tr->tokens);
-	lmt_json_u64(j, "sequences", LMT_MIN(o->eval_seqs, d->split_seqs[LMT_SPLIT_VAL]));
-	lmt_json_num(j, "seconds", lmt_now() - t0);
-	emit(j, 1);
-}
-
-static void report_sample(struct lmt_json *j, const struct opts *o, struct lmt_gpt *g, struct lmt_tokenizer *tok,
-			  int have_tok, const int32_t *prompt, int np, int32_t *sample, uint64_t update)
-{
-	struct lmt_err err = { 0 };
-	if (lmt_sample_tokens(g, prompt, np, o->sample_tokens, o->temperature, o->top_k, o->tc.seed, sample, &err))
-		die_err(&err);
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "sample");
-	lmt_json_u64(j, "update", update);
-	lmt_json_arr(j, "prompt_ids");
-	for (int k = 0; k < np; k++)
-		lmt_json_u64(j, NULL, (uint64_t)prompt[k]);
-	lmt_json_arr_end(j);
-	lmt_json_arr(j, "ids");
-	for (int k = 0; k < o->sample_tokens; k++)
-		lmt_json_u64(j, NULL, (uint64_t)sample[k]);
-	lmt_json_arr_end(j);
-	if (have_tok) {
-		uint32_t *ids = malloc((size_t)o->sample_tokens * sizeof *ids);
-		for (int k = 0; k < o->sample_tokens; k++)
-			ids[k] = (uint32_t)sample[k];
-		size_t n = lmt_tok_decode(tok, ids, (size_t)o->sample_tokens, 0, NULL, 0);
-		uint8_t *txt = malloc(n + 1);
-		lmt_tok_decode(tok, ids, (size_t)o->sample_tokens, 0, txt, n);
-		lmt_json_strn(j, "text", (const char *)txt, n);
-		free(txt);
-		free(ids);
-	}
-	emit(j, 1);
-}
-
 /* A non-finite update: recorded; under --on-nonfinite stop (rc), the run ends (1). */
-static int report_nonfinite(const struct lmt_step_stats *st, int rc, const struct lmt_err *err)
+static int report_nonfinite(const struct lmt_step_stats *st, int rc, const struct lmt_err *step_err)
 {
+	struct lmt_err err = { 0 };
 	char detail[256];
-	snprintf(detail, sizeof detail, "non-finite %s%s%s", st->nonfinite_what, st->nonfinite_tensor ? " in " : "",
-		 st->nonfinite_tensor ? st->nonfinite_tensor : "");
-	event("nonfinite", detail, st->update);
+	if (lmt_run_nonfinite(&run, st, rc ? step_err->msg : NULL, detail, sizeof detail, &err))
+		die_err(&err);
 	if (rc) {
-		event("stop", err->msg, st->update);
-		fprintf(stderr, "train: %s (--on-nonfinite stop)\n", err->msg);
+		fprintf(stderr, "train: %s (--on-nonfinite stop)\n", step_err->msg);
 		return 1;
 	}
 	warn("update %llu skipped: %s", (unsigned long long)st->update, detail);
@@ -723,28 +535,15 @@ static int report_nonfinite(const struct lmt_step_stats *st, int rc, const struc
 static void report_end(struct lmt_json *j, const struct opts *o, const struct lmt_trainer *tr, double wall,
 		       double wall_offset, int status, int interrupted)
 {
+	struct lmt_err err = { 0 };
 	if (interrupted) {
-		char detail[128], why[32];
-		if (interrupted > 0)
-			snprintf(why, sizeof why, "signal %d", interrupted);
-		else
-			snprintf(why, sizeof why, "--stop-at %llu", (unsigned long long)o->stop_at);
-		snprintf(detail, sizeof detail, "%s: stopped after update %llu%s", why, (unsigned long long)tr->update,
-			 o->out ? ", checkpoint saved" : "");
-		event("stop", detail, tr->update);
+		char detail[128];
+		if (lmt_run_stopped(&run, interrupted > 0 ? interrupted : 0, o->stop_at, tr->update, detail,
+				    sizeof detail, &err))
+			die_err(&err);
 		info("%s", detail);
 	}
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "summary");
-	lmt_json_u64(j, "updates", tr->update);
-	lmt_json_u64(j, "tokens", tr->tokens);
-	lmt_json_num(j, "wall_s", wall);
-	lmt_json_num(j, "wall_s_total", wall_offset + wall);
-	lmt_json_num(j, "device_s", wall * tr->comm->world);
-	lmt_json_num(j, "tokens_per_s", tr->tokens / wall);
-	lmt_json_u64(j, "clipped_updates", tr->clipped_updates);
-	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
-	lmt_json_str(j, "status", status ? "stopped" : interrupted ? "interrupted" : "done");
+	lmt_run_summary_record(j, tr, wall, wall_offset, status ? "stopped" : interrupted ? "interrupted" : "done");
 	emit(j, 1);
 	if (!interrupted)
 		event(status ? "failed" : "end", NULL, tr->update);
@@ -823,9 +622,13 @@ int main(int argc, char **argv)
 	     be.name, pc.total, g.cfg.L, g.cfg.NH, g.cfg.C, g.cfg.V, o.tc.accum, o.tc.B, T);
 
 	double t_start = lmt_now();
-	int32_t *sample = malloc((size_t)o.sample_tokens * sizeof *sample);
-	int np = 0;
-	int32_t *prompt = make_prompt(&o, &tok, have_tok, d.eos_id, &np);
+	struct lmt_run_sampling smp;
+	if (lmt_run_sampling_init(&smp, o.prompt, have_tok ? &tok : NULL, d.eos_id, &err))
+		die_err(&err);
+	smp.tokens = o.sample_tokens;
+	smp.top_k = o.top_k;
+	smp.temperature = o.temperature;
+	smp.seed = o.tc.seed;
 	int status = 0, interrupted = 0;
 	double wait_before = 0;
 	struct lmt_run_saver sv;
@@ -850,10 +653,16 @@ int main(int argc, char **argv)
 				(unsigned long long)st.update, (unsigned long long)o.tc.updates, st.loss, st.lr,
 				st.valid_tokens / st.t_total, 100 * fpt * (double)st.positions / st.t_total / peak);
 		int last = st.update == o.tc.updates;
-		if (o.eval_every && d.split_seqs[LMT_SPLIT_VAL] && (st.update % o.eval_every == 0 || last))
-			report_eval(&j, &o, &g, &comm, &d, tr, st.update);
-		if (o.sample_every && (st.update % o.sample_every == 0 || last))
-			report_sample(&j, &o, &g, &tok, have_tok, prompt, np, sample, st.update);
+		if (o.eval_every && d.split_seqs[LMT_SPLIT_VAL] && (st.update % o.eval_every == 0 || last)) {
+			if (lmt_run_eval_record(&j, tr, o.eval_seqs, st.update, &err))
+				die_err(&err);
+			emit(&j, 1);
+		}
+		if (o.sample_every && (st.update % o.sample_every == 0 || last)) {
+			if (lmt_run_sample_record(&j, &g, &smp, st.update, &err))
+				die_err(&err);
+			emit(&j, 1);
+		}
 		if (o.out) {
 			if (lmt_run_save_poll(&sv, 0, &err))
 				die_err(&err);
@@ -884,8 +693,7 @@ int main(int argc, char **argv)
 		die_err(&err);
 	report_end(&j, &o, tr, lmt_now() - t_start, rs.wall_offset, status, interrupted);
 	lmt_run_close(&run);
-	free(sample);
-	free(prompt);
+	lmt_run_sampling_release(&smp);
 	lmt_json_release(&j);
 	lmt_trainer_release(tr);
 	lmt_gpt_release(&g);
