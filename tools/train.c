@@ -12,7 +12,6 @@
  */
 #include <getopt.h>
 #include <limits.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,73 @@
 #include "model/model.h"
 #include "model/trainer.h"
 #include "tool.h"
+
+/* long-only options (getopt_long returns these) */
+enum {
+	OPT_DATA = OPT_TOOL_BASE, OPT_CONFIG, OPT_LAYERS, OPT_HEADS, OPT_CHANNELS, OPT_CONTEXT, OPT_UNTIE,
+	OPT_MICRO_BATCH, OPT_ACCUM, OPT_UPDATES, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1,
+	OPT_BETA2, OPT_EPS, OPT_WD, OPT_DECAY_EMB, OPT_CLIP, OPT_NONFINITE, OPT_SEED, OPT_INIT_SEED, OPT_SEG_MASK,
+	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
+	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
+	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
+	OPT_STOP_AT,
+};
+
+static const struct option longopts[] = {
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "data", required_argument, NULL, OPT_DATA },
+	{ "out", required_argument, NULL, 'o' },
+	{ "config", required_argument, NULL, OPT_CONFIG },
+	{ "tokenizer", required_argument, NULL, 't' },
+	{ "layers", required_argument, NULL, OPT_LAYERS },
+	{ "heads", required_argument, NULL, OPT_HEADS },
+	{ "channels", required_argument, NULL, OPT_CHANNELS },
+	{ "context", required_argument, NULL, OPT_CONTEXT },
+	{ "untie", no_argument, NULL, OPT_UNTIE },
+	{ "micro-batch", required_argument, NULL, OPT_MICRO_BATCH },
+	{ "accum", required_argument, NULL, OPT_ACCUM },
+	{ "updates", required_argument, NULL, OPT_UPDATES },
+	{ "lr", required_argument, NULL, OPT_LR },
+	{ "min-lr", required_argument, NULL, OPT_MIN_LR },
+	{ "warmup", required_argument, NULL, OPT_WARMUP },
+	{ "schedule", required_argument, NULL, OPT_SCHEDULE },
+	{ "beta1", required_argument, NULL, OPT_BETA1 },
+	{ "beta2", required_argument, NULL, OPT_BETA2 },
+	{ "eps", required_argument, NULL, OPT_EPS },
+	{ "weight-decay", required_argument, NULL, OPT_WD },
+	{ "decay-embeddings", no_argument, NULL, OPT_DECAY_EMB },
+	{ "clip", required_argument, NULL, OPT_CLIP },
+	{ "on-nonfinite", required_argument, NULL, OPT_NONFINITE },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "init-seed", required_argument, NULL, OPT_INIT_SEED },
+	{ "segment-mask", no_argument, NULL, OPT_SEG_MASK },
+	{ "doc-targets", required_argument, NULL, OPT_DOC_TARGETS },
+	{ "shuffle-window", required_argument, NULL, OPT_WINDOW },
+	{ "resume", required_argument, NULL, OPT_RESUME },
+	{ "ckpt-every", required_argument, NULL, OPT_CKPT_EVERY },
+	{ "ckpt-minutes", required_argument, NULL, OPT_CKPT_MINUTES },
+	{ "keep", required_argument, NULL, OPT_KEEP },
+	{ "keep-every", required_argument, NULL, OPT_KEEP_EVERY },
+	{ "ckpt-sync", no_argument, NULL, OPT_CKPT_SYNC },
+	{ "mtbf", required_argument, NULL, OPT_MTBF },
+	{ "log-samples", no_argument, NULL, OPT_LOG_SAMPLES },
+	{ "stop-at", required_argument, NULL, OPT_STOP_AT },
+	{ "eval-every", required_argument, NULL, OPT_EVAL_EVERY },
+	{ "eval-seqs", required_argument, NULL, OPT_EVAL_SEQS },
+	{ "sample-every", required_argument, NULL, OPT_SAMPLE_EVERY },
+	{ "sample-tokens", required_argument, NULL, OPT_SAMPLE_TOKENS },
+	{ "temperature", required_argument, NULL, OPT_TEMPERATURE },
+	{ "top-k", required_argument, NULL, OPT_TOP_K },
+	{ "prompt", required_argument, NULL, OPT_PROMPT },
+	{ "peak-flops", required_argument, NULL, OPT_PEAK },
+	{ "init-llmc", required_argument, NULL, OPT_INIT_LLMC },
+	{ "export-llmc", required_argument, NULL, OPT_EXPORT_LLMC },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "threads", required_argument, NULL, 'j' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ NULL, 0, NULL, 0 },
+};
 
 static void usage(void)
 {
@@ -107,79 +173,7 @@ struct opts {
 	double temperature, peak;
 };
 
-/*
- * One table for the command line (getopt_long, in this order) and the --config
- * keys: each option's field in struct opts and how its value is read. SPECIAL
- * ones are read by set_special. given: a flag set when the option is (0: none;
- * offset 0 is data, never a flag).
- */
-enum kind { SPECIAL, STR, FLAG, INT, U64, DBL };
-struct optdef {
-	const char *name;
-	int val;          /* the short option, or 0 */
-	int arg;          /* takes a value */
-	enum kind kind;
-	size_t off, given;
-	double min, max;  /* INT, DBL; U64 from min to INT64_MAX */
-};
-#define F(f) offsetof(struct opts, f)
-static const struct optdef optdefs[] = {
-	{ "help", 'h', 0, SPECIAL, 0, 0, 0, 0 },
-	{ "version", 'V', 0, SPECIAL, 0, 0, 0, 0 },
-	{ "data", 0, 1, STR, F(data), 0, 0, 0 },
-	{ "out", 'o', 1, STR, F(out), 0, 0, 0 },
-	{ "config", 0, 1, SPECIAL, 0, 0, 0, 0 },
-	{ "tokenizer", 't', 1, STR, F(tokenizer), 0, 0, 0 },
-	{ "layers", 0, 1, INT, F(model.L), F(shape_given), 1, 1024 },
-	{ "heads", 0, 1, INT, F(model.NH), F(shape_given), 1, 1024 },
-	{ "channels", 0, 1, INT, F(model.C), F(shape_given), 1, 1 << 16 },
-	{ "context", 0, 1, INT, F(context), F(shape_given), 1, 1 << 20 },
-	{ "untie", 0, 0, FLAG, F(model.untied), 0, 0, 0 },
-	{ "micro-batch", 0, 1, INT, F(tc.B), 0, 1, 1 << 20 },
-	{ "accum", 0, 1, INT, F(tc.accum), 0, 1, 1 << 20 },
-	{ "updates", 0, 1, U64, F(tc.updates), 0, 1, 0 },
-	{ "lr", 0, 1, DBL, F(tc.lr), 0, 0, 10 },
-	{ "min-lr", 0, 1, DBL, F(tc.min_lr_frac), 0, 0, 1 },
-	{ "warmup", 0, 1, U64, F(tc.warmup), F(warmup_given), 0, 0 },
-	{ "schedule", 0, 1, SPECIAL, 0, 0, 0, 0 },
-	{ "beta1", 0, 1, DBL, F(tc.beta1), 0, 0, 0.999999 },
-	{ "beta2", 0, 1, DBL, F(tc.beta2), 0, 0, 0.999999999 },
-	{ "eps", 0, 1, DBL, F(tc.eps), 0, 0, 1 },
-	{ "weight-decay", 0, 1, DBL, F(tc.weight_decay), 0, 0, 10 },
-	{ "decay-embeddings", 0, 0, FLAG, F(tc.decay_embeddings), 0, 0, 0 },
-	{ "clip", 0, 1, DBL, F(tc.clip), 0, 0, 1e30 },
-	{ "on-nonfinite", 0, 1, SPECIAL, 0, 0, 0, 0 },
-	{ "seed", 0, 1, U64, F(tc.seed), 0, 0, 0 },
-	{ "init-seed", 0, 1, U64, F(init_seed), F(init_seed_given), 0, 0 },
-	{ "segment-mask", 0, 0, FLAG, F(tc.seg_mask), 0, 0, 0 },
-	{ "doc-targets", 0, 1, SPECIAL, 0, 0, 0, 0 },
-	{ "shuffle-window", 0, 1, U64, F(tc.shuffle_window), 0, 1, 0 },
-	{ "resume", 0, 1, STR, F(resume), 0, 0, 0 },
-	{ "ckpt-every", 0, 1, U64, F(ckpt_every), 0, 0, 0 },
-	{ "ckpt-minutes", 0, 1, DBL, F(ckpt_minutes), 0, 0, 1e9 },
-	{ "keep", 0, 1, INT, F(keep), 0, 2, 1 << 20 },
-	{ "keep-every", 0, 1, U64, F(keep_every), 0, 0, 0 },
-	{ "ckpt-sync", 0, 0, FLAG, F(ckpt_sync), 0, 0, 0 },
-	{ "mtbf", 0, 1, DBL, F(mtbf), 0, 1, 1e12 },
-	{ "log-samples", 0, 0, FLAG, F(log_samples), 0, 0, 0 },
-	{ "stop-at", 0, 1, U64, F(stop_at), 0, 1, 0 },
-	{ "eval-every", 0, 1, U64, F(eval_every), 0, 0, 0 },
-	{ "eval-seqs", 0, 1, U64, F(eval_seqs), 0, 1, 0 },
-	{ "sample-every", 0, 1, U64, F(sample_every), 0, 0, 0 },
-	{ "sample-tokens", 0, 1, INT, F(sample_tokens), 0, 1, 1 << 20 },
-	{ "temperature", 0, 1, DBL, F(temperature), 0, 0, 100 },
-	{ "top-k", 0, 1, INT, F(top_k), 0, 0, 1 << 30 },
-	{ "prompt", 0, 1, STR, F(prompt), 0, 0, 0 },
-	{ "peak-flops", 0, 1, DBL, F(peak), 0, 1, 1e20 },
-	{ "init-llmc", 0, 1, STR, F(init_llmc), 0, 0, 0 },
-	{ "export-llmc", 0, 1, STR, F(export_llmc), 0, 0, 0 },
-	{ "backend", 0, 1, SPECIAL, 0, 0, 0, 0 },
-	{ "threads", 'j', 1, INT, F(threads), 0, 1, 4096 },
-	{ "quiet", 'q', 0, SPECIAL, 0, 0, 0, 0 },
-};
-#define NOPTS (sizeof optdefs / sizeof optdefs[0])
-
-static void read_config(struct opts *o, const char *path);
+static void set_option(struct opts *o, int c, const char *arg);
 
 /* arg's index in words (NULL-terminated), or a usage error listing them. */
 static int choice(const char *opt, const char *arg, const char *const *words)
@@ -194,67 +188,103 @@ static int choice(const char *opt, const char *arg, const char *const *words)
 	usage_error("option '--%s': '%s' is not %s", opt, arg, list);
 }
 
-static void set_special(struct opts *o, const char *name, const char *arg)
-{
-	if (!strcmp(name, "config")) {
-		read_config(o, arg);
-	} else if (!strcmp(name, "schedule")) {
-		o->tc.schedule = choice(name, arg, (const char *const[]){ "cosine", "linear", "constant", NULL });
-	} else if (!strcmp(name, "on-nonfinite")) {
-		o->tc.on_nonfinite = choice(name, arg, (const char *const[]){ "stop", "skip", NULL });
-	} else if (!strcmp(name, "doc-targets")) {
-		o->tc.cross_doc_targets = !choice(name, arg, (const char *const[]){ "keep", "drop", NULL });
-	} else if (!strcmp(name, "backend")) {
-		if (strcmp(arg, "cpu"))
-			usage_error("option '--backend': '%s' is not available in this build (cpu)", arg);
-		o->backend = arg;
-	} else if (!strcmp(name, "quiet")) {
-		tool_quiet = 1;
-	}
-}
-
-static void set_option(struct opts *o, const struct optdef *d, const char *arg)
-{
-	void *p = (char *)o + d->off;
-	switch (d->kind) {
-	case SPECIAL: set_special(o, d->name, arg); break;
-	case STR: *(const char **)p = arg; break;
-	case FLAG: *(int *)p = 1; break;
-	case INT: *(int *)p = (int)opt_int(d->name, arg, (long long)d->min, (long long)d->max); break;
-	case U64: *(uint64_t *)p = (uint64_t)opt_int(d->name, arg, (long long)d->min, INT64_MAX); break;
-	case DBL: *(double *)p = opt_double(d->name, arg, d->min, d->max); break;
-	}
-	if (d->given)
-		*(int *)((char *)o + d->given) = 1;
-}
-
-/* One line of a --config file, applied as the option it names would be there. */
+/* One line of a --config file, applied as its option would be there (keys are
+ * the long option names). */
 static int config_entry(void *ctx, const struct lmt_config_entry *e)
 {
-	const struct optdef *d = NULL;
+	const struct option *opt = NULL;
 	char where[600];
 	snprintf(where, sizeof where, "'%s': line %d", e->path, e->line);
-	for (size_t i = 0; i < NOPTS; i++)
-		if (!strcmp(optdefs[i].name, e->key))
-			d = &optdefs[i];
-	if (!d || !strcmp(e->key, "config") || !strcmp(e->key, "help") || !strcmp(e->key, "version"))
+	for (const struct option *x = longopts; x->name; x++)
+		if (!strcmp(x->name, e->key))
+			opt = x;
+	if (!opt || !strcmp(e->key, "config") || !strcmp(e->key, "help") || !strcmp(e->key, "version"))
 		usage_error("%s: unknown key '%.63s'", where, e->key);
-	if (d->arg && (!e->value || !*e->value))
+	if (opt->has_arg == required_argument && (!e->value || !*e->value))
 		usage_error("%s: key '%s' needs a value", where, e->key);
-	if (!d->arg && e->value && strcmp(e->value, "true") && strcmp(e->value, "1"))
+	if (opt->has_arg == no_argument && e->value && strcmp(e->value, "true") && strcmp(e->value, "1"))
 		usage_error("%s: key '%s' takes no value (or true)", where, e->key);
 	tool_context = where;
-	set_option(ctx, d, e->value ? strdup(e->value) : NULL);
+	set_option(ctx, opt->val, e->value ? strdup(e->value) : NULL);
 	tool_context = NULL;
 	return 0;
 }
 
-/* --config FILE: "key = value" lines (core/config.h); keys are long option names. */
-static void read_config(struct opts *o, const char *path)
+static void set_option(struct opts *o, int c, const char *arg)
 {
-	struct lmt_err err = { 0 };
-	if (lmt_config_read(path, config_entry, o, &err))
-		die_err(&err);
+	switch (c) {
+	case OPT_DATA: o->data = arg; break;
+	case 'o': o->out = arg; break;
+	case OPT_CONFIG: { /* "key = value" lines (core/config.h), read here: later options win */
+		struct lmt_err err = { 0 };
+		if (lmt_config_read(arg, config_entry, o, &err))
+			die_err(&err);
+		break;
+	}
+	case 't': o->tokenizer = arg; break;
+	case OPT_LAYERS: o->model.L = (int)opt_int("layers", arg, 1, 1024); o->shape_given = 1; break;
+	case OPT_HEADS: o->model.NH = (int)opt_int("heads", arg, 1, 1024); o->shape_given = 1; break;
+	case OPT_CHANNELS: o->model.C = (int)opt_int("channels", arg, 1, 1 << 16); o->shape_given = 1; break;
+	case OPT_CONTEXT: o->context = (int)opt_int("context", arg, 1, 1 << 20); o->shape_given = 1; break;
+	case OPT_UNTIE: o->model.untied = 1; break;
+	case OPT_MICRO_BATCH: o->tc.B = (int)opt_int("micro-batch", arg, 1, 1 << 20); break;
+	case OPT_ACCUM: o->tc.accum = (int)opt_int("accum", arg, 1, 1 << 20); break;
+	case OPT_UPDATES: o->tc.updates = (uint64_t)opt_int("updates", arg, 1, INT64_MAX); break;
+	case OPT_LR: o->tc.lr = opt_double("lr", arg, 0, 10); break;
+	case OPT_MIN_LR: o->tc.min_lr_frac = opt_double("min-lr", arg, 0, 1); break;
+	case OPT_WARMUP:
+		o->tc.warmup = (uint64_t)opt_int("warmup", arg, 0, INT64_MAX);
+		o->warmup_given = 1;
+		break;
+	case OPT_SCHEDULE: /* in enum lmt_schedule's order */
+		o->tc.schedule = choice("schedule", arg, (const char *const[]){ "cosine", "linear", "constant", NULL });
+		break;
+	case OPT_BETA1: o->tc.beta1 = opt_double("beta1", arg, 0, 0.999999); break;
+	case OPT_BETA2: o->tc.beta2 = opt_double("beta2", arg, 0, 0.999999999); break;
+	case OPT_EPS: o->tc.eps = opt_double("eps", arg, 0, 1); break;
+	case OPT_WD: o->tc.weight_decay = opt_double("weight-decay", arg, 0, 10); break;
+	case OPT_DECAY_EMB: o->tc.decay_embeddings = 1; break;
+	case OPT_CLIP: o->tc.clip = opt_double("clip", arg, 0, 1e30); break;
+	case OPT_NONFINITE: /* in enum lmt_nonfinite's order */
+		o->tc.on_nonfinite = choice("on-nonfinite", arg, (const char *const[]){ "stop", "skip", NULL });
+		break;
+	case OPT_SEED: o->tc.seed = (uint64_t)opt_int("seed", arg, 0, INT64_MAX); break;
+	case OPT_INIT_SEED:
+		o->init_seed = (uint64_t)opt_int("init-seed", arg, 0, INT64_MAX);
+		o->init_seed_given = 1;
+		break;
+	case OPT_SEG_MASK: o->tc.seg_mask = 1; break;
+	case OPT_DOC_TARGETS:
+		o->tc.cross_doc_targets = !choice("doc-targets", arg, (const char *const[]){ "keep", "drop", NULL });
+		break;
+	case OPT_WINDOW: o->tc.shuffle_window = (uint64_t)opt_int("shuffle-window", arg, 1, INT64_MAX); break;
+	case OPT_EVAL_EVERY: o->eval_every = (uint64_t)opt_int("eval-every", arg, 0, INT64_MAX); break;
+	case OPT_EVAL_SEQS: o->eval_seqs = (uint64_t)opt_int("eval-seqs", arg, 1, INT64_MAX); break;
+	case OPT_SAMPLE_EVERY: o->sample_every = (uint64_t)opt_int("sample-every", arg, 0, INT64_MAX); break;
+	case OPT_SAMPLE_TOKENS: o->sample_tokens = (int)opt_int("sample-tokens", arg, 1, 1 << 20); break;
+	case OPT_TEMPERATURE: o->temperature = opt_double("temperature", arg, 0, 100); break;
+	case OPT_TOP_K: o->top_k = (int)opt_int("top-k", arg, 0, 1 << 30); break;
+	case OPT_PROMPT: o->prompt = arg; break;
+	case OPT_PEAK: o->peak = opt_double("peak-flops", arg, 1, 1e20); break;
+	case OPT_INIT_LLMC: o->init_llmc = arg; break;
+	case OPT_EXPORT_LLMC: o->export_llmc = arg; break;
+	case OPT_BACKEND:
+		if (strcmp(arg, "cpu"))
+			usage_error("option '--backend': '%s' is not available in this build (cpu)", arg);
+		o->backend = arg;
+		break;
+	case OPT_RESUME: o->resume = arg; break;
+	case OPT_CKPT_EVERY: o->ckpt_every = (uint64_t)opt_int("ckpt-every", arg, 0, INT64_MAX); break;
+	case OPT_CKPT_MINUTES: o->ckpt_minutes = opt_double("ckpt-minutes", arg, 0, 1e9); break;
+	case OPT_KEEP: o->keep = (int)opt_int("keep", arg, 2, 1 << 20); break;
+	case OPT_KEEP_EVERY: o->keep_every = (uint64_t)opt_int("keep-every", arg, 0, INT64_MAX); break;
+	case OPT_CKPT_SYNC: o->ckpt_sync = 1; break;
+	case OPT_MTBF: o->mtbf = opt_double("mtbf", arg, 1, 1e12); break;
+	case OPT_LOG_SAMPLES: o->log_samples = 1; break;
+	case OPT_STOP_AT: o->stop_at = (uint64_t)opt_int("stop-at", arg, 1, INT64_MAX); break;
+	case 'j': o->threads = (int)opt_int("threads", arg, 1, 4096); break;
+	case 'q': tool_quiet = 1; break;
+	}
 }
 
 /* ---- the run directory (lib/ckpt/runstate.h); this file prints ---- */
@@ -347,10 +377,6 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	o->sample_tokens = 32;
 	o->temperature = 1.0;
 	o->top_k = 40;
-	struct option longopts[NOPTS + 1] = { { 0 } };
-	for (size_t i = 0; i < NOPTS; i++)
-		longopts[i] = (struct option){ optdefs[i].name, optdefs[i].arg ? required_argument : no_argument, NULL,
-					       optdefs[i].val ? optdefs[i].val : 256 + (int)i };
 	int c;
 	while ((c = getopt_long(argc, argv, "hVo:t:j:q", longopts, NULL)) != -1) {
 		if (c == 'h') {
@@ -363,11 +389,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 		}
 		if (c == '?' || c == ':')
 			bad_option(argv);
-		const struct optdef *d = c >= 256 ? &optdefs[c - 256] : NULL;
-		for (size_t i = 0; !d && i < NOPTS; i++)
-			if (optdefs[i].val == c)
-				d = &optdefs[i];
-		set_option(o, d, optarg);
+		set_option(o, c, optarg);
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);

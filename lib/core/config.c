@@ -6,6 +6,8 @@
  * sequence cannot become part of a key or a value), the second cuts the lines
  * in a copy of the text and hands out the entries.
  */
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,29 +15,26 @@
 #include "core/config.h"
 #include "core/utf8.h"
 
-/* The first byte the format cannot hold, as a message; 0 if there is none. */
+/* The first byte the format cannot hold, as an error naming its line; 0 if none. */
 static int check_text(const char *path, const unsigned char *p, size_t n, struct lmt_err *err)
 {
 	int line = 1;
 	for (size_t i = 0; i < n;) {
 		unsigned c = p[i];
-		const char *what = NULL;
-		if (c == 0)
-			what = "a NUL byte";
-		else if (c == '\r' && (i + 1 == n || p[i + 1] != '\n'))
-			what = "a carriage return not followed by a line feed";
-		else if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
-			return lmt_err_set(err, LMT_EFORMAT,
-					   "'%s': line %d: control character 0x%02x (a config file is text)", path,
-					   line, c);
-		if (what)
-			return lmt_err_set(err, LMT_EFORMAT, "'%s': line %d: %s (a config file is text)", path, line,
-					   what);
 		uint32_t cp;
 		int len = lmt_utf8_decode(p + i, n - i, &cp);
-		if (cp >= LMT_UTF8_BAD)
-			return lmt_err_set(err, LMT_EFORMAT, "'%s': line %d: byte 0x%02x is not UTF-8", path, line,
-					   c);
+		char what[64] = "";
+		if (c == 0)
+			snprintf(what, sizeof what, "a NUL byte");
+		else if (c == '\r' && (i + 1 == n || p[i + 1] != '\n'))
+			snprintf(what, sizeof what, "a carriage return not followed by a line feed");
+		else if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+			snprintf(what, sizeof what, "control character 0x%02x", c);
+		else if (cp >= LMT_UTF8_BAD)
+			snprintf(what, sizeof what, "byte 0x%02x is not UTF-8", c);
+		if (what[0])
+			return lmt_err_set(err, LMT_EFORMAT, "'%s': line %d: %s (a config file is UTF-8 text)", path,
+					   line, what);
 		if (c == '\n')
 			line++;
 		i += (size_t)len;
