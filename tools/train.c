@@ -5,8 +5,10 @@
  *	      --micro-batch 8 --accum 4 --updates 2000 --lr 1e-3 | jq -c '{update, loss}'
  *
  * The model, the step and the optimizer live in the library (model.c, trainer.c)
- * and run on a backend (backend.h) and a communicator (comm.h); this file parses
- * options, wires them together, and reports. stdout: JSONL (updates, evaluations,
+ * and run on a backend (backend.h) and a communicator (comm.h); the run directory
+ * and every record it prints in runstate.c; --config files are read by
+ * core/config.c. This file parses options, wires them together, decides when
+ * to evaluate, sample and save, and prints. stdout: JSONL (updates, evaluations,
  * samples, summary); stderr: human progress. The run directory holds the resolved
  * configuration, the parameter breakdown, the metrics and the events.
  */
@@ -514,10 +516,7 @@ static void report_setup(const struct opts *o, const struct lmt_dataset *d, cons
 	}
 	struct lmt_json j;
 	lmt_json_init(&j);
-	lmt_run_param_record(&j, g);
-	lmt_json_num(&j, "flops_per_token", fpt);
-	lmt_json_num(&j, "peak_flops", peak);
-	lmt_json_str(&j, "peak_source", peak_source);
+	lmt_run_param_record(&j, g, fpt, peak, peak_source);
 	/* a resumed run's metrics already hold it */
 	emit(&j, !resumed);
 	if (o->out && lmt_run_write_params(&run, &j, &err))

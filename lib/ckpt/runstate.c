@@ -264,7 +264,8 @@ int lmt_run_write_config(const struct lmt_run *r, const struct lmt_run_config *c
 	return rc;
 }
 
-void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g)
+void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g, double fpt, double peak,
+			  const char *peak_source)
 {
 	struct lmt_gpt_counts c;
 	lmt_gpt_count(g, &c);
@@ -285,6 +286,9 @@ void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g)
 		lmt_json_arr_end(j);
 	}
 	lmt_json_obj_end(j);
+	lmt_json_num(j, "flops_per_token", fpt);
+	lmt_json_num(j, "peak_flops", peak);
+	lmt_json_str(j, "peak_source", peak_source);
 }
 
 int lmt_run_write_params(const struct lmt_run *r, struct lmt_json *j, struct lmt_err *err)

@@ -80,8 +80,10 @@ struct lmt_run_config {
 int lmt_run_write_config(const struct lmt_run *r, const struct lmt_run_config *c, const struct lmt_train_cfg *tc,
 			 const struct lmt_dataset *d, const struct lmt_gpt *g, const struct lmt_backend *be,
 			 const struct lmt_comm *comm, struct lmt_err *err);
-/* Begin the "parameters" record in j: the counts by kind and every tensor's shape. */
-void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g);
+/* Begin the "parameters" record in j: the counts by kind, every tensor's shape, and
+ * the figures MFU is computed from (FLOPs per token, the peak and where it came from). */
+void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g, double flops_per_token, double peak_flops,
+			  const char *peak_source);
 /* Write j's record (as it stands, closed) to RUN/params.json, atomically. */
 int lmt_run_write_params(const struct lmt_run *r, struct lmt_json *j, struct lmt_err *err);
 
