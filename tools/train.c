@@ -5,8 +5,10 @@
  *	      --micro-batch 8 --accum 4 --updates 2000 --lr 1e-3 | jq -c '{update, loss}'
  *
  * The model, the step and the optimizer live in the library (model.c, trainer.c)
- * and run on a backend (backend.h) and a communicator (comm.h); this file parses
- * options, wires them together, and reports. stdout: JSONL (updates, evaluations,
+ * and run on a backend (backend.h) and a communicator (comm.h); the run directory
+ * and every record it prints in runstate.c; --config files are read by
+ * core/config.c. This file parses options, wires them together, decides when
+ * to evaluate, sample and save, and prints. stdout: JSONL (updates, evaluations,
  * samples, summary); stderr: human progress. The run directory holds the resolved
  * configuration, the parameter breakdown, the metrics and the events.
  */
@@ -21,62 +23,23 @@
 #include "ckpt/ckpt.h"
 #include "ckpt/runstate.h"
 #include "comm/comm.h"
-#include "core/atomicfile.h"
+#include "core/config.h"
 #include "core/json.h"
 #include "core/util.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"
-#include "model/generate.h"
 #include "model/model.h"
 #include "model/trainer.h"
 #include "tool.h"
 
+/* long-only options (getopt_long returns these) */
 enum {
-	OPT_DATA = OPT_TOOL_BASE,
-	OPT_CONFIG,
-	OPT_LAYERS,
-	OPT_HEADS,
-	OPT_CHANNELS,
-	OPT_CONTEXT,
-	OPT_UNTIE,
-	OPT_MICRO_BATCH,
-	OPT_ACCUM,
-	OPT_UPDATES,
-	OPT_LR,
-	OPT_MIN_LR,
-	OPT_WARMUP,
-	OPT_SCHEDULE,
-	OPT_BETA1,
-	OPT_BETA2,
-	OPT_EPS,
-	OPT_WD,
-	OPT_DECAY_EMB,
-	OPT_CLIP,
-	OPT_NONFINITE,
-	OPT_SEED,
-	OPT_INIT_SEED,
-	OPT_SEG_MASK,
-	OPT_DOC_TARGETS,
-	OPT_EVAL_EVERY,
-	OPT_EVAL_SEQS,
-	OPT_SAMPLE_EVERY,
-	OPT_SAMPLE_TOKENS,
-	OPT_TEMPERATURE,
-	OPT_TOP_K,
-	OPT_PROMPT,
-	OPT_PEAK,
-	OPT_INIT_LLMC,
-	OPT_EXPORT_LLMC,
-	OPT_BACKEND,
-	OPT_WINDOW,
-	OPT_RESUME,
-	OPT_CKPT_EVERY,
-	OPT_CKPT_MINUTES,
-	OPT_KEEP,
-	OPT_KEEP_EVERY,
-	OPT_CKPT_SYNC,
-	OPT_MTBF,
-	OPT_LOG_SAMPLES,
+	OPT_DATA = OPT_TOOL_BASE, OPT_CONFIG, OPT_LAYERS, OPT_HEADS, OPT_CHANNELS, OPT_CONTEXT, OPT_UNTIE,
+	OPT_MICRO_BATCH, OPT_ACCUM, OPT_UPDATES, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1,
+	OPT_BETA2, OPT_EPS, OPT_WD, OPT_DECAY_EMB, OPT_CLIP, OPT_NONFINITE, OPT_SEED, OPT_INIT_SEED, OPT_SEG_MASK,
+	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
+	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
+	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
 	OPT_STOP_AT,
 };
 
@@ -212,70 +175,54 @@ struct opts {
 	double temperature, peak;
 };
 
-static void set_option(struct opts *o, int c, const char *arg, const char *where);
+static void set_option(struct opts *o, int c, const char *arg);
 
-/* --config FILE: "key = value" lines, '#' comments; keys are long option names. */
-static void read_config(struct opts *o, const char *path)
+/* arg's index in words (NULL-terminated), or a usage error listing them. */
+static int choice(const char *opt, const char *arg, const char *const *words)
 {
-	char *data;
-	size_t n;
-	struct lmt_err err = { 0 };
-	if (lmt_read_file(path, &data, &n, &err))
-		die_err(&err);
-	int lineno = 0;
-	for (char *line = data, *next; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		lineno++;
-		char *h = strchr(line, '#');
-		if (h)
-			*h = 0;
-		char *k = line;
-		while (*k == ' ' || *k == '\t' || *k == '\r')
-			k++;
-		if (!*k)
-			continue;
-		char *eq = strchr(k, '=');
-		char *ke = eq ? eq : k + strlen(k);
-		while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
-			ke--;
-		char key[64];
-		snprintf(key, sizeof key, "%.*s", (int)(ke - k), k);
-		char *v = eq ? eq + 1 : NULL;
-		while (v && (*v == ' ' || *v == '\t'))
-			v++;
-		if (v) {
-			char *ve = v + strlen(v);
-			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t' || ve[-1] == '\r'))
-				*--ve = 0;
-		}
-		const struct option *opt = NULL;
-		for (const struct option *x = longopts; x->name; x++)
-			if (!strcmp(x->name, key))
-				opt = x;
-		char where[600];
-		snprintf(where, sizeof where, "'%s': line %d", path, lineno);
-		if (!opt || !strcmp(key, "config") || !strcmp(key, "help") || !strcmp(key, "version"))
-			usage_error("%s: unknown key '%s'", where, key);
-		if (opt->has_arg == required_argument && (!v || !*v))
-			usage_error("%s: key '%s' needs a value", where, key);
-		if (opt->has_arg == no_argument && v && strcmp(v, "true") && strcmp(v, "1"))
-			usage_error("%s: key '%s' takes no value (or true)", where, key);
-		tool_context = where;
-		set_option(o, opt->val, v ? strdup(v) : NULL, where);
-		tool_context = NULL;
+	char list[128] = "";
+	for (int i = 0; words[i]; i++) {
+		if (!strcmp(arg, words[i]))
+			return i;
+		snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? words[i + 1] ? ", " : " or " : "",
+			 words[i]);
 	}
-	free(data);
+	usage_error("option '--%s': '%s' is not %s", opt, arg, list);
 }
 
-static void set_option(struct opts *o, int c, const char *arg, const char *where)
+/* One line of a --config file, applied as its option would be there (keys are
+ * the long option names). */
+static int config_entry(void *ctx, const struct lmt_config_entry *e)
 {
-	(void)where;
+	const struct option *opt = NULL;
+	char where[600];
+	snprintf(where, sizeof where, "'%s': line %d", e->path, e->line);
+	for (const struct option *x = longopts; x->name; x++)
+		if (!strcmp(x->name, e->key))
+			opt = x;
+	if (!opt || !strcmp(e->key, "config") || !strcmp(e->key, "help") || !strcmp(e->key, "version"))
+		usage_error("%s: unknown key '%.63s'", where, e->key);
+	if (opt->has_arg == required_argument && (!e->value || !*e->value))
+		usage_error("%s: key '%s' needs a value", where, e->key);
+	if (opt->has_arg == no_argument && e->value && strcmp(e->value, "true") && strcmp(e->value, "1"))
+		usage_error("%s: key '%s' takes no value (or true)", where, e->key);
+	tool_context = where;
+	set_option(ctx, opt->val, e->value ? strdup(e->value) : NULL);
+	tool_context = NULL;
+	return 0;
+}
+
+static void set_option(struct opts *o, int c, const char *arg)
+{
 	switch (c) {
 	case OPT_DATA: o->data = arg; break;
 	case 'o': o->out = arg; break;
-	case OPT_CONFIG: read_config(o, arg); break;
+	case OPT_CONFIG: { /* "key = value" lines (core/config.h), read here: later options win */
+		struct lmt_err err = { 0 };
+		if (lmt_config_read(arg, config_entry, o, &err))
+			die_err(&err);
+		break;
+	}
 	case 't': o->tokenizer = arg; break;
 	case OPT_LAYERS: o->model.L = (int)opt_int("layers", arg, 1, 1024); o->shape_given = 1; break;
 	case OPT_HEADS: o->model.NH = (int)opt_int("heads", arg, 1, 1024); o->shape_given = 1; break;
@@ -291,15 +238,8 @@ static void set_option(struct opts *o, int c, const char *arg, const char *where
 		o->tc.warmup = (uint64_t)opt_int("warmup", arg, 0, INT64_MAX);
 		o->warmup_given = 1;
 		break;
-	case OPT_SCHEDULE:
-		if (!strcmp(arg, "cosine"))
-			o->tc.schedule = LMT_SCHED_COSINE;
-		else if (!strcmp(arg, "linear"))
-			o->tc.schedule = LMT_SCHED_LINEAR;
-		else if (!strcmp(arg, "constant"))
-			o->tc.schedule = LMT_SCHED_CONSTANT;
-		else
-			usage_error("option '--schedule': '%s' is not cosine, linear or constant", arg);
+	case OPT_SCHEDULE: /* in enum lmt_schedule's order */
+		o->tc.schedule = choice("schedule", arg, (const char *const[]){ "cosine", "linear", "constant", NULL });
 		break;
 	case OPT_BETA1: o->tc.beta1 = opt_double("beta1", arg, 0, 0.999999); break;
 	case OPT_BETA2: o->tc.beta2 = opt_double("beta2", arg, 0, 0.999999999); break;
@@ -307,13 +247,8 @@ static void set_option(struct opts *o, int c, const char *arg, const char *where
 	case OPT_WD: o->tc.weight_decay = opt_double("weight-decay", arg, 0, 10); break;
 	case OPT_DECAY_EMB: o->tc.decay_embeddings = 1; break;
 	case OPT_CLIP: o->tc.clip = opt_double("clip", arg, 0, 1e30); break;
-	case OPT_NONFINITE:
-		if (!strcmp(arg, "stop"))
-			o->tc.on_nonfinite = LMT_NONFINITE_STOP;
-		else if (!strcmp(arg, "skip"))
-			o->tc.on_nonfinite = LMT_NONFINITE_SKIP;
-		else
-			usage_error("option '--on-nonfinite': '%s' is not stop or skip", arg);
+	case OPT_NONFINITE: /* in enum lmt_nonfinite's order */
+		o->tc.on_nonfinite = choice("on-nonfinite", arg, (const char *const[]){ "stop", "skip", NULL });
 		break;
 	case OPT_SEED: o->tc.seed = (uint64_t)opt_int("seed", arg, 0, INT64_MAX); break;
 	case OPT_INIT_SEED:
@@ -322,12 +257,7 @@ static void set_option(struct opts *o, int c, const char *arg, const char *where
 		break;
 	case OPT_SEG_MASK: o->tc.seg_mask = 1; break;
 	case OPT_DOC_TARGETS:
-		if (!strcmp(arg, "keep"))
-			o->tc.cross_doc_targets = 1;
-		else if (!strcmp(arg, "drop"))
-			o->tc.cross_doc_targets = 0;
-		else
-			usage_error("option '--doc-targets': '%s' is not keep or drop", arg);
+		o->tc.cross_doc_targets = !choice("doc-targets", arg, (const char *const[]){ "keep", "drop", NULL });
 		break;
 	case OPT_WINDOW: o->tc.shuffle_window = (uint64_t)opt_int("shuffle-window", arg, 1, INT64_MAX); break;
 	case OPT_EVAL_EVERY: o->eval_every = (uint64_t)opt_int("eval-every", arg, 0, INT64_MAX); break;
@@ -437,31 +367,6 @@ static void start_saver(struct lmt_run_saver *sv, const struct opts *o, struct l
 		lmt_ckpt_async_reserve(&sv->async, tr->g->nparams * 3);
 }
 
-/* Text to token ids with the tokenizer, or the EOS/BOS token alone. */
-static int32_t *make_prompt(const struct opts *o, struct lmt_tokenizer *tok, int have_tok, uint32_t eos, int *np)
-{
-	int32_t *p = NULL;
-	if (o->prompt && have_tok) {
-		struct lmt_tok_state *s = lmt_tok_state_new(tok);
-		struct lmt_u32vec v = { 0 };
-		if (!s || lmt_tok_encode(tok, s, o->prompt, strlen(o->prompt), 0, &v))
-			die("out of memory");
-		lmt_tok_state_free(s);
-		p = malloc((v.n + 1) * sizeof *p);
-		for (size_t i = 0; i < v.n; i++)
-			p[i] = (int32_t)v.v[i];
-		*np = (int)v.n;
-		free(v.v);
-	}
-	if (!p || *np == 0) {
-		free(p);
-		p = malloc(sizeof *p);
-		p[0] = (int32_t)(eos != UINT32_MAX ? eos : 0);
-		*np = 1;
-	}
-	return p;
-}
-
 static void parse_args(struct opts *o, int argc, char **argv)
 {
 	memset(o, 0, sizeof *o);
@@ -486,7 +391,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 		}
 		if (c == '?' || c == ':')
 			bad_option(argv);
-		set_option(o, c, optarg, NULL);
+		set_option(o, c, optarg);
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
@@ -611,27 +516,12 @@ static void report_setup(const struct opts *o, const struct lmt_dataset *d, cons
 	}
 	struct lmt_json j;
 	lmt_json_init(&j);
-	lmt_run_param_record(&j, g);
-	lmt_json_num(&j, "flops_per_token", fpt);
-	lmt_json_num(&j, "peak_flops", peak);
-	lmt_json_str(&j, "peak_source", peak_source);
+	lmt_run_param_record(&j, g, fpt, peak, peak_source);
 	/* a resumed run's metrics already hold it */
 	emit(&j, !resumed);
 	if (o->out && lmt_run_write_params(&run, &j, &err))
 		die_err(&err);
 	lmt_json_release(&j);
-}
-
-/* The fields the resume record and the resume event share. */
-static void resume_fields(struct lmt_json *j, const struct lmt_trainer *tr, const char *from,
-			  const struct lmt_run_resumed *rs)
-{
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "resume");
-	lmt_json_u64(j, "update", tr->update);
-	lmt_json_str(j, "from", from);
-	lmt_json_u64(j, "replayed_updates", rs->replayed);
-	lmt_json_num(j, "lost_wall_s", rs->lost_wall);
 }
 
 /* The resume record on stdout and in metrics.jsonl, and its event. */
@@ -641,80 +531,22 @@ static void report_resume(const struct lmt_trainer *tr, const char *from, const 
 	struct lmt_err err = { 0 };
 	struct lmt_json j;
 	lmt_json_init(&j);
-	resume_fields(&j, tr, from, rs);
-	lmt_json_u64(&j, "tokens_total", tr->tokens);
-	lmt_json_u64(&j, "cursor", cursor);
-	lmt_json_num(&j, "wall_s", rs->wall_offset);
+	lmt_run_resume_record(&j, tr, from, rs, cursor);
 	emit(&j, 1);
-	resume_fields(&j, tr, from, rs);
-	if (lmt_run_event_write(&run, &j, &err))
+	if (lmt_run_resume_event(&run, tr, from, rs, &err))
 		die_err(&err);
 	lmt_json_release(&j);
 }
 
-static void report_eval(struct lmt_json *j, const struct opts *o, struct lmt_gpt *g, struct lmt_comm *comm,
-			struct lmt_dataset *d, const struct lmt_trainer *tr, uint64_t update)
-{
-	struct lmt_err err = { 0 };
-	double vl;
-	uint64_t vt;
-	double t0 = lmt_now();
-	if (lmt_evaluate(g, comm, d, LMT_SPLIT_VAL, o->eval_seqs, o->tc.seg_mask, o->tc.cross_doc_targets, &vl, &vt,
-			 &err))
-		die_err(&err);
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "eval");
-	lmt_json_u64(j, "update", update);
-	lmt_json_str(j, "split", "val");
-	lmt_json_num(j, "loss", vl);
-	lmt_json_u64(j, "tokens", vt);
-	lmt_json_u64(j, "tokens_total", tr->tokens);
-	lmt_json_u64(j, "sequences", LMT_MIN(o->eval_seqs, d->split_seqs[LMT_SPLIT_VAL]));
-	lmt_json_num(j, "seconds", lmt_now() - t0);
-	emit(j, 1);
-}
-
-static void report_sample(struct lmt_json *j, const struct opts *o, struct lmt_gpt *g, struct lmt_tokenizer *tok,
-			  int have_tok, const int32_t *prompt, int np, int32_t *sample, uint64_t update)
-{
-	struct lmt_err err = { 0 };
-	if (lmt_generate(g, prompt, np, o->sample_tokens, o->temperature, o->top_k, o->tc.seed, sample, &err))
-		die_err(&err);
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "sample");
-	lmt_json_u64(j, "update", update);
-	lmt_json_arr(j, "prompt_ids");
-	for (int k = 0; k < np; k++)
-		lmt_json_u64(j, NULL, (uint64_t)prompt[k]);
-	lmt_json_arr_end(j);
-	lmt_json_arr(j, "ids");
-	for (int k = 0; k < o->sample_tokens; k++)
-		lmt_json_u64(j, NULL, (uint64_t)sample[k]);
-	lmt_json_arr_end(j);
-	if (have_tok) {
-		uint32_t *ids = malloc((size_t)o->sample_tokens * sizeof *ids);
-		for (int k = 0; k < o->sample_tokens; k++)
-			ids[k] = (uint32_t)sample[k];
-		size_t n = lmt_tok_decode(tok, ids, (size_t)o->sample_tokens, 0, NULL, 0);
-		uint8_t *txt = malloc(n + 1);
-		lmt_tok_decode(tok, ids, (size_t)o->sample_tokens, 0, txt, n);
-		lmt_json_strn(j, "text", (const char *)txt, n);
-		free(txt);
-		free(ids);
-	}
-	emit(j, 1);
-}
-
 /* A non-finite update: recorded; under --on-nonfinite stop (rc), the run ends (1). */
-static int report_nonfinite(const struct lmt_step_stats *st, int rc, const struct lmt_err *err)
+static int report_nonfinite(const struct lmt_step_stats *st, int rc, const struct lmt_err *step_err)
 {
+	struct lmt_err err = { 0 };
 	char detail[256];
-	snprintf(detail, sizeof detail, "non-finite %s%s%s", st->nonfinite_what, st->nonfinite_tensor ? " in " : "",
-		 st->nonfinite_tensor ? st->nonfinite_tensor : "");
-	event("nonfinite", detail, st->update);
+	if (lmt_run_nonfinite(&run, st, rc ? step_err->msg : NULL, detail, sizeof detail, &err))
+		die_err(&err);
 	if (rc) {
-		event("stop", err->msg, st->update);
-		fprintf(stderr, "train: %s (--on-nonfinite stop)\n", err->msg);
+		fprintf(stderr, "train: %s (--on-nonfinite stop)\n", step_err->msg);
 		return 1;
 	}
 	warn("update %llu skipped: %s", (unsigned long long)st->update, detail);
@@ -724,28 +556,15 @@ static int report_nonfinite(const struct lmt_step_stats *st, int rc, const struc
 static void report_end(struct lmt_json *j, const struct opts *o, const struct lmt_trainer *tr, double wall,
 		       double wall_offset, int status, int interrupted)
 {
+	struct lmt_err err = { 0 };
 	if (interrupted) {
-		char detail[128], why[32];
-		if (interrupted > 0)
-			snprintf(why, sizeof why, "signal %d", interrupted);
-		else
-			snprintf(why, sizeof why, "--stop-at %llu", (unsigned long long)o->stop_at);
-		snprintf(detail, sizeof detail, "%s: stopped after update %llu%s", why, (unsigned long long)tr->update,
-			 o->out ? ", checkpoint saved" : "");
-		event("stop", detail, tr->update);
+		char detail[128];
+		if (lmt_run_stopped(&run, interrupted > 0 ? interrupted : 0, o->stop_at, tr->update, detail,
+				    sizeof detail, &err))
+			die_err(&err);
 		info("%s", detail);
 	}
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "summary");
-	lmt_json_u64(j, "updates", tr->update);
-	lmt_json_u64(j, "tokens", tr->tokens);
-	lmt_json_num(j, "wall_s", wall);
-	lmt_json_num(j, "wall_s_total", wall_offset + wall);
-	lmt_json_num(j, "device_s", wall * tr->comm->world);
-	lmt_json_num(j, "tokens_per_s", tr->tokens / wall);
-	lmt_json_u64(j, "clipped_updates", tr->clipped_updates);
-	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
-	lmt_json_str(j, "status", status ? "stopped" : interrupted ? "interrupted" : "done");
+	lmt_run_summary_record(j, tr, wall, wall_offset, status ? "stopped" : interrupted ? "interrupted" : "done");
 	emit(j, 1);
 	if (!interrupted)
 		event(status ? "failed" : "end", NULL, tr->update);
@@ -824,9 +643,13 @@ int main(int argc, char **argv)
 	     be.name, pc.total, g.cfg.L, g.cfg.NH, g.cfg.C, g.cfg.V, o.tc.accum, o.tc.B, T);
 
 	double t_start = lmt_now();
-	int32_t *sample = malloc((size_t)o.sample_tokens * sizeof *sample);
-	int np = 0;
-	int32_t *prompt = make_prompt(&o, &tok, have_tok, d.eos_id, &np);
+	struct lmt_run_sampling smp;
+	if (lmt_run_sampling_init(&smp, o.prompt, have_tok ? &tok : NULL, d.eos_id, &err))
+		die_err(&err);
+	smp.tokens = o.sample_tokens;
+	smp.top_k = o.top_k;
+	smp.temperature = o.temperature;
+	smp.seed = o.tc.seed;
 	int status = 0, interrupted = 0;
 	double wait_before = 0;
 	struct lmt_run_saver sv;
@@ -851,10 +674,16 @@ int main(int argc, char **argv)
 				(unsigned long long)st.update, (unsigned long long)o.tc.updates, st.loss, st.lr,
 				st.valid_tokens / st.t_total, 100 * fpt * (double)st.positions / st.t_total / peak);
 		int last = st.update == o.tc.updates;
-		if (o.eval_every && d.split_seqs[LMT_SPLIT_VAL] && (st.update % o.eval_every == 0 || last))
-			report_eval(&j, &o, &g, &comm, &d, tr, st.update);
-		if (o.sample_every && (st.update % o.sample_every == 0 || last))
-			report_sample(&j, &o, &g, &tok, have_tok, prompt, np, sample, st.update);
+		if (o.eval_every && d.split_seqs[LMT_SPLIT_VAL] && (st.update % o.eval_every == 0 || last)) {
+			if (lmt_run_eval_record(&j, tr, o.eval_seqs, st.update, &err))
+				die_err(&err);
+			emit(&j, 1);
+		}
+		if (o.sample_every && (st.update % o.sample_every == 0 || last)) {
+			if (lmt_run_sample_record(&j, &g, &smp, st.update, &err))
+				die_err(&err);
+			emit(&j, 1);
+		}
 		if (o.out) {
 			if (lmt_run_save_poll(&sv, 0, &err))
 				die_err(&err);
@@ -885,8 +714,7 @@ int main(int argc, char **argv)
 		die_err(&err);
 	report_end(&j, &o, tr, lmt_now() - t_start, rs.wall_offset, status, interrupted);
 	lmt_run_close(&run);
-	free(sample);
-	free(prompt);
+	lmt_run_sampling_release(&smp);
 	lmt_json_release(&j);
 	lmt_trainer_release(tr);
 	lmt_gpt_release(&g);

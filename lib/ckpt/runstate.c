@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@
 #include "core/strbuf.h"
 #include "core/util.h"
 #include "core/version.h"
+#include "model/generate.h"
 
 /* snprintf for paths: an error instead of a truncated name */
 static int fmt_path(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
@@ -263,7 +265,8 @@ int lmt_run_write_config(const struct lmt_run *r, const struct lmt_run_config *c
 	return rc;
 }
 
-void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g)
+void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g, double fpt, double peak,
+			  const char *peak_source)
 {
 	struct lmt_gpt_counts c;
 	lmt_gpt_count(g, &c);
@@ -284,6 +287,9 @@ void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g)
 		lmt_json_arr_end(j);
 	}
 	lmt_json_obj_end(j);
+	lmt_json_num(j, "flops_per_token", fpt);
+	lmt_json_num(j, "peak_flops", peak);
+	lmt_json_str(j, "peak_source", peak_source);
 }
 
 int lmt_run_write_params(const struct lmt_run *r, struct lmt_json *j, struct lmt_err *err)
@@ -353,6 +359,152 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 		if (st->nonfinite_tensor)
 			lmt_json_str(j, "nonfinite_tensor", st->nonfinite_tensor);
 	}
+}
+
+int lmt_run_eval_record(struct lmt_json *j, const struct lmt_trainer *tr, uint64_t nseq, uint64_t update,
+			struct lmt_err *err)
+{
+	struct lmt_dataset *d = tr->loader.d;
+	double vl;
+	uint64_t vt;
+	double t0 = lmt_now();
+	int rc = lmt_evaluate(tr->g, tr->comm, d, LMT_SPLIT_VAL, nseq, tr->cfg.seg_mask, tr->cfg.cross_doc_targets, &vl,
+			      &vt, err);
+	if (rc)
+		return rc;
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "eval");
+	lmt_json_u64(j, "update", update);
+	lmt_json_str(j, "split", "val");
+	lmt_json_num(j, "loss", vl);
+	lmt_json_u64(j, "tokens", vt);
+	lmt_json_u64(j, "tokens_total", tr->tokens);
+	lmt_json_u64(j, "sequences", LMT_MIN(nseq, d->split_seqs[LMT_SPLIT_VAL]));
+	lmt_json_num(j, "seconds", lmt_now() - t0);
+	return 0;
+}
+
+int lmt_run_sampling_init(struct lmt_run_sampling *s, const char *text, const struct lmt_tokenizer *tok,
+			  uint32_t eos, struct lmt_err *err)
+{
+	memset(s, 0, sizeof *s);
+	s->tok = tok;
+	if (text && tok) {
+		struct lmt_tok_state *ts = lmt_tok_state_new(tok);
+		struct lmt_u32vec v = { 0 };
+		if (!ts || lmt_tok_encode(tok, ts, text, strlen(text), 0, &v)) {
+			lmt_tok_state_free(ts);
+			free(v.v);
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		}
+		lmt_tok_state_free(ts);
+		s->prompt = malloc((v.n + 1) * sizeof *s->prompt);
+		for (size_t i = 0; s->prompt && i < v.n; i++)
+			s->prompt[i] = (int32_t)v.v[i];
+		s->np = (int)v.n;
+		free(v.v);
+		if (!s->prompt)
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	if (s->np == 0) {
+		free(s->prompt);
+		if (!(s->prompt = malloc(sizeof *s->prompt)))
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		s->prompt[0] = (int32_t)(eos != UINT32_MAX ? eos : 0);
+		s->np = 1;
+	}
+	return 0;
+}
+
+void lmt_run_sampling_release(struct lmt_run_sampling *s)
+{
+	free(s->prompt);
+	s->prompt = NULL;
+	s->np = 0;
+}
+
+int lmt_run_sample_record(struct lmt_json *j, struct lmt_gpt *g, const struct lmt_run_sampling *s, uint64_t update,
+			  struct lmt_err *err)
+{
+	size_t n = (size_t)s->tokens;
+	int32_t *sample = malloc(n * sizeof *sample);
+	uint32_t *ids = malloc(n * sizeof *ids);
+	if (!sample || !ids) {
+		free(sample);
+		free(ids);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	int rc = lmt_generate(g, s->prompt, s->np, s->tokens, s->temperature, s->top_k, s->seed, sample, err);
+	if (!rc) {
+		lmt_json_begin(j);
+		lmt_json_str(j, "event", "sample");
+		lmt_json_u64(j, "update", update);
+		lmt_json_arr(j, "prompt_ids");
+		for (int k = 0; k < s->np; k++)
+			lmt_json_u64(j, NULL, (uint64_t)s->prompt[k]);
+		lmt_json_arr_end(j);
+		lmt_json_arr(j, "ids");
+		for (size_t k = 0; k < n; k++)
+			lmt_json_u64(j, NULL, (uint64_t)sample[k]);
+		lmt_json_arr_end(j);
+	}
+	if (!rc && s->tok) {
+		for (size_t k = 0; k < n; k++)
+			ids[k] = (uint32_t)sample[k];
+		size_t len = lmt_tok_decode(s->tok, ids, n, 0, NULL, 0);
+		uint8_t *txt = malloc(len + 1);
+		if (txt) {
+			lmt_tok_decode(s->tok, ids, n, 0, txt, len);
+			lmt_json_strn(j, "text", (const char *)txt, len);
+			free(txt);
+		} else {
+			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		}
+	}
+	free(ids);
+	free(sample);
+	return rc;
+}
+
+int lmt_run_nonfinite(struct lmt_run *r, const struct lmt_step_stats *st, const char *stop, char *detail, size_t cap,
+		      struct lmt_err *err)
+{
+	snprintf(detail, cap, "non-finite %s%s%s", st->nonfinite_what, st->nonfinite_tensor ? " in " : "",
+		 st->nonfinite_tensor ? st->nonfinite_tensor : "");
+	int rc = lmt_run_event(r, "nonfinite", detail, st->update, err);
+	if (!rc && stop)
+		rc = lmt_run_event(r, "stop", stop, st->update, err);
+	return rc;
+}
+
+int lmt_run_stopped(struct lmt_run *r, int sig, uint64_t stop_at, uint64_t update, char *detail, size_t cap,
+		    struct lmt_err *err)
+{
+	char why[32];
+	if (sig > 0)
+		snprintf(why, sizeof why, "signal %d", sig);
+	else
+		snprintf(why, sizeof why, "--stop-at %llu", (unsigned long long)stop_at);
+	/* without a run directory there is no checkpoint to save */
+	snprintf(detail, cap, "%s: stopped after update %llu%s", why, (unsigned long long)update,
+		 r->dir[0] ? ", checkpoint saved" : "");
+	return lmt_run_event(r, "stop", detail, update, err);
+}
+
+void lmt_run_summary_record(struct lmt_json *j, const struct lmt_trainer *tr, double wall, double wall_offset,
+			    const char *status)
+{
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "summary");
+	lmt_json_u64(j, "updates", tr->update);
+	lmt_json_u64(j, "tokens", tr->tokens);
+	lmt_json_num(j, "wall_s", wall);
+	lmt_json_num(j, "wall_s_total", wall_offset + wall);
+	lmt_json_num(j, "device_s", wall * tr->comm->world);
+	lmt_json_num(j, "tokens_per_s", tr->tokens / wall);
+	lmt_json_u64(j, "clipped_updates", tr->clipped_updates);
+	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
+	lmt_json_str(j, "status", status);
 }
 
 /* ---- resuming ---- */
@@ -643,6 +795,38 @@ int lmt_run_restart(struct lmt_run *r, uint64_t *replayed, struct lmt_err *err)
 	double last_wall;
 	int rc = rewind_metrics(r, 0, 0, replayed, &last_wall, err);
 	return rc ? rc : set_aside_newer(r, 0, 1, err);
+}
+
+/* The fields the resume record and the resume event share. */
+static void resume_fields(struct lmt_json *j, const struct lmt_trainer *tr, const char *from,
+			  const struct lmt_run_resumed *rs)
+{
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "resume");
+	lmt_json_u64(j, "update", tr->update);
+	lmt_json_str(j, "from", from);
+	lmt_json_u64(j, "replayed_updates", rs->replayed);
+	lmt_json_num(j, "lost_wall_s", rs->lost_wall);
+}
+
+void lmt_run_resume_record(struct lmt_json *j, const struct lmt_trainer *tr, const char *from,
+			   const struct lmt_run_resumed *rs, uint64_t cursor)
+{
+	resume_fields(j, tr, from, rs);
+	lmt_json_u64(j, "tokens_total", tr->tokens);
+	lmt_json_u64(j, "cursor", cursor);
+	lmt_json_num(j, "wall_s", rs->wall_offset);
+}
+
+int lmt_run_resume_event(struct lmt_run *r, const struct lmt_trainer *tr, const char *from,
+			 const struct lmt_run_resumed *rs, struct lmt_err *err)
+{
+	struct lmt_json j;
+	lmt_json_init(&j);
+	resume_fields(&j, tr, from, rs);
+	int rc = lmt_run_event_write(r, &j, err);
+	lmt_json_release(&j);
+	return rc;
 }
 
 /* ---- saving ---- */

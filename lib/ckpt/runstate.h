@@ -31,6 +31,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "data/dataset.h"
+#include "data/tokenizer.h"
 #include "model/model.h"
 #include "model/trainer.h"
 
@@ -79,8 +80,10 @@ struct lmt_run_config {
 int lmt_run_write_config(const struct lmt_run *r, const struct lmt_run_config *c, const struct lmt_train_cfg *tc,
 			 const struct lmt_dataset *d, const struct lmt_gpt *g, const struct lmt_backend *be,
 			 const struct lmt_comm *comm, struct lmt_err *err);
-/* Begin the "parameters" record in j: the counts by kind and every tensor's shape. */
-void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g);
+/* Begin the "parameters" record in j: the counts by kind, every tensor's shape, and
+ * the figures MFU is computed from (FLOPs per token, the peak and where it came from). */
+void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g, double flops_per_token, double peak_flops,
+			  const char *peak_source);
 /* Write j's record (as it stands, closed) to RUN/params.json, atomically. */
 int lmt_run_write_params(const struct lmt_run *r, struct lmt_json *j, struct lmt_err *err);
 
@@ -90,6 +93,45 @@ int lmt_run_write_params(const struct lmt_run *r, struct lmt_json *j, struct lmt
  * included); log_samples: list the (shard, sequence) of every sample. */
 void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, const struct lmt_step_stats *st,
 			   double data_wait, double wall, double flops_per_token, double peak_flops, int log_samples);
+
+/* Evaluate tr's model on the first nseq sequences of the validation split (every
+ * rank takes part) and begin the "eval" record of update `update` in j. */
+int lmt_run_eval_record(struct lmt_json *j, const struct lmt_trainer *tr, uint64_t nseq, uint64_t update,
+			struct lmt_err *err);
+
+/* What the "sample" records draw from: a fixed seed, so every sample of a run
+ * starts from the same generator and differs only by the model. */
+struct lmt_run_sampling {
+	int32_t *prompt;                    /* owned; at least one token */
+	int np;
+	int tokens, top_k;
+	double temperature;
+	uint64_t seed;
+	const struct lmt_tokenizer *tok;    /* NULL: no "text" in the record */
+};
+/* The prompt: text encoded with tok, or (no text, no tokenizer, or text that
+ * encodes to nothing) the token eos alone (0 if there is no eos, UINT32_MAX).
+ * Sets tok (the caller keeps it alive); the caller sets the rest. */
+int lmt_run_sampling_init(struct lmt_run_sampling *s, const char *text, const struct lmt_tokenizer *tok,
+			  uint32_t eos, struct lmt_err *err);
+void lmt_run_sampling_release(struct lmt_run_sampling *s);
+/* Draw s->tokens tokens from g after the prompt and begin the "sample" record. */
+int lmt_run_sample_record(struct lmt_json *j, struct lmt_gpt *g, const struct lmt_run_sampling *s, uint64_t update,
+			  struct lmt_err *err);
+
+/* A non-finite update st in events.jsonl: "nonfinite", what was found and where
+ * (that text also goes to detail, cap bytes, for the tool's warning), then, when
+ * the run stops on it, "stop" with the step's message stop (NULL: it goes on). */
+int lmt_run_nonfinite(struct lmt_run *r, const struct lmt_step_stats *st, const char *stop, char *detail, size_t cap,
+		      struct lmt_err *err);
+/* The "stop" event of a run that stopped before its end after update `update`:
+ * on signal sig, or (sig 0) at --stop-at stop_at; the text also goes to detail. */
+int lmt_run_stopped(struct lmt_run *r, int sig, uint64_t stop_at, uint64_t update, char *detail, size_t cap,
+		    struct lmt_err *err);
+/* Begin the "summary" record: wall is this process's time, wall_offset the resumed
+ * segments' before it; status "done", "interrupted" or "stopped". */
+void lmt_run_summary_record(struct lmt_json *j, const struct lmt_trainer *tr, double wall, double wall_offset,
+			    const char *status);
 
 /* ---- resuming ---- */
 
@@ -134,6 +176,13 @@ int lmt_run_resume(struct lmt_run *r, const struct lmt_ckpt *c, struct lmt_train
 /* Start r again from update 0 (--resume auto on a run without a valid
  * checkpoint): metrics cut to nothing, every checkpoint moved aside. */
 int lmt_run_restart(struct lmt_run *r, uint64_t *replayed, struct lmt_err *err);
+/* Begin the "resume" record of metrics.jsonl for tr resumed from checkpoint `from`,
+ * its loader at cursor. */
+void lmt_run_resume_record(struct lmt_json *j, const struct lmt_trainer *tr, const char *from,
+			   const struct lmt_run_resumed *rs, uint64_t cursor);
+/* The "resume" event: the record's fields but the counters and the clock. */
+int lmt_run_resume_event(struct lmt_run *r, const struct lmt_trainer *tr, const char *from,
+			 const struct lmt_run_resumed *rs, struct lmt_err *err);
 
 /* ---- saving ---- */
 

@@ -73,6 +73,20 @@ check_fail "an unknown config key is a usage error naming file and line" 2 "bad.
 printf 'layers = many\n' > "$T/bad2.cfg"
 check_fail "a bad config value names file and line" 2 "bad2.cfg': line 1: option '--layers'" \
 	$TR --data "$T/d" --config "$T/bad2.cfg"
+# a config file is UTF-8 text: bytes it cannot hold are refused (exit 1) before any
+# line applies; a NUL once ended the file there, silently
+printf 'layers = 1\nheads = 2\000\nupdates = 1\n' > "$T/nul.cfg"
+check_fail "a config file with a NUL byte is refused naming file and line" 1 "nul.cfg': line 2: a NUL byte" \
+	$TR --data "$T/d" --config "$T/nul.cfg"
+printf 'layers = 1\n# caf\351\nupdates = 1\n' > "$T/latin1.cfg"
+check_fail "a config file with invalid UTF-8 is refused naming file and line" 1 \
+	"latin1.cfg': line 2: byte 0xe9 is not UTF-8" $TR --data "$T/d" --config "$T/latin1.cfg"
+printf 'layers = 1\rheads = 2\n' > "$T/cr.cfg"
+check_fail "a carriage return inside a line is refused" 1 "cr.cfg': line 1: a carriage return" \
+	$TR --data "$T/d" --config "$T/cr.cfg"
+printf 'layers = 1\r\nheads = 2\r\nchannels = 32\r\nmicro-batch = 4\r\nupdates = 2\r\nsegment-mask\r\n' > "$T/crlf.cfg"
+check "a config file with CR LF line ends" $TR --data "$T/d" --config "$T/crlf.cfg" --threads 1 --eval-every 0
+grep -c '"event":"update"' "$T/.out" | grep -qx 2 && ok "its updates = 2 applies" || notok "CR LF config applied"
 
 # bad inputs
 check_fail "a tokenizer that did not make the dataset is refused" 1 "but the dataset" \
