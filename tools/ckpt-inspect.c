@@ -30,6 +30,7 @@
 
 #include "ckpt/ckpt.h"
 #include "ckpt/inspect.h"
+#include "ckpt/trainstate.h"
 #include "ckpt/verify.h"
 #include "core/json.h"
 #include "progress.h"
@@ -542,14 +543,19 @@ static int verify(const char *arg)
 	if (lmt_ckpt_verify(&k.c, &ops, &res, &err) < 0)
 		die_err(&err);
 	said_more(&v);
+	/* the files match the manifest; is the manifest train's state, whole? (the rule
+	 * resume applies, so that --verify and resume agree) */
+	struct lmt_err serr = { 0 };
+	int state_bad = lmt_trainstate_check(&k.c, &serr) != 0;
 	double secs = lmt_now() - t0;
 	int bad = res.bad_files || res.bad_tensors;
 	if (table) {
 		out("%d file%s, %d tensor%s: %s\n", k.c.nfiles, pl(k.c.nfiles), k.c.nt, pl(k.c.nt),
 		    bad ? "SOME ARE BAD" : "every size, SHA-256 and CRC-32C matches the manifest");
 	} else {
-		lmt_ckpt_record_verify_summary(&v.j, path, &k.c, &res, !bad && !k.uncommitted && !k.name_problem[0],
-					       !k.uncommitted, secs);
+		lmt_ckpt_record_verify_summary(&v.j, path, &k.c, &res,
+					       !bad && !state_bad && !k.uncommitted && !k.name_problem[0], !k.uncommitted,
+					       secs);
 		put_line(&v.j);
 	}
 	lmt_json_release(&v.j);
@@ -558,6 +564,8 @@ static int verify(const char *arg)
 	if (bad)
 		die("'%s': %d of %d file%s and %d of %d tensor%s failed verification", path, res.bad_files, k.c.nfiles,
 		    pl(k.c.nfiles), res.bad_tensors, k.c.nt, pl(k.c.nt));
+	if (state_bad)
+		die("%s", serr.msg);
 	if (k.uncommitted)
 		die("'%s': its files are intact, but it is an interrupted save, never renamed into place: not a "
 		    "checkpoint", path);

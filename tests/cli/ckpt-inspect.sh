@@ -226,6 +226,9 @@ done
 jq -c '.tensors[3].name |= . + "x"' "$S10/manifest.json" > "$T/edit/manifest.json"
 check_fail "a damaged tensor name: --verify refuses the manifest" 1 "its contents do not match its own checksum" \
 	$CI --verify "$T/edit"
+reseal "$T/edit/manifest.json"
+check_fail "... re-sealed on purpose, --verify still refuses a tensor the model does not have" 1 \
+	"(the model its state describes has it)" $CI --verify "$T/edit"
 rm -rf "$T/erun" && cp -r "$T/run" "$T/erun"
 jq -c '.tensors[3].name |= . + "x"' "$S10/manifest.json" > "$T/erun/ckpt/step-00000010/manifest.json"
 reseal "$T/erun/ckpt/step-00000010/manifest.json"
