@@ -5,11 +5,11 @@
 # where it has not, or they were not built (make -j2 tests && tests/run), this test
 # says so and skips. Each target first replays every committed seed (valid files
 # from scripts/gen-fuzz-seeds and the inputs of bugs found before, so each of
-# those stays fixed), then mutates them for FUZZ_CHECK_SECONDS (3). A crash, a
+# those stays fixed), then mutates them for FUZZ_CHECK_SECONDS (2; about 3 s a target in all). A crash, a
 # leak, a sanitizer report or a timeout fails the target's line, with the report.
 . tests/cli/lib.sh
 FB=$(dirname "$BIN")/fuzz
-secs=${FUZZ_CHECK_SECONDS:-3}
+secs=${FUZZ_CHECK_SECONDS:-2}
 names=$(cd tests/fuzz && ls fuzz-*.c | sed 's/^fuzz-//; s/\.c$//')
 
 if ! command -v clang > /dev/null 2>&1; then
