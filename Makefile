@@ -146,6 +146,44 @@ check-sanitize: deps
 	@ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		B=$(SAN_B) tests/run
 
+# Fuzz targets (tests/fuzz/fuzz-NAME.c, libFuzzer): every parser of untrusted bytes.
+# The library is compiled a second time, apart, with clang's fuzzer coverage, ASan
+# and UBSan, and with -DLMT_FUZZ, which skips checksum comparisons so that mutated
+# inputs get past them (never set by make, make check or check-sanitize).
+#   make fuzz [FUZZ_SECONDS=N]   each target for N seconds (60) on its seeds
+#                                (tests/fuzz/seeds/NAME/) plus what it found before
+#                                ($(B)/fuzz/corpus/NAME/); crashes in $(B)/fuzz/
+#   make fuzz-build              just the binaries, $(B)/fuzz/fuzz-NAME
+# make check builds them where clang has libFuzzer; tests/cli/fuzz.sh runs each a few
+# seconds on its seeds. See tests/fuzz/README.
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	-DLMT_FUZZ
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz-%.c,%,$(wildcard tests/fuzz/fuzz-*.c))
+FUZZ_PROBE := printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' | \
+	clang -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null
+.PHONY: fuzz fuzz-build fuzz-bins fuzz-if-clang
+fuzz-build: deps
+	@$(FUZZ_PROBE) || { echo "make fuzz: needs clang with libFuzzer (-fsanitize=fuzzer)" >&2; exit 1; }
+	@$(MAKE) --no-print-directory B=$(B)/fuzz-lib CC=clang CFLAGS_OPT="-O1" EXTRA_CFLAGS="$(FUZZ_FLAGS)" \
+		WITH_CUDA=0 FUZZ_OUT=$(B)/fuzz fuzz-bins
+ifneq ($(FUZZ_OUT),)
+fuzz-bins: $(FUZZ_NAMES:%=$(FUZZ_OUT)/fuzz-%)
+$(FUZZ_OUT)/fuzz-%: tests/fuzz/fuzz-%.c $(wildcard tests/fuzz/*.h) $(B)/liblmt.a
+	@mkdir -p $(@D)
+	$(call say,FUZZ,$@)$(CC) $(CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ $< $(B)/liblmt.a $(LDLIBS)
+endif
+fuzz: fuzz-build
+	@for t in $(FUZZ_NAMES); do mkdir -p $(B)/fuzz/corpus/$$t || exit 1; \
+		echo "fuzz $$t: $(FUZZ_SECONDS) s"; \
+		$(B)/fuzz/fuzz-$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+			-artifact_prefix=$(B)/fuzz/$$t- $(B)/fuzz/corpus/$$t tests/fuzz/seeds/$$t || exit 1; done
+# make check: built first where clang can, so that the test only runs them
+check: fuzz-if-clang
+fuzz-if-clang: deps
+	@if $(FUZZ_PROBE); then $(MAKE) --no-print-directory fuzz-build; \
+	else echo "  fuzz targets not built: no clang with libFuzzer"; fi
+
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory -C examples BIN=$(abspath $(B))/bin OUT=$(abspath $(B))/demo

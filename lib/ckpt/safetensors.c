@@ -283,9 +283,7 @@ int lmt_safetensors_export_gpt2(const struct lmt_ckpt *c, const struct lmt_st_op
 
 	/* the source tensors, checked, and the output tensors they make */
 	const struct lmt_ckpt_entry *src[NPARAMS] = { 0 };
-	struct item *items = calloc((size_t)NPARAMS * (size_t)m.L + 1, sizeof *items);
-	if (!items)
-		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	struct item *items = NULL;
 	int n = 0;
 	uint64_t off = 0, max_src = 0, max_slice = 0;
 	for (int p = 0; p < NPARAMS; p++) {
@@ -314,10 +312,22 @@ int lmt_safetensors_export_gpt2(const struct lmt_ckpt *c, const struct lmt_st_op
 			rc = e ? lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s' has shape [%s], state.model implies [%s]",
 					     c->dir, name, hs, ws)
 			       : lmt_err_set(err, LMT_EFORMAT, "'%s': no tensor '%s' (state.model needs it)", c->dir, name);
-			free(items);
 			return rc;
 		}
 		src[p] = e;
+	}
+	/* the shapes first: state.model's layer count sizes this only once the tensors
+	 * have been found to hold that many layers */
+	items = calloc((size_t)NPARAMS * (size_t)m.L + 1, sizeof *items);
+	if (!items)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	for (int p = 0; p < NPARAMS; p++) {
+		const struct lmt_ckpt_entry *e = src[p];
+		int nd;
+		uint64_t sh[2] = { 1, 1 };
+		if (!e)
+			continue; /* lm_head of a tied model */
+		src_shape(&m, p, &nd, sh);
 		max_src = LMT_MAX(max_src, e->numel);
 		for (int l = 0; l < (params[p].layered ? m.L : 1); l++) {
 			struct item *it = &items[n++];

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/digest.h"
+#include "core/util.h"
 
 /* sha256 of text[0..n) followed by "}" */
 static void canonical_hash(const char *text, size_t n, char hex[LMT_SHA256_HEX])
@@ -68,7 +69,7 @@ int lmt_jsonseal_check(const char *text, size_t n, const char *key, const char *
 				   "or cut or edited at the end", path, key);
 	char want[LMT_SHA256_HEX];
 	canonical_hash(text, at, want);
-	if (memcmp(want, hex, 64))
+	if (!LMT_FUZZING && memcmp(want, hex, 64)) /* LMT_FUZZING: skipped in the fuzz build */
 		return lmt_err_set(err, LMT_ECHECKSUM, "'%s': its contents do not match its own checksum (%s %.16s..., "
 				   "the contents hash to %.16s...): the file was changed after it was written", path, key,
 				   hex, want);

@@ -80,6 +80,10 @@ int lmt_pretok_init(struct lmt_pretok *p, const char *name, const char *regex,
 		if (strcmp(name, "custom") || !regex)
 			return lmt_err_set(err, LMT_EINVAL,
 				"unknown pattern '%s' (expected gpt2, cl100k, o200k, none or a regex)", name);
+		/* a tokenizer file stores "no regex" as an empty one: an empty custom
+		 * regex would be saved as a pattern that does not load */
+		if (!*regex)
+			return lmt_err_set(err, LMT_EINVAL, "pattern 'custom': the regex is empty");
 		/* a custom regex equal to a built-in's source gets the built-in treatment */
 		const char *bn = lmt_pretok_name_of(regex);
 		if (bn)

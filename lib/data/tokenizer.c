@@ -485,6 +485,12 @@ int lmt_tok_load(struct lmt_tokenizer *t, const char *path, struct lmt_err *err)
 		goto out;
 	}
 	snprintf(name, sizeof name, "%.*s", (int)LMT_MIN(nl, 63u), (const char *)p);
+	if (memchr(p, 0, (size_t)nl + rl)) {
+		/* the lengths are explicit: a NUL would cut the pattern short unseen */
+		free(regex);
+		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': the pattern name or regex holds a NUL byte", path);
+		goto out;
+	}
 	memcpy(regex, p + nl, rl);
 	regex[rl] = 0;
 	p += pad8((size_t)nl + rl);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/atomicfile.h"
 #include "core/json.h"
@@ -22,7 +23,17 @@ struct idtab {
 		uint8_t set, special;
 	} *e;
 	size_t n, cap;
+	uint64_t lim;            /* ids must be below this (idtab_limit) */
 };
+
+/* Every id below the largest is a token, a listed one or a hole filled with an
+ * unused special: a few bytes of input must not ask for a billion of them. A file
+ * of n bytes lists fewer than n tokens, so ids may reach n plus room for the
+ * special tokens real files put past their vocabulary (cl100k's at 100257). */
+static void idtab_limit(struct idtab *T, uint64_t file_bytes)
+{
+	T->lim = LMT_MIN(file_bytes + (1u << 17), 1u << 30);
+}
 
 static void idtab_free(struct idtab *T)
 {
@@ -38,6 +49,9 @@ static int idtab_set(struct idtab *T, uint64_t id, const void *s, size_t n, int 
 	if (id >= (1u << 30))
 		return lmt_err_set(err, LMT_EFORMAT, "%s: token id %llu is out of range", what,
 				   (unsigned long long)id);
+	if (T->lim && id >= T->lim)
+		return lmt_err_set(err, LMT_EFORMAT, "%s: token id %llu would leave more ids unused than the file "
+				   "has bytes (%llu at most)", what, (unsigned long long)id, (unsigned long long)T->lim - 1);
 	if (id >= T->n) {
 		if (LMT_GROW(T->e, T->cap, id + 1))
 			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
@@ -161,6 +175,7 @@ int lmt_tok_import_tiktoken(struct lmt_tokenizer *t, const char *path, const cha
 	int rc = lmt_read_file(path, &data, &len, err);
 	if (rc)
 		return rc;
+	idtab_limit(&T, len);
 	uint8_t *buf = malloc(len / 4 * 3 + 4); /* no token is longer than the file */
 	size_t lineno = 0;
 	if (!buf) {
@@ -237,10 +252,13 @@ static long bl_bytes(const char *s, size_t n, uint8_t **out)
 	return lmt_bytelevel_decode(s, n, *out);
 }
 
-static int load_json(const char *path, json_t **root, struct lmt_err *err)
+/* *bytes: the file's size */
+static int load_json(const char *path, json_t **root, uint64_t *bytes, struct lmt_err *err)
 {
 	json_error_t je;
+	struct stat st;
 	*root = json_load_file(path, JSON_ALLOW_NUL, &je);
+	*bytes = *root && !stat(path, &st) ? (uint64_t)st.st_size : 0;
 	if (!*root) {
 		FILE *f = fopen(path, "rb");
 		if (!f)
@@ -251,8 +269,23 @@ static int load_json(const char *path, json_t **root, struct lmt_err *err)
 	return 0;
 }
 
-/* vocab object (byte-level string -> id) into the id table */
-static int read_vocab(struct idtab *T, json_t *vocab, const char *path, struct lmt_err *err)
+/* Whether an added_tokens array (or NULL) has a token of content s. */
+static int is_added(json_t *added, const char *s)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(added, i, x) {
+		const char *c = json_string_value(json_object_get(x, "content"));
+		if (c && !strcmp(c, s))
+			return 1;
+	}
+	return 0;
+}
+
+/* vocab object (byte-level string -> id) into the id table. added: tokenizer.json's
+ * added_tokens (or NULL), whose contents the vocab lists as they are, not
+ * byte-level: those entries are left to the added tokens. */
+static int read_vocab(struct idtab *T, json_t *vocab, json_t *added, const char *path, struct lmt_err *err)
 {
 	const char *key;
 	json_t *v;
@@ -261,6 +294,10 @@ static int read_vocab(struct idtab *T, json_t *vocab, const char *path, struct l
 			return lmt_err_set(err, LMT_EFORMAT, "'%s': vocab entry '%s' has no valid id", path, key);
 		uint8_t *b;
 		long n = bl_bytes(key, strlen(key), &b);
+		if (n <= 0 && is_added(added, key)) {
+			free(b);
+			continue;
+		}
 		if (n <= 0) {
 			free(b);
 			return lmt_err_set(err, LMT_EUNSUPPORTED,
@@ -315,14 +352,16 @@ int lmt_tok_import_gpt2(struct lmt_tokenizer *t, const char *encoder_json, const
 	char *data = NULL;
 	size_t len;
 	lmt_tok_init(t);
-	int rc = load_json(encoder_json, &root, err);
+	uint64_t bytes;
+	int rc = load_json(encoder_json, &root, &bytes, err);
 	if (rc)
 		return rc;
+	idtab_limit(&T, bytes);
 	if (!json_is_object(root)) {
 		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': expected a JSON object", encoder_json);
 		goto out;
 	}
-	if ((rc = read_vocab(&T, root, encoder_json, err)))
+	if ((rc = read_vocab(&T, root, NULL, encoder_json, err)))
 		goto out;
 	static const char *const dflt[] = { "<|endoftext|>" };
 	if (nspecials == 0) {
@@ -446,9 +485,11 @@ int lmt_tok_import_hf(struct lmt_tokenizer *t, const char *path, struct lmt_err 
 	struct idtab T = { 0 };
 	json_t *root = NULL;
 	lmt_tok_init(t);
-	int rc = load_json(path, &root, err);
+	uint64_t bytes;
+	int rc = load_json(path, &root, &bytes, err);
 	if (rc)
 		return rc;
+	idtab_limit(&T, bytes);
 	json_t *model = json_object_get(root, "model");
 	json_t *vocab = json_object_get(model, "vocab");
 	json_t *merges = json_object_get(model, "merges");
@@ -480,7 +521,7 @@ int lmt_tok_import_hf(struct lmt_tokenizer *t, const char *path, struct lmt_err 
 	}
 	if ((rc = hf_pattern(json_object_get(root, "pre_tokenizer"), path, &name, &regex, err)))
 		goto out;
-	if ((rc = read_vocab(&T, vocab, path, err)))
+	if ((rc = read_vocab(&T, vocab, json_object_get(root, "added_tokens"), path, err)))
 		goto out;
 	size_t i;
 	json_t *x;
