@@ -92,41 +92,6 @@ static void emit_line(struct lmt_json *j)
 
 /* ---- the training state for the new world ---- */
 
-/* Write a parsed JSON value with lmt's writer, so that numbers and strings come
- * out as train wrote them (the shortest round-trip form): an unchanged field of
- * the state keeps its text. */
-static void put_value(struct lmt_json *j, const char *key, json_t *v)
-{
-	if (j->depth >= 30)
-		die("the checkpoint's state is nested too deeply to rewrite");
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: {
-		const char *k;
-		json_t *x;
-		lmt_json_obj(j, key);
-		json_object_foreach(v, k, x)
-			put_value(j, k, x);
-		lmt_json_obj_end(j);
-		break;
-	}
-	case JSON_ARRAY: {
-		size_t i;
-		json_t *x;
-		lmt_json_arr(j, key);
-		json_array_foreach(v, i, x)
-			put_value(j, NULL, x);
-		lmt_json_arr_end(j);
-		break;
-	}
-	case JSON_STRING: lmt_json_strn(j, key, json_string_value(v), json_string_length(v)); break;
-	case JSON_INTEGER: lmt_json_i64(j, key, (int64_t)json_integer_value(v)); break;
-	case JSON_REAL: lmt_json_num(j, key, json_real_value(v)); break;
-	case JSON_TRUE: lmt_json_bool(j, key, 1); break;
-	case JSON_FALSE: lmt_json_bool(j, key, 0); break;
-	case JSON_NULL: lmt_json_null(j, key); break;
-	}
-}
-
 static int get_count(json_t *o, const char *key, uint64_t *v)
 {
 	json_t *x = json_object_get(o, key);
@@ -262,7 +227,7 @@ static char *new_state(const struct lmt_ckpt *c, int N, struct remap *rm)
 	const char *k;
 	json_t *x;
 	json_object_foreach(st, k, x)
-		put_value(&j, k, x);
+		lmt_json_jansson(&j, k, x);
 	lmt_json_end(&j);
 	json_decref(st);
 	if (j.out.oom)

@@ -28,19 +28,6 @@ const struct lmt_format lmt_format_ckpt = {
 
 #define ALIGN 64
 
-static int fmt_path(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fmt_path(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(out, cap, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= cap)
-		return lmt_err_set(err, LMT_EINVAL, "path too long: '%.60s...'", out);
-	return 0;
-}
-
 /* ---- writing ---- */
 
 /*
@@ -177,7 +164,7 @@ static int write_manifest(const char *dir, uint64_t update, int W, const char *s
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	}
 	j.out.buf[j.out.len++] = '\n';
-	int rc = fmt_path(p, sizeof p, err, "%s/manifest.json", dir);
+	int rc = lmt_path_fmt(p, sizeof p, err, "%s/manifest.json", dir);
 	if (!rc)
 		rc = lmt_write_file_atomic(p, j.out.buf, j.out.len, err);
 	*bytes = j.out.len;
@@ -191,9 +178,9 @@ int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, str
 	char ck[PATH_MAX], tmp[PATH_MAX], fin[PATH_MAX], p[PATH_MAX];
 	int rc;
 	memset(r, 0, sizeof *r);
-	if ((rc = fmt_path(ck, sizeof ck, err, "%s/ckpt", s->run_dir)) ||
-	    (rc = fmt_path(fin, sizeof fin, err, "%s/step-%08llu", ck, (unsigned long long)s->update)) ||
-	    (rc = fmt_path(tmp, sizeof tmp, err, "%s/.tmp-step-%08llu-%d", ck, (unsigned long long)s->update,
+	if ((rc = lmt_path_fmt(ck, sizeof ck, err, "%s/ckpt", s->run_dir)) ||
+	    (rc = lmt_path_fmt(fin, sizeof fin, err, "%s/step-%08llu", ck, (unsigned long long)s->update)) ||
+	    (rc = lmt_path_fmt(tmp, sizeof tmp, err, "%s/.tmp-step-%08llu-%d", ck, (unsigned long long)s->update,
 			   (int)getpid())))
 		return rc;
 	if (mkdir(ck, 0755) && errno != EEXIST)
@@ -227,7 +214,7 @@ int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, str
 		}
 		struct hashjob hj = { s, ch + (size_t)rank * s->ntensors, { 0 }, 0 };
 		pthread_t th;
-		if ((rc = fmt_path(p, sizeof p, err, "%s/rank-%05d.lmckpt", tmp, rank)) ||
+		if ((rc = lmt_path_fmt(p, sizeof p, err, "%s/rank-%05d.lmckpt", tmp, rank)) ||
 		    (rc = lmt_binwriter_open(&w, p, &lmt_format_ckpt, err)))
 			goto fail;
 		lmt_binwriter_external_sha(&w, NULL);
@@ -303,8 +290,8 @@ int lmt_ckpt_remove(const char *run_dir, const char *name, struct lmt_err *err)
 {
 	char from[PATH_MAX], to[PATH_MAX];
 	int rc;
-	if ((rc = fmt_path(from, sizeof from, err, "%s/ckpt/%s", run_dir, name)) ||
-	    (rc = fmt_path(to, sizeof to, err, "%s/ckpt/.del-%s-%d", run_dir, name, (int)getpid())))
+	if ((rc = lmt_path_fmt(from, sizeof from, err, "%s/ckpt/%s", run_dir, name)) ||
+	    (rc = lmt_path_fmt(to, sizeof to, err, "%s/ckpt/.del-%s-%d", run_dir, name, (int)getpid())))
 		return rc;
 	if (rename(from, to))
 		return lmt_err_errno(err, "'%s': cannot remove", from);
@@ -502,7 +489,7 @@ static int cmp_chunk(const void *x, const void *y)
 static int open_file(const struct lmt_ckpt *c, int k, struct lmt_binreader *f, char *path, size_t cap,
 		     struct lmt_err *err)
 {
-	int rc = fmt_path(path, cap, err, "%s/%s", c->dir, c->files[k].name);
+	int rc = lmt_path_fmt(path, cap, err, "%s/%s", c->dir, c->files[k].name);
 	if (rc)
 		return rc;
 	if ((rc = lmt_binreader_open(f, path, &lmt_format_ckpt, 0, err)))
@@ -543,7 +530,7 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 {
 	memset(c, 0, sizeof *c);
 	char path[PATH_MAX];
-	int rc = fmt_path(path, sizeof path, err, "%s/manifest.json", dir);
+	int rc = lmt_path_fmt(path, sizeof path, err, "%s/manifest.json", dir);
 	if (rc)
 		return rc;
 	struct stat st;
@@ -741,7 +728,7 @@ static int parse_step(const char *name, uint64_t *u)
 int lmt_ckpt_list(const char *run_dir, char ***names, uint64_t **updates, int *n, struct lmt_err *err)
 {
 	char ck[PATH_MAX];
-	int rc = fmt_path(ck, sizeof ck, err, "%s/ckpt", run_dir);
+	int rc = lmt_path_fmt(ck, sizeof ck, err, "%s/ckpt", run_dir);
 	*names = NULL;
 	*updates = NULL;
 	*n = 0;
@@ -782,7 +769,7 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 		    void (*report)(void *ctx, const char *path, const char *why), void *ctx, struct lmt_err *err)
 {
 	char ck[PATH_MAX];
-	int rc = fmt_path(ck, sizeof ck, err, "%s/ckpt", run_dir);
+	int rc = lmt_path_fmt(ck, sizeof ck, err, "%s/ckpt", run_dir);
 	if (rc)
 		return rc;
 	/* interrupted saves and removals: never checkpoints, and safe to remove */
@@ -794,7 +781,7 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 			if (!save && strncmp(e->d_name, ".del-step-", 10))
 				continue;
 			char p[PATH_MAX];
-			if (fmt_path(p, sizeof p, err, "%s/%s", ck, e->d_name))
+			if (lmt_path_fmt(p, sizeof p, err, "%s/%s", ck, e->d_name))
 				continue;
 			/* the writer's process id ends the name: if it still runs (another
 			 * process on this run, by mistake), its save is not ours to remove */
@@ -822,7 +809,7 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 		char p[PATH_MAX];
 		struct lmt_ckpt c;
 		struct lmt_err e2 = { 0 };
-		if (found || fmt_path(p, sizeof p, &e2, "%s/%s", ck, names[i]))
+		if (found || lmt_path_fmt(p, sizeof p, &e2, "%s/%s", ck, names[i]))
 			continue;
 		if (lmt_ckpt_open(&c, p, verify, &e2) == 0) {
 			if (c.update != ups[i]) {
@@ -960,7 +947,7 @@ static int wrank_close(struct lmt_ckpt_writer *w, int rank, struct lmt_err *err)
 static int wrank_open(struct lmt_ckpt_writer *w, int rank, struct lmt_err *err)
 {
 	char p[PATH_MAX];
-	int rc = fmt_path(p, sizeof p, err, "%s/rank-%05d.lmckpt", w->dir, rank);
+	int rc = lmt_path_fmt(p, sizeof p, err, "%s/rank-%05d.lmckpt", w->dir, rank);
 	if (!rc && !(rc = lmt_binwriter_open(&w->ranks[rank].bw, p, &lmt_format_ckpt, err)))
 		w->ranks[rank].open = 1;
 	return rc;

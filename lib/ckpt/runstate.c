@@ -24,20 +24,6 @@
 #include "core/version.h"
 #include "model/generate.h"
 
-/* snprintf for paths: an error instead of a truncated name */
-static int fmt_path(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fmt_path(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(out, cap, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= cap)
-		return lmt_err_set(err, LMT_ERANGE, "path too long: '%.60s...'", out);
-	return 0;
-}
-
 static void notice(const struct lmt_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void notice(const struct lmt_run *r, const char *fmt, ...)
 {
@@ -64,7 +50,7 @@ void lmt_run_init(struct lmt_run *r, void (*fn)(void *ctx, const char *msg), voi
 static int open_append(FILE **f, const char *dir, const char *name, struct lmt_err *err)
 {
 	char p[PATH_MAX];
-	int rc = fmt_path(p, sizeof p, err, "%s/%s", dir, name);
+	int rc = lmt_path_fmt(p, sizeof p, err, "%s/%s", dir, name);
 	if (rc)
 		return rc;
 	*f = fopen(p, "a");
@@ -77,14 +63,14 @@ int lmt_run_open(struct lmt_run *r, const char *dir, int resuming, struct lmt_er
 {
 	char prev[PATH_MAX], ck[PATH_MAX];
 	int rc;
-	if ((rc = fmt_path(prev, sizeof prev, err, "%s/metrics.jsonl", dir)))
+	if ((rc = lmt_path_fmt(prev, sizeof prev, err, "%s/metrics.jsonl", dir)))
 		return rc;
 	if (access(prev, F_OK) == 0 && !resuming)
 		return lmt_err_set(err, LMT_EINVAL, "'%s' holds a previous run (metrics.jsonl); give a new directory, or --resume",
 				   dir);
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		return lmt_err_errno(err, "'%s'", dir);
-	if ((rc = fmt_path(r->dir, sizeof r->dir, err, "%s", dir)) || (rc = fmt_path(ck, sizeof ck, err, "%s/ckpt", dir)))
+	if ((rc = lmt_path_fmt(r->dir, sizeof r->dir, err, "%s", dir)) || (rc = lmt_path_fmt(ck, sizeof ck, err, "%s/ckpt", dir)))
 		return rc;
 	if (mkdir(ck, 0755) && errno != EEXIST)
 		return lmt_err_errno(err, "'%s'", ck);
@@ -259,7 +245,7 @@ int lmt_run_write_config(const struct lmt_run *r, const struct lmt_run_config *c
 	lmt_json_end(&j);
 	lmt_strbuf_putc(&j.out, '\n');
 	int rc = j.out.oom ? lmt_err_set(err, LMT_ENOMEM, "out of memory") : 0;
-	if (!rc && !(rc = fmt_path(p, sizeof p, err, "%s/config.json", r->dir)))
+	if (!rc && !(rc = lmt_path_fmt(p, sizeof p, err, "%s/config.json", r->dir)))
 		rc = lmt_write_file_atomic(p, j.out.buf, j.out.len, err);
 	lmt_json_release(&j);
 	return rc;
@@ -295,7 +281,7 @@ void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g, double fp
 int lmt_run_write_params(const struct lmt_run *r, struct lmt_json *j, struct lmt_err *err)
 {
 	char p[PATH_MAX];
-	int rc = fmt_path(p, sizeof p, err, "%s/params.json", r->dir);
+	int rc = lmt_path_fmt(p, sizeof p, err, "%s/params.json", r->dir);
 	if (rc)
 		return rc;
 	lmt_json_end(j);
@@ -512,7 +498,7 @@ void lmt_run_summary_record(struct lmt_json *j, const struct lmt_trainer *tr, do
 int lmt_run_resolve(const char *arg, const char *out, char **run_dir, int *named, struct lmt_err *err)
 {
 	char mp[PATH_MAX], *rundir;
-	int rc = fmt_path(mp, sizeof mp, err, "%s/manifest.json", arg);
+	int rc = lmt_path_fmt(mp, sizeof mp, err, "%s/manifest.json", arg);
 	*run_dir = NULL;
 	*named = 0;
 	if (rc)
@@ -586,7 +572,7 @@ int lmt_run_resume_open(struct lmt_run *r, const char *named, int fallback, stru
 	char path[PATH_MAX];
 	int rc;
 	if (named) {
-		if ((rc = fmt_path(path, sizeof path, err, "%s", named)))
+		if ((rc = lmt_path_fmt(path, sizeof path, err, "%s", named)))
 			return rc;
 	} else {
 		struct skipped s = { r, !fallback, 0, { 0 } };
@@ -701,8 +687,8 @@ static int set_aside_newer(struct lmt_run *r, uint64_t update, int fresh, struct
 	for (int i = 0; i < n; i++) {
 		if (!rc && (fresh || ups[i] > update)) {
 			char a[PATH_MAX], b[PATH_MAX];
-			if ((rc = fmt_path(a, sizeof a, err, "%s/ckpt/%s", r->dir, names[i])) ||
-			    (rc = fmt_path(b, sizeof b, err, "%s/ckpt/stale-%s-%d", r->dir, names[i], (int)getpid())))
+			if ((rc = lmt_path_fmt(a, sizeof a, err, "%s/ckpt/%s", r->dir, names[i])) ||
+			    (rc = lmt_path_fmt(b, sizeof b, err, "%s/ckpt/stale-%s-%d", r->dir, names[i], (int)getpid())))
 				;
 			else if (rename(a, b))
 				rc = lmt_err_errno(err, "'%s': cannot move it aside", a);
@@ -729,7 +715,7 @@ static int rewind_metrics(struct lmt_run *r, uint64_t offset, uint64_t upto, uin
 	size_t n;
 	*replayed = 0;
 	*last_wall = -1;
-	int rc = fmt_path(p, sizeof p, err, "%s/metrics.jsonl", r->dir);
+	int rc = lmt_path_fmt(p, sizeof p, err, "%s/metrics.jsonl", r->dir);
 	if (rc || (rc = lmt_read_file(p, &data, &n, err)))
 		return rc;
 	if (offset > n) {
@@ -927,7 +913,7 @@ static char *state_json(struct lmt_run_saver *k, double wall)
 		char p[PATH_MAX], *cfg;
 		size_t n;
 		struct lmt_err err = { 0 };
-		if (!fmt_path(p, sizeof p, &err, "%s/config.json", k->run->dir) && lmt_read_file(p, &cfg, &n, &err) == 0) {
+		if (!lmt_path_fmt(p, sizeof p, &err, "%s/config.json", k->run->dir) && lmt_read_file(p, &cfg, &n, &err) == 0) {
 			while (n && (cfg[n - 1] == '\n' || cfg[n - 1] == ' '))
 				cfg[--n] = 0;
 			lmt_json_raw(&j, "config", cfg);

@@ -8,11 +8,13 @@
 #include "core/atomicfile.h"
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -263,4 +265,15 @@ void lmt_remove_dir(const char *dir)
 		closedir(d);
 	}
 	rmdir(dir);
+}
+
+int lmt_path_fmt(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(out, cap, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= cap)
+		return lmt_err_set(err, LMT_ERANGE, "path too long: '%.60s...'", out);
+	return 0;
 }

@@ -46,6 +46,10 @@ int lmt_write_file_atomic(const char *path, const void *data, size_t n, struct l
  * The caller frees *data. */
 int lmt_read_file(const char *path, char **data, size_t *n, struct lmt_err *err);
 
+/* snprintf for paths: LMT_ERANGE ("path too long") instead of a cut name. */
+int lmt_path_fmt(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* Remove dir and the files directly inside it, best effort (lmt's staging,
  * temporary and checkpoint directories are flat). */
 void lmt_remove_dir(const char *dir);

@@ -26,19 +26,6 @@
 #include "data/pack.h"
 #include "data/tokenizer.h"
 
-static int fmt_path(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fmt_path(char *out, size_t cap, struct lmt_err *err, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(out, cap, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= cap)
-		return lmt_err_set(err, LMT_EINVAL, "path too long: '%.60s...'", out);
-	return 0;
-}
-
 static int oom(struct lmt_err *err)
 {
 	return lmt_err_set(err, LMT_ENOMEM, "out of memory");
@@ -63,7 +50,7 @@ int lmt_pack_stage(const char *out, int force, char *staging, size_t cap, struct
 		if (!force)
 			return lmt_err_set(err, LMT_EINVAL, "'%s' exists; use --force to replace it", out);
 		char mf[PATH_MAX];
-		if ((rc = fmt_path(mf, sizeof mf, err, "%s/manifest.json", out)))
+		if ((rc = lmt_path_fmt(mf, sizeof mf, err, "%s/manifest.json", out)))
 			return rc;
 		DIR *dd = S_ISDIR(st.st_mode) ? opendir(out) : NULL;
 		int entries = 0;
@@ -77,8 +64,8 @@ int lmt_pack_stage(const char *out, int force, char *staging, size_t cap, struct
 				"'%s' is not a dataset (no manifest.json) nor an empty directory; --force replaces only those",
 				out);
 	}
-	if ((rc = fmt_path(staging, cap, err, "%s.partial-XXXXXX", out)) ||
-	    (rc = fmt_path(staging, cap, err, "%.*s.partial-XXXXXX", (int)trimmed_len(out), out)))
+	if ((rc = lmt_path_fmt(staging, cap, err, "%s.partial-XXXXXX", out)) ||
+	    (rc = lmt_path_fmt(staging, cap, err, "%.*s.partial-XXXXXX", (int)trimmed_len(out), out)))
 		return rc;
 	if (!mkdtemp(staging)) {
 		int e = errno;
@@ -95,7 +82,7 @@ int lmt_pack_commit(const char *staging, const char *out, struct lmt_err *err)
 	char old[PATH_MAX] = "";
 	int rc;
 	if (stat(out, &st) == 0) {
-		if ((rc = fmt_path(old, sizeof old, err, "%.*s.old-XXXXXX", (int)ol, out)))
+		if ((rc = lmt_path_fmt(old, sizeof old, err, "%.*s.old-XXXXXX", (int)ol, out)))
 			return rc;
 		if (!mkdtemp(old))
 			return lmt_err_errno(err, "'%s': cannot move the old dataset aside", out);
@@ -114,7 +101,7 @@ int lmt_pack_commit(const char *staging, const char *out, struct lmt_err *err)
 	struct lmt_err ignored;
 	if (lmt_fsync_dir(out, &ignored) == 0) {
 		char parent[PATH_MAX];
-		if (fmt_path(parent, sizeof parent, err, "%.*s", (int)ol, out) == 0)
+		if (lmt_path_fmt(parent, sizeof parent, err, "%.*s", (int)ol, out) == 0)
 			lmt_fsync_dir(parent, &ignored); /* the directory holding out: fsync_dir takes its dirname */
 	}
 	return 0;
@@ -170,7 +157,7 @@ static int emit(struct lmt_pack *pk, struct lmt_pack_split *p, struct lmt_err *e
 		info.pad_id = pk->p.pad_id;
 		info.flags = pk->p.pad_mode ? LMT_SHARD_PADDED : LMT_SHARD_PACKED;
 		char path[PATH_MAX];
-		if ((rc = fmt_path(path, sizeof path, err, "%s/%s-%05u.lmshard", pk->dir, lmt_split_name(p->split),
+		if ((rc = lmt_path_fmt(path, sizeof path, err, "%s/%s-%05u.lmshard", pk->dir, lmt_split_name(p->split),
 				   p->shard_no)) ||
 		    (rc = lmt_shardw_open(&p->w, path, &info, err)))
 			return rc;
@@ -428,7 +415,7 @@ int lmt_pack_write_manifest(const struct lmt_pack *pk, const struct lmt_tokstrea
 	char path[PATH_MAX];
 	if (j.out.oom)
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory writing the manifest");
-	else if (!(rc = fmt_path(path, sizeof path, err, "%s/manifest.json", pk->dir)) &&
+	else if (!(rc = lmt_path_fmt(path, sizeof path, err, "%s/manifest.json", pk->dir)) &&
 		 LMT_GROW(j.out.buf, j.out.cap, j.out.len + 2))
 		rc = oom(err);
 	if (!rc) {

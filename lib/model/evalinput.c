@@ -17,24 +17,12 @@
 #include <unistd.h>
 
 #include "ckpt/trainstate.h"
+#include "core/atomicfile.h"
 #include "core/digest.h"
 #include "core/util.h"
 #include "data/gencorpus.h"
 #include "data/tokstream.h"
 #include "model/evaluate.h"
-
-/* snprintf for file paths: an error instead of a truncated path. */
-__attribute__((format(printf, 4, 5)))
-static int pathf(struct lmt_err *err, char *out, size_t cap, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(out, cap, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= cap)
-		return lmt_err_set(err, LMT_ERANGE, "path too long: '%.60s...'", out);
-	return 0;
-}
 
 static int oom(struct lmt_err *err)
 {
@@ -67,13 +55,13 @@ int lmt_eval_ckpts_list(const char *target, int latest, struct lmt_eval_ckref **
 	int rc;
 	*refs = NULL;
 	*n = 0;
-	if ((rc = pathf(err, mp, sizeof mp, "%s/manifest.json", target)))
+	if ((rc = lmt_path_fmt(mp, sizeof mp, err, "%s/manifest.json", target)))
 		return rc;
 	if (stat(target, &st))
 		return lmt_err_errno(err, "'%s'", target);
 	if (access(mp, F_OK) == 0) {
 		/* one checkpoint: its run is two levels up (RUN/ckpt/step-N) */
-		if ((rc = pathf(err, run_dir, cap, "%s/../..", target)))
+		if ((rc = lmt_path_fmt(run_dir, cap, err, "%s/../..", target)))
 			return rc;
 		if (!(r = calloc(1, sizeof *r)) || !(r[0].path = strdup(target))) {
 			free(r);
@@ -83,12 +71,12 @@ int lmt_eval_ckpts_list(const char *target, int latest, struct lmt_eval_ckref **
 		*n = 1;
 		return 0;
 	}
-	if ((rc = pathf(err, ck, sizeof ck, "%s/ckpt", target)))
+	if ((rc = lmt_path_fmt(ck, sizeof ck, err, "%s/ckpt", target)))
 		return rc;
 	if (stat(ck, &st) || !S_ISDIR(st.st_mode))
 		return lmt_err_set(err, LMT_ENOTFOUND,
 				   "'%s': neither a checkpoint (no manifest.json) nor a run directory (no ckpt/)", target);
-	if ((rc = pathf(err, run_dir, cap, "%s", target)))
+	if ((rc = lmt_path_fmt(run_dir, cap, err, "%s", target)))
 		return rc;
 	char **names;
 	uint64_t *ups;
@@ -107,7 +95,7 @@ int lmt_eval_ckpts_list(const char *target, int latest, struct lmt_eval_ckref **
 		for (int i = count - 1; i >= 0 && pick < 0; i--) {
 			struct lmt_ckpt c;
 			struct lmt_err e = { 0 };
-			if ((rc = pathf(err, p, sizeof p, "%s/ckpt/%s", target, names[i]))) {
+			if ((rc = lmt_path_fmt(p, sizeof p, err, "%s/ckpt/%s", target, names[i]))) {
 				free_names(names, ups, count);
 				return rc;
 			}
@@ -134,7 +122,7 @@ int lmt_eval_ckpts_list(const char *target, int latest, struct lmt_eval_ckref **
 	for (int i = first; i < last; i++) {
 		struct lmt_eval_ckref *x = &r[i - first];
 		x->update = ups[i];
-		if ((rc = pathf(err, p, sizeof p, "%s/ckpt/%s", target, names[i])) || !(x->path = strdup(p))) {
+		if ((rc = lmt_path_fmt(p, sizeof p, err, "%s/ckpt/%s", target, names[i])) || !(x->path = strdup(p))) {
 			lmt_eval_ckrefs_free(r, last - first);
 			free_names(names, ups, count);
 			return rc ? rc : oom(err);
@@ -261,7 +249,7 @@ int lmt_eval_find_recorded(const char *path, const char *base, const uint8_t wan
 	int rc;
 	snprintf(why, whycap, "'%s' not found", path);
 	if (file_sha_is(path, want, why, whycap))
-		return (rc = pathf(err, out, cap, "%s", path)) ? rc : 1;
+		return (rc = lmt_path_fmt(out, cap, err, "%s", path)) ? rc : 1;
 	if (path[0] == '/' || !base)
 		return 0;
 	char dir[PATH_MAX];
@@ -271,7 +259,7 @@ int lmt_eval_find_recorded(const char *path, const char *base, const uint8_t wan
 		char cand[PATH_MAX * 2];
 		snprintf(cand, sizeof cand, "%s/%s", dir, path);
 		if (file_sha_is(cand, want, why, whycap))
-			return (rc = pathf(err, out, cap, "%s", cand)) ? rc : 1;
+			return (rc = lmt_path_fmt(out, cap, err, "%s", cand)) ? rc : 1;
 		char *sl = strrchr(dir, '/');
 		if (!sl || sl == dir)
 			break;
@@ -297,7 +285,7 @@ int lmt_eval_tokenizer_open(struct lmt_tokenizer *tok, const char *given, const 
 			lmt_tok_release(tok);
 			return rc;
 		}
-		if ((rc = pathf(err, path, cap, "%s", given))) {
+		if ((rc = lmt_path_fmt(path, cap, err, "%s", given))) {
 			lmt_tok_release(tok);
 			return rc;
 		}
@@ -324,7 +312,7 @@ int lmt_eval_dsinfo_read(const struct lmt_dataset *d, struct lmt_eval_dsinfo *x,
 	char p[PATH_MAX];
 	int rc;
 	memset(x, 0, sizeof *x);
-	if ((rc = pathf(err, p, sizeof p, "%s/manifest.json", d->dir)))
+	if ((rc = lmt_path_fmt(p, sizeof p, err, "%s/manifest.json", d->dir)))
 		return rc;
 	json_error_t je;
 	json_t *m = json_load_file(p, 0, &je);
@@ -362,11 +350,11 @@ int lmt_eval_dataset_open(struct lmt_dataset *ds, struct lmt_eval_dsinfo *x, con
 	why[0] = 0;
 	*same_data = 0;
 	if (given) {
-		if ((rc = pathf(err, dir, cap, "%s", given)))
+		if ((rc = lmt_path_fmt(dir, cap, err, "%s", given)))
 			return rc;
 	} else if (ci->cfg_data && ci->has_data_sha) {
 		char mf[PATH_MAX];
-		if ((rc = pathf(err, mf, sizeof mf, "%s/manifest.json", ci->cfg_data)))
+		if ((rc = lmt_path_fmt(mf, sizeof mf, err, "%s/manifest.json", ci->cfg_data)))
 			return rc;
 		if ((rc = lmt_eval_find_recorded(mf, run_dir, ci->data_sha, dir, cap, why, whycap, err)) <= 0)
 			return rc;
