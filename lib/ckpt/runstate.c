@@ -88,6 +88,8 @@ void lmt_run_close(struct lmt_run *r)
 		fclose(r->events);
 	r->metrics = r->events = NULL;
 	r->dir[0] = 0;
+	free(r->config_text);
+	r->config_text = NULL;
 }
 
 int lmt_run_metrics_append(struct lmt_run *r, const struct lmt_json *j, struct lmt_err *err)
@@ -178,7 +180,7 @@ static void model_shape(struct lmt_json *j, const struct lmt_gpt_config *m)
 	lmt_json_bool(j, "untied", m->untied);
 }
 
-int lmt_run_write_config(const struct lmt_run *r, const struct lmt_run_config *c, const struct lmt_train_cfg *tc,
+int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, const struct lmt_train_cfg *tc,
 			 const struct lmt_dataset *d, const struct lmt_gpt *g, const struct lmt_backend *be,
 			 const struct lmt_comm *comm, struct lmt_err *err)
 {
@@ -247,6 +249,11 @@ int lmt_run_write_config(const struct lmt_run *r, const struct lmt_run_config *c
 	int rc = j.out.oom ? lmt_err_set(err, LMT_ENOMEM, "out of memory") : 0;
 	if (!rc && !(rc = lmt_path_fmt(p, sizeof p, err, "%s/config.json", r->dir)))
 		rc = lmt_write_file_atomic(p, j.out.buf, j.out.len, err);
+	if (!rc) {
+		free(r->config_text);
+		j.out.buf[--j.out.len] = 0; /* without its newline: a value in a checkpoint's state */
+		r->config_text = lmt_strbuf_detach(&j.out);
+	}
 	lmt_json_release(&j);
 	return rc;
 }
@@ -909,17 +916,8 @@ static char *state_json(struct lmt_run_saver *k, double wall)
 		off = ftell(k->run->metrics);
 	}
 	lmt_json_u64(&j, "metrics_offset", (uint64_t)(off > 0 ? off : 0));
-	if (k->run->dir[0]) {
-		char p[PATH_MAX], *cfg;
-		size_t n;
-		struct lmt_err err = { 0 };
-		if (!lmt_path_fmt(p, sizeof p, &err, "%s/config.json", k->run->dir) && lmt_read_file(p, &cfg, &n, &err) == 0) {
-			while (n && (cfg[n - 1] == '\n' || cfg[n - 1] == ' '))
-				cfg[--n] = 0;
-			lmt_json_raw(&j, "config", cfg);
-			free(cfg);
-		}
-	}
+	if (k->run->dir[0] && k->run->config_text)
+		lmt_json_raw(&j, "config", k->run->config_text);
 	lmt_json_end(&j);
 	char *out = lmt_strbuf_detach(&j.out);
 	lmt_json_release(&j);

@@ -41,6 +41,9 @@ struct lmt_run {
 	/* findings for the user, one line each (NULL: dropped) */
 	void (*notice)(void *ctx, const char *msg);
 	void *notice_ctx;
+	/* the text lmt_run_write_config wrote to config.json (owned; NULL before):
+	 * checkpoints record this, never the file, which anyone may have edited since */
+	char *config_text;
 };
 
 /* An empty run (no directory), with the notice callback set. */
@@ -76,8 +79,8 @@ struct lmt_run_config {
 	const char *peak_source;                   /* "--peak-flops" or "measured sgemm" */
 };
 
-/* Write RUN/config.json (atomically). */
-int lmt_run_write_config(const struct lmt_run *r, const struct lmt_run_config *c, const struct lmt_train_cfg *tc,
+/* Write RUN/config.json (atomically); r keeps the text (config_text). */
+int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, const struct lmt_train_cfg *tc,
 			 const struct lmt_dataset *d, const struct lmt_gpt *g, const struct lmt_backend *be,
 			 const struct lmt_comm *comm, struct lmt_err *err);
 /* Begin the "parameters" record in j: the counts by kind, every tensor's shape, and
