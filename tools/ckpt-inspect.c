@@ -46,6 +46,7 @@ enum {
 	OPT_ATOL,
 	OPT_JSON,
 	OPT_TABLE,
+	OPT_REHASH,
 };
 
 static const struct option longopts[] = {
@@ -59,6 +60,7 @@ static const struct option longopts[] = {
 	{ "atol", required_argument, NULL, OPT_ATOL },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "table", no_argument, NULL, OPT_TABLE },
+	{ "rehash", no_argument, NULL, OPT_REHASH },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -68,6 +70,7 @@ static void usage(void)
 	printf("usage: ckpt-inspect [options] CKPT|RUN\n"
 	       "       ckpt-inspect --verify [options] CKPT|RUN\n"
 	       "       ckpt-inspect --diff [options] A B\n"
+	       "       ckpt-inspect --rehash CKPT\n"
 	       "\n"
 	       "List a checkpoint's training state and its tensors with their statistics,\n"
 	       "verify its files, or compare two checkpoints. CKPT is RUN/ckpt/step-N; a run\n"
@@ -85,6 +88,8 @@ static void usage(void)
 	       "                          holds, such as clocks or config (repeatable)\n"
 	       "      --atol X            --diff: elements within X of each other are equal\n"
 	       "                          (default 0: equal means bitwise equal)\n"
+	       "      --rehash            seal CKPT's manifest anew as it stands (after an edit\n"
+	       "                          you stand behind, or a wave-1 manifest), then verify\n"
 	       "      --json              JSONL on stdout, even on a terminal\n"
 	       "      --table             a table for people on stdout, even when redirected\n"
 	       "  -q, --quiet             no progress or informational messages on stderr\n"
@@ -96,7 +101,7 @@ static void usage(void)
 }
 
 static struct {
-	int verify, diff, no_stats, json, table;
+	int verify, diff, no_stats, json, table, rehash;
 	double atol;
 	const char **globs, **ignore;
 	int nglobs, nignore;
@@ -708,6 +713,39 @@ static int diff(const char *arga, const char *argb)
 	return identical ? 0 : 1;
 }
 
+/* ---- rehash: deliberate surgery, said loudly ---- */
+
+static int rehash(const char *dir)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_ckpt_rehash_result r;
+	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
+	if (lmt_ckpt_rehash(dir, &r, &err))
+		die_err(&err);
+	lmt_sha256_hex(r.old_sha256, a);
+	lmt_sha256_hex(r.new_sha256, b);
+	/* on stderr whatever --quiet says: this is the user vouching for the contents */
+	fprintf(stderr, "%s: RE-SEALED '%s/manifest.json' as it now stands (%s%s): every field in it is now trusted "
+		"as written; file sha256 %.16s... -> %.16s...\n", tool_name, dir,
+		r.was_sealed ? "its seal matched already" : "its seal did not match: it was edited",
+		r.old_schema < LMT_CKPT_SCHEMA ? ", carried from schema 1" : "", a, b);
+	if (!table) {
+		struct lmt_json j;
+		lmt_json_init(&j);
+		lmt_json_begin(&j);
+		lmt_json_str(&j, "event", "rehash");
+		lmt_json_str(&j, "checkpoint", dir);
+		lmt_json_u64(&j, "old_schema", (uint64_t)r.old_schema);
+		lmt_json_bool(&j, "was_sealed", r.was_sealed);
+		lmt_json_str(&j, "old_sha256", a);
+		lmt_json_str(&j, "new_sha256", b);
+		put_line(&j);
+		lmt_json_release(&j);
+	}
+	/* the data files are checked against what was just vouched for */
+	return verify(dir);
+}
+
 int main(int argc, char **argv)
 {
 	tool_init("ckpt-inspect");
@@ -736,13 +774,14 @@ int main(int argc, char **argv)
 		case OPT_ATOL: O.atol = opt_double("atol", optarg, 0, 1e38); break;
 		case OPT_JSON: O.json = 1; break;
 		case OPT_TABLE: O.table = 1; break;
+		case OPT_REHASH: O.rehash = 1; break;
 		default: bad_option(argv);
 		}
 	}
 	if (O.json && O.table)
 		usage_error("--json and --table exclude each other");
-	if (O.verify && O.diff)
-		usage_error("--verify and --diff exclude each other");
+	if (O.verify + O.diff + O.rehash > 1)
+		usage_error("--verify, --diff and --rehash exclude each other");
 	table = O.table || (!O.json && isatty(STDOUT_FILENO));
 	int nargs = argc - optind;
 	if (O.diff) {
@@ -756,6 +795,11 @@ int main(int argc, char **argv)
 		usage_error("--ignore and --atol apply to --diff");
 	if (nargs != 1)
 		usage_error(nargs ? "one checkpoint at a time (--diff compares two)" : "no checkpoint: give CKPT or RUN");
+	if (O.rehash) {
+		if (O.nglobs || O.no_stats)
+			usage_error("--rehash seals the whole manifest: --tensor and --no-stats do not apply");
+		return rehash(argv[optind]);
+	}
 	if (O.verify) {
 		if (O.nglobs || O.no_stats)
 			usage_error("--verify checks every file and tensor: --tensor and --no-stats do not apply");

@@ -1016,3 +1016,58 @@ int lmt_ckpt_writer_finish(struct lmt_ckpt_writer *w, uint64_t update, const cha
 		rc = lmt_fsync_dir(w->dir, err);
 	return rc;
 }
+
+int lmt_ckpt_rehash(const char *dir, struct lmt_ckpt_rehash_result *r, struct lmt_err *err)
+{
+	char path[PATH_MAX];
+	char *text = NULL, *sealed = NULL, *upgraded = NULL;
+	size_t n, sn;
+	memset(r, 0, sizeof *r);
+	int rc = lmt_path_fmt(path, sizeof path, err, "%s/manifest.json", dir);
+	if (rc || (rc = lmt_read_file(path, &text, &n, err)))
+		return rc;
+	json_error_t je;
+	json_t *m = json_loadb(text, n, 0, &je);
+	uint64_t ver = 0;
+	json_t *schema = m ? json_object_get(m, "schema") : NULL;
+	if (!m) {
+		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': line %d: invalid JSON: %s (nothing to re-seal)", path, je.line,
+				 je.text);
+		goto out;
+	}
+	if (!json_is_string(schema) || strcmp(json_string_value(schema), "lmt-checkpoint") ||
+	    get_u64(m, "schema_version", &ver) || ver > LMT_CKPT_SCHEMA) {
+		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': not an lmt checkpoint manifest of schema %d or older", path,
+				 LMT_CKPT_SCHEMA);
+		goto out;
+	}
+	r->old_schema = (int)ver;
+	r->was_sealed = lmt_jsonseal_check(text, n, LMT_CKPT_SEAL, path, NULL) == 0;
+	const char *src = text;
+	size_t srcn = n;
+	if (ver < LMT_CKPT_SCHEMA) {
+		/* an older manifest: the same fields under the current version, then sealed */
+		json_object_set_new(m, "schema_version", json_integer(LMT_CKPT_SCHEMA));
+		json_object_del(m, LMT_CKPT_SEAL);
+		if (!(upgraded = lmt_json_jansson_text(m))) {
+			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+			goto out;
+		}
+		src = upgraded;
+		srcn = strlen(upgraded);
+	}
+	if ((rc = lmt_jsonseal_reseal(src, srcn, LMT_CKPT_SEAL, &sealed, &sn, err))) {
+		lmt_err_prefix(err, "'%s'", path);
+		goto out;
+	}
+	lmt_sha256(text, n, r->old_sha256);
+	lmt_sha256(sealed, sn, r->new_sha256);
+	rc = lmt_write_file_atomic(path, sealed, sn, err);
+out:
+	json_decref(m);
+	free(text);
+	free(sealed);
+	free(upgraded);
+	return rc;
+}
+

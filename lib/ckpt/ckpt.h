@@ -226,4 +226,18 @@ int lmt_ckpt_writer_finish(struct lmt_ckpt_writer *w, uint64_t update, const cha
 			   struct lmt_err *err);
 void lmt_ckpt_writer_release(struct lmt_ckpt_writer *w);
 
+/*
+ * Deliberate surgery: seal RUN/ckpt/step-N/manifest.json anew as it now stands (an
+ * older schema is carried to the current one), so that a hand edit someone stands
+ * behind is accepted. Writes the manifest atomically; checks nothing else (verify
+ * afterwards). r says what was re-signed.
+ */
+struct lmt_ckpt_rehash_result {
+	int old_schema;                         /* the schema_version it had */
+	int was_sealed;                         /* its seal matched before */
+	uint8_t old_sha256[LMT_SHA256_LEN];     /* of the file before */
+	uint8_t new_sha256[LMT_SHA256_LEN];     /* and after */
+};
+int lmt_ckpt_rehash(const char *dir, struct lmt_ckpt_rehash_result *r, struct lmt_err *err);
+
 #endif

@@ -244,6 +244,26 @@ jq -c '.schema_version = 1 | del(.manifest_sha256)' "$S10/manifest.json" > "$T/e
 check_fail "a wave-1 manifest (schema 1, no seal) is refused by its version, with the way out" 1 \
 	"schema version 1, this build reads 2 (an older manifest carries no checksum of itself" $CI --verify "$T/edit"
 
+# ---- --rehash: surgery by hand, vouched for out loud ----
+cp -r "$S10" "$T/surg"
+jq -c '.state.clipped_updates += 1' "$S10/manifest.json" > "$T/surg/manifest.json"
+check_fail "an edit by hand is refused" 1 "its contents do not match its own checksum" $CI --verify "$T/surg"
+check "--rehash seals it as it stands, and verifies the data against it" $CI -q --rehash "$T/surg"
+grep -q "RE-SEALED '$T/surg/manifest.json' as it now stands (its seal did not match: it was edited)" "$T/.err" &&
+	ok "... saying loudly what it re-signed, --quiet or not" || notok "rehash message" "$(cat "$T/.err")"
+jq -s 'map(select(.event == "rehash"))[0] | .was_sealed == false and .old_schema == 2' "$T/.out" | grep -q true &&
+	ok "... and a rehash record on stdout" || notok "rehash record" "$(cat "$T/.out")"
+check "the re-sealed checkpoint verifies" $CI --verify "$T/surg"
+[ "$(jq -c .state.clipped_updates "$T/surg/manifest.json")" = "$(($(jq -c .state.clipped_updates "$S10/manifest.json") + 1))" ] &&
+	ok "... with the edit kept" || notok "edit kept"
+jq -c '.schema_version = 1 | del(.manifest_sha256)' "$S10/manifest.json" > "$T/surg/manifest.json"
+check "--rehash carries a wave-1 manifest (schema 1, no seal) to schema 2" $CI -q --rehash "$T/surg"
+[ "$(jq -c .schema_version "$T/surg/manifest.json")" = 2 ] && $CI --verify "$T/surg" > /dev/null 2>&1 &&
+	ok "... which then verifies" || notok "schema 1 rehash"
+check_fail "--rehash of a directory that is no checkpoint is refused, naming the manifest" 1 "manifest.json': No such file" \
+	$CI --rehash "$T"
+check_fail "--rehash with --verify is a usage error" 2 "exclude each other" $CI --rehash --verify "$T/surg"
+
 # ---- a checkpoint of 3 ranks (ckpt-reshard cuts one) ----
 if [ -x "$BIN/ckpt-reshard" ]; then
 	"$BIN/ckpt-reshard" -q -w 3 "$S10" "$T/w3" > /dev/null 2>&1
