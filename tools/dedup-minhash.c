@@ -388,6 +388,11 @@ int main(int argc, char **argv)
 		usage_error("--verify computes similarities for --removed; give --removed FILE");
 	if (o.removed && o.summary && !strcmp(o.removed, o.summary))
 		usage_error("--removed and --summary name the same file '%s'", o.removed);
+	{
+		const char *outs[] = { o.removed, o.summary }, *what[] = { "--removed", "--summary" };
+		check_outputs(outs, what, 2, inputs, ninputs);
+		check_outputs(outs, what, 2, o.against, o.p.nagainst);
+	}
 
 	struct lmt_err err = { 0 };
 	double t0 = lmt_now();

@@ -14,6 +14,7 @@
  * their records: JSONL on stdout, messages on stderr.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,6 +310,22 @@ int main(int argc, char **argv)
 	if (o.verify)
 		return verify(o.verify);
 	const char *outdir = o.out ? o.out : o.run;
+	{
+		/* the card's files and the archive stay apart from what the card is read
+		 * from (the run itself is written into by design: only its files count) */
+		char yaml[PATH_MAX], md[PATH_MAX], plots[PATH_MAX], cfg[PATH_MAX], met[PATH_MAX], ck[PATH_MAX];
+		snprintf(yaml, sizeof yaml, "%s/runcard.yaml", outdir);
+		snprintf(md, sizeof md, "%s/RUNCARD.md", outdir);
+		snprintf(plots, sizeof plots, "%s/plots", outdir);
+		snprintf(cfg, sizeof cfg, "%s/config.json", o.run);
+		snprintf(met, sizeof met, "%s/metrics.jsonl", o.run);
+		snprintf(ck, sizeof ck, "%s/ckpt", o.run);
+		const char *outs[] = { yaml, md, plots, o.release };
+		const char *what[] = { "the card", "the card", "the plots", "--release" };
+		const char *fixed[] = { o.data, o.tokenizer, o.dedup, o.corpus, cfg, met, ck };
+		check_outputs(outs, what, 4, fixed, 7);
+		check_outputs(outs, what, 4, (const char *const *)o.eval, o.neval);
+	}
 
 	struct lmt_err err = { 0 };
 	struct lmt_runcard_opts ro = {

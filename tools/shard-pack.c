@@ -418,5 +418,9 @@ int main(int argc, char **argv)
 			    (unsigned long long)o.shard_tokens, o.seq_len + 1);
 	if (o.pad_mode && o.tail_given)
 		usage_error("--tail applies to --mode pack (pad mode always pads)");
+	{
+		const char *ins[] = { optind < argc ? argv[optind] : NULL, o.tokenizer };
+		check_outputs(&o.out, (const char *const[]){ "-o" }, 1, ins, 2);
+	}
 	return pack(&o, optind < argc ? argv[optind] : NULL);
 }

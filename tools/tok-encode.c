@@ -493,7 +493,11 @@ int main(int argc, char **argv)
 			usage_error("--decode takes no encoding options (--format, --bos, --eos, --allow-special, -j)");
 		if (o.corpus.format || o.corpus.txt_docs || o.corpus.text_field || o.corpus.keep_empty)
 			usage_error("--decode reads a token stream: of the input options only --doc-sep applies");
+		check_outputs(&o.out, (const char *const[]){ "-o" }, 1, inputs, ninputs);
+		check_outputs(&o.out, (const char *const[]){ "-o" }, 1, &o.tokenizer, 1);
 		return decode(&o, inputs, ninputs);
 	}
+	check_outputs(&o.out, (const char *const[]){ "-o" }, 1, inputs, ninputs);
+	check_outputs(&o.out, (const char *const[]){ "-o" }, 1, &o.tokenizer, 1);
 	return encode(&o, inputs, ninputs);
 }

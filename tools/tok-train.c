@@ -15,6 +15,7 @@
  * stdout: JSONL (progress, summary, fertility); stderr: human messages.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -562,6 +563,28 @@ int main(int argc, char **argv)
 	const char *const *inputs = (const char *const *)argv + optind;
 	int ninputs = argc - optind;
 	check_options(&o, inputs, ninputs);
+	{
+		/* every file read: the inputs, -t, --import's files (FMT:A[,B]), --eval's */
+		const char *ins[256 + 64 + 4];
+		char imp[2][PATH_MAX];
+		int nin = 0;
+		for (int i = 0; i < ninputs && nin < 256; i++)
+			ins[nin++] = inputs[i];
+		ins[nin++] = o.tokenizer;
+		if (o.import && strchr(o.import, ':')) {
+			const char *a = strchr(o.import, ':') + 1, *comma = strchr(a, ',');
+			snprintf(imp[0], sizeof imp[0], "%.*s", comma ? (int)(comma - a) : (int)strlen(a), a);
+			snprintf(imp[1], sizeof imp[1], "%s", comma ? comma + 1 : "");
+			ins[nin++] = imp[0];
+			ins[nin++] = imp[1][0] ? imp[1] : NULL;
+		}
+		for (int i = 0; i < o.nevals; i++) {
+			const char *eq = strchr(o.evals[i], '=');
+			ins[nin++] = eq ? eq + 1 : o.evals[i];
+		}
+		const char *outs[] = { o.out, o.export_hf }, *what[] = { "-o", "--export-hf" };
+		check_outputs(outs, what, 2, ins, nin);
+	}
 	struct lmt_json j;
 	lmt_json_init(&j);
 	struct lmt_tokenizer tok;

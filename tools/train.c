@@ -579,6 +579,17 @@ int main(int argc, char **argv)
 	tool_init("train");
 	tool_passive_threads(argv);
 	parse_args(&o, argc, argv);
+	{
+		/* the run directory and --export-llmc stay apart from every input, and the
+		 * export from the run's checkpoints */
+		char ck[PATH_MAX] = "";
+		if (o.out)
+			snprintf(ck, sizeof ck, "%s/ckpt", o.out);
+		const char *ins[] = { o.data, o.tokenizer, o.init_llmc, ck[0] ? ck : NULL };
+		const char *outs[] = { o.out, o.export_llmc }, *what[] = { "-o", "--export-llmc" };
+		check_outputs(outs, what, 1, ins, 3);
+		check_outputs(outs + 1, what + 1, 1, ins, 4);
+	}
 
 	struct lmt_err err = { 0 };
 	struct lmt_dataset d;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/atomicfile.h"
+#include "core/pathcheck.h"
 #include "backend/backend.h"
 #include "core/version.h"
 
@@ -234,4 +235,19 @@ int tool_threads(int requested)
 		return atoi(e);
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (int)n : 1;
+}
+
+void check_outputs(const char *const *outs, const char *const *what, int nout, const char *const *ins, int nin)
+{
+	struct lmt_err err = { 0 };
+	for (int i = 0; i < nout; i++) {
+		if (!outs[i] || !strcmp(outs[i], "-"))
+			continue;
+		for (int k = 0; k < nin; k++) {
+			if (!ins[k] || !strcmp(ins[k], "-"))
+				continue;
+			if (lmt_path_check_output(outs[i], what[i], &ins[k], 1, &err))
+				die_err(&err);
+		}
+	}
 }

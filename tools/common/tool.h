@@ -80,4 +80,10 @@ int corpus_opt(int c, const char *arg, struct lmt_corpus_opts *o);
 /* Number of threads to use: --threads if given, else OMP_NUM_THREADS, else cores. */
 int tool_threads(int requested);
 
+/* No tool writes over one of its inputs: every output (outs[i], what[i] naming
+ * it in the message; NULL entries skipped) must be apart from every input (NULL
+ * and "-" skipped), compared by device and inode (core/pathcheck.h); exit 1
+ * otherwise, before anything is written. */
+void check_outputs(const char *const *outs, const char *const *what, int nout, const char *const *ins, int nin);
+
 #endif

@@ -1,0 +1,45 @@
+#!/bin/sh
+# tests/cli/own-input.sh: no tool writes over one of its own inputs.
+#
+# For every output option of every tool that reads files: an output that is an
+# input, lies inside an input directory, or reaches one through a symlink is
+# refused with exit 1 naming both, before anything is written, and the input is
+# byte for byte what it was. (ckpt-reshard's cases are in ckpt-reshard.sh.)
+. tests/cli/lib.sh
+
+"$BIN/gen-corpus" -q --docs 200 --seed 3 -o "$T/c.jsonl" > /dev/null
+"$BIN/tok-train" -q -v 300 -o "$T/t.lmtok" "$T/c.jsonl" > /dev/null
+"$BIN/tok-encode" -q -t "$T/t.lmtok" -o "$T/s.lmtoks" "$T/c.jsonl" > /dev/null
+"$BIN/shard-pack" -q -L 32 --split val=0.1 -o "$T/d" "$T/s.lmtoks" > /dev/null
+mkdir -p "$T/texts" && cp "$T/c.jsonl" "$T/texts/c.jsonl"
+ln -s "$T/texts" "$T/texts-link"
+(cd "$T" && find . -type f ! -name '*.sums' ! -name '.out' ! -name '.err' | sort | xargs sha256sum) > "$T/before.sums"
+
+# refused DESC CMD...: exit 1, "not writing over an input" on stderr
+refused() { d=$1; shift; check_fail "$d" 1 "not writing over an input" "$@"; }
+
+refused "tok-train -o onto its input" "$BIN/tok-train" -q -v 300 -o "$T/c.jsonl" "$T/c.jsonl"
+refused "tok-train -o into its input directory, through a symlink" \
+	"$BIN/tok-train" -q -v 300 -o "$T/texts-link/tok.lmtok" "$T/texts"
+refused "tok-train --export-hf onto the tokenizer it reads" "$BIN/tok-train" -q -t "$T/t.lmtok" --export-hf "$T/t.lmtok"
+refused "tok-encode -o onto its input" "$BIN/tok-encode" -q -t "$T/t.lmtok" -o "$T/c.jsonl" "$T/c.jsonl"
+refused "tok-encode -o onto its tokenizer" "$BIN/tok-encode" -q -t "$T/t.lmtok" -o "$T/t.lmtok" "$T/c.jsonl"
+refused "tok-encode --decode -o onto the stream" "$BIN/tok-encode" -q -t "$T/t.lmtok" --decode -o "$T/s.lmtoks" "$T/s.lmtoks"
+refused "dedup-minhash --removed onto its input" "$BIN/dedup-minhash" -q --removed "$T/c.jsonl" "$T/c.jsonl"
+refused "dedup-minhash --summary inside an input directory" "$BIN/dedup-minhash" -q --summary "$T/texts/s.json" "$T/texts"
+refused "dedup-minhash --removed onto an --against set" "$BIN/dedup-minhash" -q --against "$T/texts/c.jsonl" \
+	--removed "$T/texts/c.jsonl" "$T/c.jsonl"
+refused "shard-pack --force -o onto the dataset that holds its input" \
+	sh -c "cp '$T/s.lmtoks' '$T/d/s.lmtoks' && '$BIN/shard-pack' -q -L 32 --force -o '$T/d' '$T/d/s.lmtoks'"
+rm -f "$T/d/s.lmtoks"
+refused "train -o inside its dataset" "$BIN/train" --data "$T/d" --layers 1 --heads 2 --channels 32 --updates 1 -o "$T/d/run"
+refused "train --export-llmc onto its dataset's manifest" "$BIN/train" --data "$T/d" --layers 1 --heads 2 --channels 32 \
+	--updates 1 --export-llmc "$T/d/manifest.json"
+refused "train --export-llmc onto its tokenizer" "$BIN/train" --data "$T/d" -t "$T/t.lmtok" --layers 1 --heads 2 \
+	--channels 32 --updates 1 --export-llmc "$T/t.lmtok"
+[ ! -e "$T/d/run" ] && ok "nothing was created for a refused run" || notok "run created" "$(ls "$T/d")"
+(cd "$T" && find . -type f ! -name '*.sums' ! -name '.out' ! -name '.err' | sort | xargs sha256sum) > "$T/after.sums"
+cmp -s "$T/before.sums" "$T/after.sums" && ok "every input is byte for byte what it was" ||
+	notok "inputs changed" "$(diff "$T/before.sums" "$T/after.sums" | head -5)"
+check "an output beside the inputs is fine" "$BIN/tok-train" -q -v 300 -o "$T/texts-other.lmtok" "$T/texts"
+finish
