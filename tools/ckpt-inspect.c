@@ -114,7 +114,7 @@ static int table;                     /* a human table on stdout instead of JSON
 static void put_line(struct lmt_json *j)
 {
 	if (lmt_json_end_line(j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 }
 
 static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -125,7 +125,7 @@ static void out(const char *fmt, ...)
 	vprintf(fmt, ap);
 	va_end(ap);
 	if (fflush(stdout) || ferror(stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 }
 
 /* A message on stderr, as die() writes it, without exiting. */

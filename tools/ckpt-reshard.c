@@ -87,7 +87,7 @@ struct opts {
 static void emit_line(struct lmt_json *j)
 {
 	if (lmt_json_end_line(j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 }
 
 /* ---- the training state for the new world ---- */

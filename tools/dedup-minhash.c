@@ -224,7 +224,7 @@ static void write_line(struct lmt_json *j, FILE *fp, const char *what)
 		oom();
 	/* no flush per line: stdout is flushed once a batch */
 	if (fwrite(j->out.buf, 1, j->out.len, fp) != j->out.len || putc('\n', fp) == EOF)
-		die("'%s': write error", what);
+		die_write(what);
 }
 
 static int on_kept(void *ctx, const struct lmt_doc *doc, const char *source, const char *id,
@@ -264,7 +264,7 @@ static int on_batch(void *ctx, struct lmt_err *err)
 	(void)ctx;
 	(void)err;
 	if (fflush(stdout) || ferror(stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	return 0;
 }
 
@@ -277,7 +277,6 @@ struct timings {
 static void write_summary(const struct opts *o, const struct lmt_dedup *d, const struct timings *t,
 			  struct lmt_atomicfile *af)
 {
-	struct lmt_err err = { 0 };
 	struct lmt_json j;
 	lmt_json_init(&j);
 	char norm[64];
@@ -316,9 +315,7 @@ static void write_summary(const struct opts *o, const struct lmt_dedup *d, const
 	lmt_json_end(&j);
 	if (j.out.oom)
 		oom();
-	fprintf(af->fp, "%s\n", j.out.buf);
-	if (lmt_atomicfile_commit(af, &err))
-		die_err(&err);
+	fprintf(af->fp, "%s\n", j.out.buf); /* a write error shows at the commit */
 	lmt_json_release(&j);
 }
 
@@ -441,11 +438,13 @@ int main(int argc, char **argv)
 		die_err(&err);
 	progress_done(&u);
 	tm.pass2 = lmt_now() - t;
-	if (o.removed && lmt_atomicfile_commit(&removed, &err))
-		die_err(&err);
 	tm.total = lmt_now() - t0;
 	if (o.summary)
 		write_summary(&o, &d, &tm, &summary);
+	/* --removed and --summary are committed together, or neither is */
+	struct lmt_atomicfile *outs[] = { &removed, &summary };
+	if (lmt_atomicfile_commit_all(outs, 2, &err))
+		die_err(&err);
 	info("%zu documents, %llu kept; removed %llu exact, %llu near, %zu contaminated; "
 	     "%llu clusters; %d bands x %d rows; %.2f s (%.0f docs/s)",
 	     d.n, (unsigned long long)d.kept, (unsigned long long)d.exact, (unsigned long long)d.near,

@@ -181,7 +181,7 @@ static void emit(struct lmt_json *j)
 	if (j->out.oom)
 		die("out of memory");
 	if (lmt_json_end_line(j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 }
 
 static void warn_cb(void *ctx, const char *msg)

@@ -125,13 +125,15 @@ static int generate(const struct opts *o)
 			lmt_json_u64(&j, "id", i);
 			lmt_json_num(&j, "logprob", lp);
 			lmt_json_end(&j);
-			bad = j.out.oom || fwrite(j.out.buf, 1, j.out.len, out) != j.out.len || putc('\n', out) == EOF;
+			if (j.out.oom)
+				die("out of memory");
+			bad = fwrite(j.out.buf, 1, j.out.len, out) != j.out.len || putc('\n', out) == EOF;
 			/* JSONL on stdout goes out a line at a time, so `| jq` sees it live */
 			if (!to_file && !bad)
 				bad = fflush(out) != 0;
 		}
 		if (bad)
-			die("'%s': write error", outname);
+			die_write(outname);
 		bytes += len;
 		nats -= lp;
 		lmt_progress_update(&bar, i + 1);
@@ -141,7 +143,7 @@ static int generate(const struct opts *o)
 		if (lmt_atomicfile_commit(&af, &err))
 			die_err(&err);
 	} else if (fflush(stdout) || ferror(stdout)) {
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	}
 	double secs = lmt_now() - t0;
 	if (to_file) {
@@ -159,7 +161,7 @@ static int generate(const struct opts *o)
 		lmt_json_num(&j, "seconds", secs);
 		lmt_json_num(&j, "mb_per_s", secs > 0 ? bytes / secs / 1e6 : 0);
 		if (lmt_json_end_line(&j, stdout))
-			die("'<stdout>': write error");
+			die_write("<stdout>");
 	} else {
 		info("%llu documents, %llu bytes of text, %.4f bits per byte (seed %llu) in %.2f s",
 		     (unsigned long long)o->docs, (unsigned long long)bytes, bits_per_byte(nats, bytes),
@@ -228,7 +230,7 @@ static int check(const char *path)
 	lmt_json_num(&j, "nats", nats);
 	lmt_json_num(&j, "bits_per_byte", bits_per_byte(nats, bytes));
 	if (lmt_json_end_line(&j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	lmt_json_release(&j);
 	return 0;
 }

@@ -116,7 +116,7 @@ static void verify_member(void *ctx, const struct lmt_release_finding *f)
 	}
 	lmt_json_str(&j, "status", f->status);
 	if (lmt_json_end_line(&j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	lmt_json_release(&j);
 }
 
@@ -138,7 +138,7 @@ static int verify(const char *archive)
 	lmt_json_u64(&j, "problems", (uint64_t)s.problems);
 	lmt_json_bool(&j, "ok", s.problems == 0);
 	if (lmt_json_end_line(&j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	lmt_json_release(&j);
 	if (s.problems)
 		die("'%s' does not verify: %d problem%s", archive, s.problems, s.problems == 1 ? "" : "s");
@@ -201,7 +201,7 @@ static void release(struct lmt_runcard *c, const struct lmt_runcard_files *f, co
 	lmt_json_u64(&j, "bytes", r.bytes);
 	lmt_json_str(&j, "sha256", lmt_sha256_hex(r.sha256, hex));
 	if (lmt_json_end_line(&j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	lmt_json_release(&j);
 	info("'%s': %d members under '%s/', %.1f MB", o->release, r.nmembers, r.top, r.bytes / 1e6);
 }
@@ -237,7 +237,7 @@ static void card_record(const struct lmt_runcard *c, const struct lmt_runcard_fi
 	lmt_json_arr_end(&j);
 	lmt_json_u64(&j, "missing", nmiss);
 	if (lmt_json_end_line(&j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	lmt_json_release(&j);
 	info("'%s': runcard.yaml, RUNCARD.md and %d plots for run '%s'", outdir, LMT_RUNCARD_NPLOTS, id ? id : "?");
 }

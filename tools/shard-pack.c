@@ -157,7 +157,7 @@ static void print_results(const struct opts *o, const struct lmt_pack *pk, const
 		lmt_json_u64(&j, "bytes", sh->bytes);
 		lmt_json_str(&j, "payload_sha256", lmt_sha256_hex(sh->sha, hex));
 		if (lmt_json_end_line(&j, stdout))
-			die("'<stdout>': write error");
+			die_write("<stdout>");
 	}
 	double secs = lmt_now() - t0;
 	lmt_json_begin(&j);
@@ -182,7 +182,7 @@ static void print_results(const struct opts *o, const struct lmt_pack *pk, const
 	lmt_json_num(&j, "seconds", secs);
 	lmt_json_num(&j, "mb_per_s", secs > 0 ? (double)r->f.payload_size / secs / 1e6 : 0);
 	if (lmt_json_end_line(&j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	lmt_json_release(&j);
 	info("packed %llu documents into %llu train, %llu val, %llu test sequences of %u tokens (%zu shards) in %.2f s",
 	     (unsigned long long)r->info.n_docs, (unsigned long long)pk->S[0].sequences,
@@ -308,7 +308,7 @@ static int report_shard(void *ctx, const struct lmt_dataset_shard *s, const stru
 		fprintf(stderr, "%s: %s\n", tool_name, problem->msg);
 	}
 	if (lmt_json_end_line(j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	return 0;
 }
 
@@ -339,7 +339,7 @@ static int verify(const struct opts *o)
 	lmt_json_num(&j, "mb_per_s", secs > 0 ? bytes / secs / 1e6 : 0);
 	lmt_json_u64(&j, "threads", (uint64_t)nt);
 	if (lmt_json_end_line(&j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	lmt_json_release(&j);
 	if (nbad)
 		die("'%s': %d of %zu shards failed verification", o->verify, nbad, d.nshards);

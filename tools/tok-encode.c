@@ -116,7 +116,7 @@ static void llmc_open(struct llmc *l, const char *path)
 		die_err(&err);
 	int32_t hdr[256] = { 0 };
 	if (fwrite(hdr, sizeof hdr, 1, l->af.fp) != 1)
-		die("'%s': write error", path);
+		die_write(path);
 }
 
 static void llmc_write(struct llmc *l, const uint32_t *t, size_t n)
@@ -126,7 +126,7 @@ static void llmc_write(struct llmc *l, const uint32_t *t, size_t n)
 	for (size_t i = 0; i < n; i++)
 		l->conv[i] = (uint16_t)t[i];
 	if (n && fwrite(l->conv, 2, n, l->af.fp) != n)
-		die("'%s': write error", l->af.path);
+		die_write(l->af.path);
 	l->ntok += n;
 }
 
@@ -141,7 +141,7 @@ static void llmc_finish(struct llmc *l)
 	hdr[2] = (int32_t)l->ntok;
 	const char *path = l->af.path;
 	if (fflush(l->af.fp) || fseeko(l->af.fp, 0, SEEK_SET) || fwrite(hdr, sizeof hdr, 1, l->af.fp) != 1)
-		die("'%s': write error", path);
+		die_write(path);
 	if (lmt_atomicfile_commit(&l->af, &err))
 		die_err(&err);
 	free(l->conv);
@@ -149,12 +149,12 @@ static void llmc_finish(struct llmc *l)
 
 /* ---- ids: one text line per document ---- */
 
-static void ids_write(FILE *f, const uint32_t *t, size_t n)
+static void ids_write(FILE *f, const char *name, const uint32_t *t, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, i ? " %u" : "%u", t[i]);
 	if (fputc('\n', f) == EOF)
-		die("write error");
+		die_write(name);
 }
 
 /* ---- encoding ---- */
@@ -280,7 +280,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 			llmc_write(&l, all.v, all.n);
 		} else if (o->ids) {
 			for (int i = 0, at = 0; i < nd; at += (int)recs[i].n, i++)
-				ids_write(idout, all.v + at, recs[i].n);
+				ids_write(idout, to_stdout ? "<stdout>" : o->out, all.v + at, recs[i].n);
 		} else {
 			if (lmt_tokstream_writer_tokens(&w, all.v, all.n, &err))
 				die_err(&err);
@@ -317,7 +317,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 			if (lmt_atomicfile_commit(&idf, &err) || lmt_sha256_file(o->out, sha, &err))
 				die_err(&err);
 		} else if (fflush(stdout)) {
-			die("'<stdout>': write error");
+			die_write("<stdout>");
 		}
 	} else {
 		uint32_t ns = lmt_corpus_nsources(c);
@@ -352,7 +352,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		lmt_json_num(&j, "mb_per_s", secs > 0 ? bytes / secs / 1e6 : 0);
 		lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
 		if (lmt_json_end_line(&j, stdout))
-			die("'<stdout>': write error");
+			die_write("<stdout>");
 		lmt_json_release(&j);
 	}
 	info("encoded %llu documents, %llu bytes into %llu tokens in %.2f s (%.1f MB/s, %d threads)",
@@ -396,6 +396,7 @@ static int decode(const struct opts *o, const char *const *inputs, int ninputs)
 			die_err(&err);
 		out = af.fp;
 	}
+	const char *outname = out == stdout ? "<stdout>" : o->out;
 	size_t cap = 1 << 20;
 	uint8_t *buf = malloc(cap);
 	uint32_t *ids = malloc(4096 * sizeof *ids);
@@ -411,7 +412,7 @@ static int decode(const struct opts *o, const char *const *inputs, int ninputs)
 		if ((r.info.flags & LMT_TS_EOS) && e > a && lmt_tokstream_reader_token(&r, e - 1) == r.info.eos)
 			e--;
 		if (i && o->corpus.doc_sep && fputs(o->corpus.doc_sep, out) == EOF)
-			die("write error");
+			die_write(outname);
 		for (uint64_t k = a; k < e;) {
 			size_t m = 0;
 			while (k < e && m < 4096)
@@ -425,7 +426,7 @@ static int decode(const struct opts *o, const char *const *inputs, int ninputs)
 				need = lmt_tok_decode(&tok, ids, m, o->skip_special, buf, cap);
 			}
 			if (need && fwrite(buf, 1, need, out) != need)
-				die("write error");
+				die_write(outname);
 		}
 	}
 	free(buf);
@@ -434,7 +435,7 @@ static int decode(const struct opts *o, const char *const *inputs, int ninputs)
 		if (lmt_atomicfile_commit(&af, &err))
 			die_err(&err);
 	} else if (fflush(stdout)) {
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	}
 	lmt_tokstream_reader_close(&r);
 	lmt_tok_release(&tok);

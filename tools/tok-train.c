@@ -196,7 +196,7 @@ static int on_progress(void *ctx, uint32_t merges, uint32_t tokens, uint64_t bes
 	lmt_json_u64(tc->j, "best_count", best);
 	lmt_json_num(tc->j, "seconds", lmt_now() - tc->t0);
 	if (lmt_json_end_line(tc->j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	lmt_progress_update(tc->bar, tokens);
 	return 0;
 }
@@ -204,7 +204,7 @@ static int on_progress(void *ctx, uint32_t merges, uint32_t tokens, uint64_t bes
 static void end_line(struct lmt_json *j)
 {
 	if (lmt_json_end_line(j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 }
 
 static void train(const struct opts *o, const char *const *inputs, int ninputs,
@@ -342,7 +342,7 @@ static void emit_fertility(struct lmt_json *j, const char *source, const char *l
 	lmt_json_num(j, "bytes_per_token", f->tokens ? (double)f->bytes / f->tokens : 0);
 	lmt_json_num(j, "tokens_per_word", f->words ? (double)f->tokens / f->words : 0);
 	if (lmt_json_end_line(j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 }
 
 static void fertility(const struct opts *o, const struct lmt_tokenizer *tok, const char *const *inputs,
@@ -551,7 +551,7 @@ static void print_summary(const struct opts *o, const struct lmt_tokenizer *tok,
 	lmt_json_num(j, "seconds", lmt_now() - t0);
 	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
 	if (lmt_json_end_line(j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	info("wrote %s (%u tokens, sha256 %.16s...)", final, tok->n_vocab, hex);
 }
 

@@ -243,7 +243,9 @@ static void set_option(struct opts *o, int c, const char *arg)
 		break;
 	case OPT_BETA1: o->tc.beta1 = opt_double("beta1", arg, 0, 0.999999); break;
 	case OPT_BETA2: o->tc.beta2 = opt_double("beta2", arg, 0, 0.999999999); break;
-	case OPT_EPS: o->tc.eps = opt_double("eps", arg, 0, 1); break;
+	/* above 0, as AdamW needs: where a gradient has always been 0, m and v are 0,
+	 * and with eps 0 the step m / (sqrt(v) + eps) is 0/0 (PyTorch's too) */
+	case OPT_EPS: o->tc.eps = opt_double_above("eps", arg, 0, 1); break;
 	case OPT_WD: o->tc.weight_decay = opt_double("weight-decay", arg, 0, 10); break;
 	case OPT_DECAY_EMB: o->tc.decay_embeddings = 1; break;
 	case OPT_CLIP: o->tc.clip = opt_double("clip", arg, 0, 1e30); break;
@@ -294,9 +296,13 @@ static void set_option(struct opts *o, int c, const char *arg)
 static struct lmt_run run;
 static int run_finished;
 static struct lmt_trainer the_trainer;
+/* the update the run had reached: stop_trainer, which runs before run_atexit,
+ * clears the trainer, and the failed event must still say it */
+static uint64_t run_reached;
 
 static void stop_trainer(void)
 {
+	run_reached = the_trainer.update;
 	if (the_trainer.loader.d)
 		lmt_trainer_release(&the_trainer);
 }
@@ -314,11 +320,15 @@ static void event(const char *what, const char *detail, uint64_t update)
 		die_err(&err);
 }
 
-/* On any exit before the end (die() included), the events file says the run failed. */
+/* On any exit before the end (die() included), the events file says the run failed,
+ * at the update it had reached. This runs inside exit(), so a failure only warns:
+ * dying here would call exit() again. */
 static void run_atexit(void)
 {
-	if (run.events && !run_finished)
-		event("failed", "the run stopped on an error (see stderr)", 0);
+	struct lmt_err err = { 0 };
+	if (run.events && !run_finished &&
+	    lmt_run_event(&run, "failed", "the run stopped on an error (see stderr)", run_reached, &err))
+		warn("%s", err.msg);
 }
 
 /* Write j's record to stdout and, with to_run, to the run's metrics. */
@@ -326,7 +336,7 @@ static void emit(struct lmt_json *j, int to_run)
 {
 	struct lmt_err err = { 0 };
 	if (lmt_json_end_line(j, stdout))
-		die("'<stdout>': write error");
+		die_write("<stdout>");
 	if (to_run && lmt_run_metrics_append(&run, j, &err))
 		die_err(&err);
 }

@@ -96,7 +96,7 @@ int lmt_run_metrics_append(struct lmt_run *r, const struct lmt_json *j, struct l
 {
 	FILE *f = r->metrics;
 	if (f && (fwrite(j->out.buf, 1, j->out.len, f) != j->out.len || fflush(f)))
-		return lmt_err_set(err, LMT_EIO, "run directory: write error");
+		return lmt_err_errno(err, "'%s/metrics.jsonl': write", r->dir);
 	return 0;
 }
 
@@ -109,7 +109,7 @@ int lmt_run_event_write(struct lmt_run *r, struct lmt_json *j, struct lmt_err *e
 	if (j->out.oom)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	if (fwrite(j->out.buf, 1, j->out.len, r->events) != j->out.len || fflush(r->events))
-		return lmt_err_set(err, LMT_EIO, "run directory: write error");
+		return lmt_err_errno(err, "'%s/events.jsonl': write", r->dir);
 	return 0;
 }
 

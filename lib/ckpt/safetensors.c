@@ -234,7 +234,9 @@ static void convert(const float *src, uint64_t rows, uint64_t cols, int transpos
 	r->nan += nan;
 }
 
-static int write_config(const struct lmt_st_opts *o, const struct cfg *m, struct lmt_err *err)
+/* Into af, opened here; the caller commits it with the weights. */
+static int write_config(const struct lmt_st_opts *o, const struct cfg *m, struct lmt_atomicfile *af,
+			struct lmt_err *err)
 {
 	struct lmt_json j;
 	lmt_json_init(&j);
@@ -265,7 +267,11 @@ static int write_config(const struct lmt_st_opts *o, const struct cfg *m, struct
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	else {
 		j.out.buf[j.out.len++] = '\n';
-		rc = lmt_write_file_atomic(o->config_path, j.out.buf, j.out.len, err);
+		if (!(rc = lmt_atomicfile_open(af, o->config_path, err)) &&
+		    fwrite(j.out.buf, 1, j.out.len, af->fp) != j.out.len) {
+			rc = lmt_err_errno(err, "'%s': write", o->config_path);
+			lmt_atomicfile_abort(af);
+		}
 	}
 	lmt_json_release(&j);
 	return rc;
@@ -422,12 +428,12 @@ int lmt_safetensors_export_gpt2(const struct lmt_ckpt *c, const struct lmt_st_op
 	lmt_sha256_final(&out.sha, r->sha256);
 	r->bytes = out.bytes;
 	r->tensors = n;
-	if ((rc = lmt_atomicfile_commit(&out.af, err)))
-		goto done;
-	/* the config after the weights: a failure removes the new weights again, so
-	 * the two never disagree */
-	if (o->config_path && (rc = write_config(o, &m, err)))
-		unlink(o->path);
+	/* the weights and the config are committed together, so the two never disagree */
+	struct lmt_atomicfile cfgf = { .slot = -1 };
+	if (o->config_path && (rc = write_config(o, &m, &cfgf, err)))
+		goto fail;
+	struct lmt_atomicfile *outs[] = { &out.af, &cfgf };
+	rc = lmt_atomicfile_commit_all(outs, 2, err);
 	goto done;
 fail:
 	lmt_sha256_release(&out.sha);

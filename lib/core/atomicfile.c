@@ -153,8 +153,10 @@ void lmt_atomicfile_abort(struct lmt_atomicfile *af)
 	afile_free(af);
 }
 
-int lmt_atomicfile_commit(struct lmt_atomicfile *af, struct lmt_err *err)
+int lmt_atomicfile_finish(struct lmt_atomicfile *af, struct lmt_err *err)
 {
+	if (!af->fp)
+		return 0;
 	int rc = 0;
 	if (fflush(af->fp) != 0 || ferror(af->fp))
 		rc = lmt_err_errno(err, "'%s': write", af->path);
@@ -163,9 +165,20 @@ int lmt_atomicfile_commit(struct lmt_atomicfile *af, struct lmt_err *err)
 	if (fclose(af->fp) != 0 && !rc)
 		rc = lmt_err_errno(err, "'%s': close", af->path);
 	af->fp = NULL;
-	if (!rc && rename(af->tmp, af->path) != 0)
-		rc = lmt_err_errno(err, "'%s': rename into place", af->path);
 	if (rc) {
+		unlink(af->tmp);
+		afile_free(af);
+	}
+	return rc;
+}
+
+int lmt_atomicfile_commit(struct lmt_atomicfile *af, struct lmt_err *err)
+{
+	int rc = lmt_atomicfile_finish(af, err);
+	if (rc)
+		return rc;
+	if (rename(af->tmp, af->path) != 0) {
+		rc = lmt_err_errno(err, "'%s': rename into place", af->path);
 		unlink(af->tmp);
 		afile_free(af);
 		return rc;
@@ -174,6 +187,30 @@ int lmt_atomicfile_commit(struct lmt_atomicfile *af, struct lmt_err *err)
 	af->slot = -1;
 	rc = lmt_fsync_dir(af->path, err);
 	afile_free(af);
+	return rc;
+}
+
+int lmt_atomicfile_commit_all(struct lmt_atomicfile *const *afs, size_t n, struct lmt_err *err)
+{
+	int rc = 0;
+	struct stat st;
+	/* everything that can fail short of rename itself, for every file, first */
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (!afs[i]->tmp)
+			continue;
+		if ((rc = lmt_atomicfile_finish(afs[i], err)))
+			break;
+		if (stat(afs[i]->path, &st) == 0 && S_ISDIR(st.st_mode))
+			rc = lmt_err_set(err, LMT_EIO, "'%s': rename into place: %s", afs[i]->path, strerror(EISDIR));
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!afs[i]->tmp)
+			continue;
+		if (rc)
+			lmt_atomicfile_abort(afs[i]);
+		else
+			rc = lmt_atomicfile_commit(afs[i], err);
+	}
 	return rc;
 }
 

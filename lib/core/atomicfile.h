@@ -30,6 +30,18 @@ struct lmt_atomicfile {
 int lmt_atomicfile_open(struct lmt_atomicfile *af, const char *path, struct lmt_err *err);
 /* fflush + fsync + rename + fsync(dir). Releases af either way. */
 int lmt_atomicfile_commit(struct lmt_atomicfile *af, struct lmt_err *err);
+/* fflush + fsync + close, keeping the temporary (still removed on a signal or by
+ * abort) for a later commit; af->fp is NULL afterwards. On error af is released
+ * and its temporary gone. A finished file's commit only renames. */
+int lmt_atomicfile_finish(struct lmt_atomicfile *af, struct lmt_err *err);
+/*
+ * A tool's several outputs, committed together: every file is finished (and its
+ * final name checked not to be a directory) before the first rename, so a write
+ * error in any of them leaves none in place. Only a rename itself failing midway
+ * (which those checks make rare) can leave the earlier ones committed. Entries
+ * never opened (zeroed, tmp NULL) are skipped. Releases every af either way.
+ */
+int lmt_atomicfile_commit_all(struct lmt_atomicfile *const *afs, size_t n, struct lmt_err *err);
 /* Close and unlink the temporary. Safe to call on a released or zeroed struct. */
 void lmt_atomicfile_abort(struct lmt_atomicfile *af);
 

@@ -306,7 +306,7 @@ int lmt_binwriter_open(struct lmt_binwriter *w, const char *path, const struct l
 	w->af.slot = -1;
 	w->fmt = fmt;
 	w->header_size = LMT_HDR_SIZE + fmt->ext_size;
-	w->name = path && strcmp(path, "-") ? path : "<stdout>";
+	w->name = "<stdout>";
 	if (lmt_sha256_init(&w->sha))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	if (!path || !strcmp(path, "-")) {
@@ -326,6 +326,9 @@ int lmt_binwriter_open(struct lmt_binwriter *w, const char *path, const struct l
 			return rc;
 		}
 		w->fp = w->af.fp;
+		/* the atomic file's copy, not path: a caller's path may be a buffer
+		 * that is gone (or reused) before a later write fails */
+		w->name = w->af.path;
 	}
 	static const uint8_t zero[LMT_HDR_SIZE + 256];
 	if (w->header_size > sizeof zero || fwrite(zero, 1, w->header_size, w->fp) != w->header_size) {

@@ -114,7 +114,7 @@ struct lmt_binwriter {
 	uint32_t header_size;
 	uint64_t payload_size;
 	struct lmt_sha256 sha;
-	const char *name;
+	const char *name;        /* for messages: "<stdout>" or af.path, never the caller's path */
 	uint8_t payload_sha256[LMT_SHA256_LEN]; /* set by lmt_binwriter_finish */
 	int external_sha;        /* the caller hashes the payload (lmt_binwriter_external_sha) */
 };

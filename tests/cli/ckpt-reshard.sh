@@ -190,4 +190,11 @@ jq -e '.tie_word_embeddings == false' "$T/config.json" > /dev/null && ok "and co
 check_fail "the weights may not be called config.json" 2 "cannot be named config.json" \
 	$RS --export safetensors "$S5" "$T/hf/config.json"
 
+# a write error mid-file names the rank file (the writer keeps its own copy of the
+# path) and leaves nothing: RLIMIT_FSIZE of 64 KiB, below one rank's file
+sh -c 'trap "" XFSZ; ulimit -f 128; exec "$@"' sh $RS -w 3 "$S5" "$T/fsz" > /dev/null 2> "$T/.err"
+rc=$?
+[ "$rc" = 1 ] && grep -qF "/rank-00000.lmckpt': write: File too large" "$T/.err" \
+	&& ok "a write error mid-file names the rank file and the errno" || notok "reshard write error" "status $rc" "$(cat "$T/.err")"
+nothing_left "nothing left after the write error" "$T" fsz
 finish

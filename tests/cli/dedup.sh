@@ -196,4 +196,22 @@ head -c $((size / 2)) "$T/arch.tar.gz" > "$T/cut.tar.gz"
 check_fail "an unreadable archive member names archive and member" 1 "cut.tar.gz' member 'member.txt'" \
 	$DM --removed "$T/out/x.jsonl" --summary "$T/out/x.json" "$T/cut.tar.gz"
 nothing_left "no --removed or --summary file after the bad archive" "$T/out" x.json
+# the outputs are committed together: a --summary that fails leaves no --removed.
+# RLIMIT_FSIZE of 512 bytes: nothing is removed from two distinct documents (an
+# empty --removed), the summary record with --against's fields is over 512 bytes
+{ jsonl "$A"; jsonl "$B"; } > "$T/ab.jsonl"
+jsonl "zzz qqq" > "$T/ev.jsonl"
+sh -c 'trap "" XFSZ; ulimit -f 1; exec "$@"' sh $DM --against "$T/ev.jsonl" --removed "$T/out/y.jsonl" \
+	--summary "$T/out/y.json" "$T/ab.jsonl" > /dev/null 2> "$T/.err"
+rc=$?
+[ "$rc" = 1 ] && grep -qF "out/y.json': write: File too large" "$T/.err" \
+	&& ok "a --summary write error exits 1, naming the file and the errno" \
+	|| notok "--summary write error" "status $rc" "$(cat "$T/.err")"
+nothing_left "no --removed file after the --summary write error" "$T/out" y.json
+mkdir "$T/out/z.json"
+check_fail "a --summary that is a directory exits 1" 1 "out/z.json': rename into place: Is a directory" \
+	$DM --removed "$T/out/z.jsonl" --summary "$T/out/z.json" "$T/a.jsonl"
+nothing_left "no --removed file after the --summary rename fails" "$T/out" z.jsonl
+check_fail "kept documents into a full stdout name it and the errno" 1 "'<stdout>': write: No space left on device" \
+	sh -c '"$@" > /dev/full' sh $DM "$T/a.jsonl"
 finish

@@ -77,4 +77,10 @@ grep -q '"documents":200,' "$T/.out" && grep -q "\"input_bytes\":$bytes," "$T/.o
 	|| notok "tok-train finds the 200 documents and their $bytes bytes" "$(cat "$T/.out")"
 
 check_fail "-o into a missing directory exits 1, naming the file" 1 "/missing/dir/x.jsonl'" $G --docs 5 -o "$T/missing/dir/x.jsonl"
+# write errors name the file and give the errno (RLIMIT_FSIZE for a file: 4 KiB)
+check_fail "JSONL into a full stdout" 1 "'<stdout>': write: No space left on device" sh -c '"$@" > /dev/full' sh $G --docs 5
+check_fail "text into a full stdout" 1 "'<stdout>': write: No space left on device" sh -c '"$@" > /dev/full' sh $G --docs 5 --format text
+check_fail "a file past RLIMIT_FSIZE" 1 "big.jsonl': write: File too large" \
+	sh -c 'trap "" XFSZ; ulimit -f 8; exec "$@"' sh $G --docs 400 -o "$T/big.jsonl"
+nothing_left "no temporary after the write error" "$T" big.jsonl
 finish

@@ -215,4 +215,11 @@ wait $pid 2>/dev/null
 rc=$?
 [ "$rc" = 143 ] && ok "SIGTERM stops tok-encode" || ok "tok-encode finished before SIGTERM (status $rc)"
 nothing_left "no temporary file after SIGTERM" "$T/out" big.lmtoks
+# write errors name the file and give the errno
+check_fail "ids into a full stdout" 1 "'<stdout>': write: No space left on device" \
+	sh -c '"$@" > /dev/full' sh $TE -q -t "$T/a.lmtok" --format ids "$DATA/text/en.txt"
+check_fail "llm.c's format past RLIMIT_FSIZE" 1 "fsz.bin': write: File too large" \
+	sh -c 'trap "" XFSZ; ulimit -f 2; exec "$@"' sh $TE -q -t "$T/a.lmtok" --format llmc -o "$T/out/fsz.bin" \
+	"$DATA/text/en.txt" "$DATA/text/code.c"
+nothing_left "no llm.c file after the write error" "$T/out" fsz.bin
 finish

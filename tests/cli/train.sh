@@ -123,4 +123,61 @@ check "--on-nonfinite skip goes on" $TR --data "$T/d" --init-llmc "$T/nan.bin" -
 	|| notok "skips" "$(grep -c '"skipped":true' "$T/.out")"
 check_fail "--init-llmc with a shape option is a usage error" 2 "sets the model's shape" \
 	$TR --data "$T/d" --init-llmc "$T/m.bin" --layers 2
+# a write error on metrics.jsonl names it and the errno; the failed event carries
+# the update the run had reached (RLIMIT_FSIZE of 4 KiB: metrics.jsonl outgrows it
+# after a few updates, events.jsonl does not)
+sh -c 'trap "" XFSZ; ulimit -f 8; exec "$@"' sh $TR --data "$T/d" $TINY --updates 50 --eval-every 0 -o "$T/fsz" \
+	> /dev/null 2> "$T/.err"
+rc=$?
+[ "$rc" = 1 ] && grep -qF "fsz/metrics.jsonl': write: File too large" "$T/.err" \
+	&& ok "a metrics.jsonl write error names the file and the errno" || notok "metrics write error" "status $rc" "$(cat "$T/.err")"
+tail -1 "$T/fsz/events.jsonl" | grep -q '"event":"failed","update":[1-9]' \
+	&& ok "the failed event carries the update reached" || notok "failed event" "$(cat "$T/fsz/events.jsonl")"
+check_fail "stdout full names it and the errno" 1 "'<stdout>': write: No space left on device" \
+	sh -c '"$@" > /dev/full' sh $TR --data "$T/d" $TINY --updates 1 --eval-every 0
+
+# the edges of every documented numeric range: each end is accepted (the run then
+# stops at the missing dataset, exit 1), just outside it is a usage error (exit 2);
+# the last column holds the options an end needs beside it
+while read -r opt lo hi below above with; do
+	for v in $lo $hi; do
+		$TR --data "$T/nodata" --$opt "$v" $with > /dev/null 2> "$T/.err"
+		rc=$?
+		[ "$rc" = 1 ] && ok "--$opt $v is accepted" || notok "--$opt $v" "status $rc" "$(cat "$T/.err")"
+	done
+	for v in $below $above; do
+		[ "$v" = - ] && continue
+		check_fail "--$opt $v is out of range" 2 "option '--$opt'" $TR --data "$T/nodata" --$opt "$v" $with
+	done
+done <<RANGES
+layers 1 1024 0 1025
+heads 1 1024 0 1025 --channels 1024
+channels 1 65536 0 65537 --heads 1
+context 1 1048576 0 1048577
+micro-batch 1 1048576 0 1048577
+accum 1 1048576 0 1048577
+updates 1 9223372036854775807 0 -
+lr 0 10 -1e-9 10.000001
+min-lr 0 1 -1e-9 1.000001
+warmup 0 9223372036854775807 -1 - --updates 9223372036854775807
+beta1 0 0.999999 -1e-9 0.9999995
+beta2 0 0.999999999 -1e-9 0.9999999995
+eps 1e-300 1 0 1.000001
+weight-decay 0 10 -1e-9 10.000001
+clip 0 1e30 -1e-9 1.1e30
+seed 0 9223372036854775807 -1 -
+init-seed 0 9223372036854775807 -1 -
+eval-every 0 9223372036854775807 -1 -
+eval-seqs 1 9223372036854775807 0 -
+sample-every 0 9223372036854775807 -1 -
+sample-tokens 1 1048576 0 1048577
+temperature 0 100 -1e-9 100.000001
+top-k 0 1073741824 -1 1073741825
+keep 2 1048576 1 1048577
+ckpt-minutes 0 1e9 -1e-9 1.000001e9 -o $T/norun
+mtbf 1 1e12 0.999999 1.000001e12
+stop-at 1 9223372036854775807 0 - -o $T/norun
+threads 1 4096 0 4097
+RANGES
+check_fail "--eps 0 is refused, naming the range" 2 "option '--eps': 0 is out of range (0, 1]" $TR --data "$T/d" --eps 0
 finish

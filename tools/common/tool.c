@@ -84,6 +84,12 @@ void die_err(const struct lmt_err *err)
 	die("%s", err->msg[0] ? err->msg : lmt_strerror(err->code));
 }
 
+void die_write(const char *name)
+{
+	int e = errno;
+	die("'%s': write: %s", name, strerror(e));
+}
+
 void usage_error(const char *fmt, ...)
 {
 	va_list ap;
@@ -188,15 +194,29 @@ uint64_t opt_size(const char *opt, const char *s)
 	return (uint64_t)r;
 }
 
-double opt_double(const char *opt, const char *s, double min, double max)
+static double parse_double(const char *opt, const char *s)
 {
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
 	if (errno || end == s || *end || !isfinite(v))
 		usage_error("option '--%s': '%s' is not a number", opt, s);
+	return v;
+}
+
+double opt_double(const char *opt, const char *s, double min, double max)
+{
+	double v = parse_double(opt, s);
 	if (v < min || v > max)
 		usage_error("option '--%s': %g is out of range [%g, %g]", opt, v, min, max);
+	return v;
+}
+
+double opt_double_above(const char *opt, const char *s, double above, double max)
+{
+	double v = parse_double(opt, s);
+	if (!(v > above) || v > max)
+		usage_error("option '--%s': %g is out of range (%g, %g]", opt, v, above, max);
 	return v;
 }
 

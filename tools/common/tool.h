@@ -46,6 +46,10 @@ void bad_option(char **argv) __attribute__((noreturn));
 
 void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void die_err(const struct lmt_err *err) __attribute__((noreturn));
+/* "'NAME': write: <strerror(errno)>", the library's wording for a failed write.
+ * Call it straight after the failing fwrite/fputs/fflush/fclose: errno is read
+ * first, before die() flushes stdout (which may fail again and overwrite it). */
+void die_write(const char *name) __attribute__((noreturn));
 void usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Human progress line on stderr, unless --quiet. */
@@ -65,6 +69,8 @@ long long opt_int(const char *opt, const char *s, long long min, long long max);
 /* Accepts k/K (1e3), M (1e6), G (1e9), Ki/Mi/Gi (powers of 1024) suffixes. */
 uint64_t opt_size(const char *opt, const char *s);
 double opt_double(const char *opt, const char *s, double min, double max);
+/* The range (above, max]: for values that must be positive (a divisor's term). */
+double opt_double_above(const char *opt, const char *s, double above, double max);
 
 /* Corpus options shared by the tools that read text; returns 1 if c was one. */
 enum {
