@@ -30,6 +30,7 @@
 #include "core/atomicfile.h"
 #include "core/pathcheck.h"
 #include "ckpt/ckpt.h"
+#include "ckpt/runlock.h"
 #include "core/json.h"
 #include "data/loader.h"
 #include "ckpt/safetensors.h"
@@ -286,6 +287,14 @@ static int reshard(const struct opts *o)
 		die("'%s' exists; ckpt-reshard writes a new checkpoint directory and never replaces one", out);
 	const char *inputs[] = { o->src };
 	if (lmt_path_check_output(out, "the new checkpoint", inputs, 1, &err))
+		die_err(&err);
+	/* a checkpoint written into a run (RUN/ckpt/step-N) makes this one of the run's
+	 * writers: refused while train owns it (its retention and set-aside rename
+	 * what is in RUN/ckpt); a RUN that is not there is the staging's error below */
+	static struct lmt_run_lock lock; /* held until exit */
+	char run_dir[PATH_MAX];
+	if (lmt_run_of_ckpt(out, run_dir, sizeof run_dir) && stat(run_dir, &st) == 0 &&
+	    lmt_run_lock(run_dir, 0, &lock, &err))
 		die_err(&err);
 
 	struct lmt_ckpt c;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt/runlock.h"
 #include "ckpt/safetensors.h"
 #include "core/digest.h"
 #include "core/json.h"
@@ -328,6 +329,12 @@ int main(int argc, char **argv)
 	}
 
 	struct lmt_err err = { 0 };
+	/* a card written into the run (the default) is one of its writers: while train
+	 * owns the run, it is refused, rather than describing a run still changing */
+	static struct lmt_run_lock lock; /* held until exit */
+	if ((lmt_run_contains(o.run, outdir) || (o.release && lmt_run_contains(o.run, o.release))) &&
+	    lmt_run_lock(o.run, 0, &lock, &err))
+		die_err(&err);
 	struct lmt_runcard_opts ro = {
 		.run = o.run, .data = o.data, .tokenizer = o.tokenizer, .dedup = o.dedup, .corpus = o.corpus,
 		.eval = o.eval, .neval = o.neval, .allow_missing = o.allow_missing, .warn = say_warn,

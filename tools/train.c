@@ -21,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "ckpt/ckpt.h"
+#include "ckpt/runlock.h"
 #include "ckpt/runstate.h"
 #include "comm/comm.h"
 #include "core/config.h"
@@ -294,6 +295,7 @@ static void set_option(struct opts *o, int c, const char *arg)
 /* ---- the run directory (lib/ckpt/runstate.h); this file prints ---- */
 
 static struct lmt_run run;
+static struct lmt_run_lock run_lock; /* held until exit: the kernel drops it however train ends */
 static int run_finished;
 static struct lmt_trainer the_trainer;
 /* the update the run had reached: stop_trainer, which runs before run_atexit,
@@ -602,6 +604,11 @@ int main(int argc, char **argv)
 	}
 
 	struct lmt_err err = { 0 };
+	lmt_run_lock_init(&run_lock);
+	/* one process owns a run: taken before anything of it is read (the checkpoint
+	 * to resume, the metrics to rewind) or made */
+	if (o.out && lmt_run_lock(o.out, 1, &run_lock, &err))
+		die_err(&err);
 	struct lmt_dataset d;
 	struct lmt_tokenizer tok;
 	int have_tok = open_data(&o, &d, &tok);
@@ -735,6 +742,7 @@ int main(int argc, char **argv)
 		die_err(&err);
 	report_end(&j, &o, tr, lmt_now() - t_start, rs.wall_offset, status, interrupted);
 	lmt_run_close(&run);
+	lmt_run_unlock(&run_lock);
 	lmt_run_sampling_release(&smp);
 	lmt_json_release(&j);
 	lmt_trainer_release(tr);

@@ -7,6 +7,7 @@
  */
 #include "ckpt/runstate.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -59,15 +60,50 @@ static int open_append(FILE **f, const char *dir, const char *name, struct lmt_e
 	return 0;
 }
 
+/* A run that stopped before its first update (a damaged dataset found by the
+ * first read, a kill during setup) left nothing that a rerun would lose: no update
+ * record in its metrics and nothing in ckpt/. Such a run directory is reused, so
+ * the identical command can be run again once the cause is fixed. */
+static int never_updated(const char *dir, const char *metrics)
+{
+	char ck[PATH_MAX], *data;
+	size_t n;
+	int updated = 0;
+	if (lmt_path_fmt(ck, sizeof ck, NULL, "%s/ckpt", dir) || lmt_read_file(metrics, &data, &n, NULL))
+		return 0;
+	for (char *q = data, *e; q < data + n && !updated; q = e + 1) {
+		if (!(e = memchr(q, '\n', (size_t)(data + n - q))))
+			e = data + n;
+		updated = (size_t)(e - q) >= 17 && !strncmp(q, "{\"event\":\"update\"", 17);
+	}
+	free(data);
+	DIR *d = opendir(ck);
+	if (d) {
+		struct dirent *de;
+		while (!updated && (de = readdir(d)))
+			updated = strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+		closedir(d);
+	} else if (errno != ENOENT) {
+		updated = 1;
+	}
+	return !updated;
+}
+
 int lmt_run_open(struct lmt_run *r, const char *dir, int resuming, struct lmt_err *err)
 {
 	char prev[PATH_MAX], ck[PATH_MAX];
 	int rc;
 	if ((rc = lmt_path_fmt(prev, sizeof prev, err, "%s/metrics.jsonl", dir)))
 		return rc;
-	if (access(prev, F_OK) == 0 && !resuming)
-		return lmt_err_set(err, LMT_EINVAL, "'%s' holds a previous run (metrics.jsonl); give a new directory, or --resume",
-				   dir);
+	if (access(prev, F_OK) == 0 && !resuming) {
+		if (!never_updated(dir, prev))
+			return lmt_err_set(err, LMT_EINVAL,
+					   "'%s' holds a previous run (metrics.jsonl); give a new directory, or --resume", dir);
+		if (truncate(prev, 0))
+			return lmt_err_errno(err, "'%s'", prev);
+		notice(r, "'%s' holds a run that stopped before its first update (no update record, no checkpoint): "
+			  "starting it again in place", dir);
+	}
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		return lmt_err_errno(err, "'%s'", dir);
 	if ((rc = lmt_path_fmt(r->dir, sizeof r->dir, err, "%s", dir)) || (rc = lmt_path_fmt(ck, sizeof ck, err, "%s/ckpt", dir)))

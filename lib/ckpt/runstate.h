@@ -50,8 +50,11 @@ struct lmt_run {
 void lmt_run_init(struct lmt_run *r, void (*notice)(void *ctx, const char *msg), void *ctx);
 /*
  * Make (or open) the run directory dir and dir/ckpt, and open metrics.jsonl and
- * events.jsonl for appending. A directory that holds a previous run's metrics is
- * refused unless resuming.
+ * events.jsonl for appending. The caller holds the run's lock (runlock.h). A
+ * directory that holds a previous run's metrics is refused unless resuming, or
+ * unless that run stopped before its first update (no update record, no
+ * checkpoint): its metrics are then emptied, a notice says so, and the run starts
+ * again in place (events.jsonl keeps the failed start's events).
  */
 int lmt_run_open(struct lmt_run *r, const char *dir, int resuming, struct lmt_err *err);
 /* Close the files (r stays usable as a run without a directory). */

@@ -58,6 +58,16 @@ reseal() {
 	printf '%s,"%s":"%s"}\n' "$_pre" "$_key" "$_h" > "$1.reseal" && mv "$1.reseal" "$1"
 }
 
+# tiny_data DOCS: the small fixture most train tests start from: a generated
+# corpus of DOCS documents, a 300-token tokenizer ($T/t.lmtok) and a dataset of
+# 32-token sequences with a tenth for validation ($T/d)
+tiny_data() {
+	"$BIN/gen-corpus" -q --docs "$1" --seed 7 -o "$T/c.jsonl" > /dev/null
+	"$BIN/tok-train" -q -v 300 -o "$T/t.lmtok" "$T/c.jsonl" > /dev/null
+	"$BIN/tok-encode" -q -t "$T/t.lmtok" -o "$T/s.lmtoks" "$T/c.jsonl" > /dev/null
+	"$BIN/shard-pack" -q -L 32 --split val=0.1 -o "$T/d" "$T/s.lmtoks" > /dev/null
+}
+
 finish() {
 	echo "1..$_n"
 	[ "$_fail" = 0 ]

@@ -1,0 +1,162 @@
+/*
+ * runlock.c: the run directory's owner lock; see runlock.h.
+ *
+ * fcntl record locks rather than flock: F_GETLK tells a refused process who holds
+ * the lock, so the message can name the PID, and they work on NFS where flock may
+ * not. Their one trap (any close of the file drops them) is why the descriptor
+ * lives in struct lmt_run_lock and nothing else opens RUN/lock.
+ */
+#include "ckpt/runlock.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/atomicfile.h"
+
+static int busy(struct lmt_run_lock *l, const char *run_dir, pid_t pid, struct lmt_err *err)
+{
+	close(l->fd);
+	l->fd = -1;
+	if (pid > 0)
+		return lmt_err_set(err, LMT_EIO, "'%s' is in use by process %ld (its lock %s): one process owns a run at a time",
+				   run_dir, (long)pid, l->path);
+	/* the holder is in another PID namespace, or let go and took it again meanwhile */
+	return lmt_err_set(err, LMT_EIO, "'%s' is in use by another process (its lock %s): one process owns a run at a time",
+			   run_dir, l->path);
+}
+
+int lmt_run_lock(const char *run_dir, int create, struct lmt_run_lock *l, struct lmt_err *err)
+{
+	l->fd = -1;
+	int rc = lmt_path_fmt(l->path, sizeof l->path, err, "%s/lock", run_dir);
+	if (rc)
+		return rc;
+	if (create && mkdir(run_dir, 0755) && errno != EEXIST)
+		return lmt_err_errno(err, "'%s'", run_dir);
+	l->fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (l->fd < 0)
+		return lmt_err_errno(err, "'%s'", l->path);
+	/* between a refused F_SETLK and the F_GETLK the holder may exit: then the
+	 * lock is free and taking it again succeeds; a few rounds bound a holder that
+	 * keeps coming and going */
+	for (int round = 0;; round++) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+		if (fcntl(l->fd, F_SETLK, &fl) == 0)
+			break;
+		if (errno != EACCES && errno != EAGAIN) {
+			rc = lmt_err_errno(err, "'%s': cannot lock it", l->path);
+			close(l->fd);
+			l->fd = -1;
+			return rc;
+		}
+		struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+		if (fcntl(l->fd, F_GETLK, &q) == 0 && q.l_type != F_UNLCK)
+			return busy(l, run_dir, q.l_pid, err);
+		if (round == 8)
+			return busy(l, run_dir, 0, err);
+	}
+	/* the PID is for people reading the file; a failure to write it is no reason
+	 * to refuse the run */
+	char pid[32];
+	int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(l->fd, 0) == 0 && pwrite(l->fd, pid, (size_t)n, 0) != n)
+		(void)ftruncate(l->fd, 0);
+	return 0;
+}
+
+void lmt_run_unlock(struct lmt_run_lock *l)
+{
+	if (l->fd < 0)
+		return;
+	/* no PID of a process that no longer holds it */
+	(void)ftruncate(l->fd, 0);
+	close(l->fd);
+	l->fd = -1;
+}
+
+/* path's real path, or its nearest existing parent's (a file about to be made). */
+static char *real_or_parent(const char *path)
+{
+	char *p = strdup(path), *r = NULL;
+	while (p && !(r = realpath(p, NULL)) && errno == ENOENT) {
+		char *sl = strrchr(p, '/');
+		while (sl && sl > p && sl[1] == 0) { /* trailing slashes */
+			*sl = 0;
+			sl = strrchr(p, '/');
+		}
+		if (!sl) {
+			strcpy(p, ".");
+		} else if (sl == p) {
+			p[1] = 0;
+		} else {
+			*sl = 0;
+		}
+	}
+	free(p);
+	return r;
+}
+
+int lmt_run_contains(const char *run_dir, const char *path)
+{
+	char *run = realpath(run_dir, NULL), *p = real_or_parent(path);
+	int in = 0;
+	if (run && p) {
+		size_t n = strlen(run);
+		in = !strncmp(p, run, n) && (p[n] == 0 || p[n] == '/' || (n == 1 && run[0] == '/'));
+	}
+	free(run);
+	free(p);
+	return in;
+}
+
+/* 1 if dir has an entry that is the file st (compared by device and inode). */
+static int dir_has(const char *dir, const struct stat *st)
+{
+	DIR *d = opendir(dir);
+	int found = 0;
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		struct stat es;
+		/* fstatat opens nothing, so RUN/lock is never opened (and closed) here */
+		if (fstatat(dirfd(d), e->d_name, &es, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(es.st_mode))
+			found = es.st_dev == st->st_dev && es.st_ino == st->st_ino;
+	}
+	closedir(d);
+	return found;
+}
+
+int lmt_run_contains_fd(const char *run_dir, int fd)
+{
+	struct stat st;
+	char ev[PATH_MAX];
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return 0;
+	if (dir_has(run_dir, &st))
+		return 1;
+	return !lmt_path_fmt(ev, sizeof ev, NULL, "%s/eval", run_dir) && dir_has(ev, &st);
+}
+
+int lmt_run_of_ckpt(const char *path, char *run_dir, size_t cap)
+{
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/') /* RUN/ckpt/step-N/ */
+		n--;
+	while (n && path[n - 1] != '/') /* the checkpoint's name */
+		n--;
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	if (n < 4 || strncmp(path + n - 4, "ckpt", 4) || (n > 4 && path[n - 5] != '/'))
+		return 0;
+	n -= 4;
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	return !lmt_path_fmt(run_dir, cap, NULL, "%.*s", (int)(n ? n : 1), n ? path : ".");
+}
