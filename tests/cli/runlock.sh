@@ -6,7 +6,8 @@
 #     checkpoints are unharmed: each update recorded once, in order, nothing set
 #     aside;
 #   - evalppl writing into RUN/eval/, runcard writing its card into RUN and
-#     ckpt-reshard writing into RUN/ckpt/ are refused the same way;
+#     ckpt-reshard writing into RUN/ckpt/ and ckpt-inspect --rehash are refused
+#     the same way;
 #   - after a SIGKILL, --resume auto takes the run at once (the kernel dropped the
 #     lock: no stale lock);
 #   - two fresh `train -o RUN` started together: exactly one runs, the other is
@@ -59,6 +60,9 @@ check_fail "runcard writing its card into a live run is refused" 1 "in use by pr
 	timeout 10 "$BIN/runcard" -q --allow-missing "$T/run"
 check_fail "ckpt-reshard writing into a live run's ckpt/ is refused" 1 "in use by process $a" \
 	timeout 10 "$BIN/ckpt-reshard" -q --world 2 "$T/ref/ckpt/step-00000020" "$T/run/ckpt/step-99999999"
+ck=$(ls -d "$T"/run/ckpt/step-* | head -1)
+check_fail "ckpt-inspect --rehash of a live run's checkpoint is refused" 1 "in use by process $a" \
+	timeout 10 "$BIN/ckpt-inspect" -q --rehash "$ck"
 i=0
 until [ "$(grep -c '"event":"checkpoint"' "$T/a.out")" -ge 3 ] || [ $i -ge 500 ]; do sleep 0.01; i=$((i + 1)); done
 kill -TERM $a
