@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/atomicfile.h"
 #include "data/bpetrain.h"
 #include "data/corpus.h"
 #include "core/json.h"
@@ -555,6 +556,39 @@ static void print_summary(const struct opts *o, const struct lmt_tokenizer *tok,
 	info("wrote %s (%u tokens, sha256 %.16s...)", final, tok->n_vocab, hex);
 }
 
+/* -o and --export-hf, committed together: neither is in place unless both are */
+static void write_outputs(const struct opts *o, struct lmt_tokenizer *tok, char *final, size_t cap)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_atomicfile lm = { .slot = -1 }, hf = { .slot = -1 };
+	if (o->out) {
+		uint8_t *buf;
+		size_t n;
+		if (lmt_tok_serialize(tok, &buf, &n, &err)) /* also fixes the sha256 the name may hold */
+			die_err(&err);
+		lmt_tok_output_name(tok, o->out, final, cap);
+		if (lmt_atomicfile_open(&lm, final, &err))
+			die_err(&err);
+		if (fwrite(buf, 1, n, lm.fp) != n)
+			die_write(final);
+		free(buf);
+	}
+	if (o->export_hf) {
+		char *text;
+		size_t n;
+		if (lmt_tok_export_hf_text(tok, &text, &n, &err) || lmt_atomicfile_open(&hf, o->export_hf, &err)) {
+			lmt_atomicfile_abort(&lm);
+			die_err(&err);
+		}
+		if (fwrite(text, 1, n, hf.fp) != n)
+			die_write(o->export_hf);
+		free(text);
+	}
+	struct lmt_atomicfile *const all[] = { &lm, &hf };
+	if (lmt_atomicfile_commit_all(all, 2, &err))
+		die_err(&err);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -600,12 +634,7 @@ int main(int argc, char **argv)
 		train(&o, inputs, ninputs, &tok, &j, &ts);
 	}
 	char final[4096] = "";
-	if (o.out && lmt_tok_save_as(&tok, o.out, final, sizeof final, &err))
-		die_err(&err);
-	if (o.export_hf) {
-		if (lmt_tok_export_hf(&tok, o.export_hf, &err))
-			die_err(&err);
-	}
+	write_outputs(&o, &tok, final, sizeof final);
 	if (o.out)
 		print_summary(&o, &tok, final, &ts, t0, &j);
 	if (o.fertility || o.nevals)

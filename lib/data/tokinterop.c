@@ -608,8 +608,10 @@ static int cmp_merge_prio(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
-int lmt_tok_export_hf(const struct lmt_tokenizer *t, const char *path, struct lmt_err *err)
+int lmt_tok_export_hf_text(const struct lmt_tokenizer *t, char **text, size_t *len, struct lmt_err *err)
 {
+	*text = NULL;
+	*len = 0;
 	struct lmt_json j;
 	lmt_json_init(&j);
 	char *s = malloc((size_t)t->max_token_len * 2 + 64), *s2 = NULL;
@@ -719,11 +721,23 @@ int lmt_tok_export_hf(const struct lmt_tokenizer *t, const char *path, struct lm
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = lmt_write_file_atomic(path, j.out.buf, j.out.len, err);
+	*len = j.out.len;
+	*text = lmt_strbuf_detach(&j.out);
 out:
 	free(s);
 	free(s2);
 	free(ord);
 	lmt_json_release(&j);
+	return rc;
+}
+
+int lmt_tok_export_hf(const struct lmt_tokenizer *t, const char *path, struct lmt_err *err)
+{
+	char *text;
+	size_t n;
+	int rc = lmt_tok_export_hf_text(t, &text, &n, err);
+	if (!rc)
+		rc = lmt_write_file_atomic(path, text, n, err);
+	free(text);
 	return rc;
 }

@@ -33,6 +33,8 @@ int lmt_tok_import_gpt2(struct lmt_tokenizer *t, const char *encoder_json, const
 int lmt_tok_import_hf(struct lmt_tokenizer *t, const char *path, struct lmt_err *err);
 
 /* Write a HuggingFace tokenizer.json (atomically). */
+/* The same tokenizer.json as text (caller frees *text). */
+int lmt_tok_export_hf_text(const struct lmt_tokenizer *t, char **text, size_t *len, struct lmt_err *err);
 int lmt_tok_export_hf(const struct lmt_tokenizer *t, const char *path, struct lmt_err *err);
 
 #endif

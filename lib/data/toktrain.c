@@ -204,26 +204,16 @@ int lmt_toktrain_finish(struct lmt_toktrain *t, struct lmt_tokenizer *tok, struc
 				    o->nspecials, o->eos, o->bos, o->pad, tok, err);
 }
 
-int lmt_tok_save_as(struct lmt_tokenizer *tok, const char *out, char *final, size_t cap,
-		    struct lmt_err *err)
+void lmt_tok_output_name(const struct lmt_tokenizer *tok, const char *out, char *final, size_t cap)
 {
 	struct stat st;
 	size_t ol = strlen(out);
-	if ((ol && out[ol - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode))) {
-		uint8_t *buf;
-		size_t n;
-		char hex[LMT_SHA256_HEX];
-		int rc = lmt_tok_serialize(tok, &buf, &n, err);
-		if (rc)
-			return rc;
+	char hex[LMT_SHA256_HEX];
+	if ((ol && out[ol - 1] == '/') || (stat(out, &st) == 0 && S_ISDIR(st.st_mode)))
 		snprintf(final, cap, "%s%stok-%.16s.lmtok", out, ol && out[ol - 1] == '/' ? "" : "/",
 			 lmt_sha256_hex(tok->sha256, hex));
-		rc = lmt_write_file_atomic(final, buf, n, err);
-		free(buf);
-		return rc;
-	}
-	snprintf(final, cap, "%s", out);
-	return lmt_tok_save(tok, out, err);
+	else
+		snprintf(final, cap, "%s", out);
 }
 
 /* ---- fertility ---- */

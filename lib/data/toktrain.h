@@ -90,10 +90,9 @@ int lmt_tok_fertility(const struct lmt_tokenizer *tok, struct lmt_corpus *c, int
 		      struct lmt_fertility *per_source, size_t nsrc_cap, struct lmt_fertility *all,
 		      struct lmt_err *err);
 
-/* Write tok to out: a file, or, when out is a directory or ends in '/', the file
- * tok-<first 16 hex digits of its SHA-256>.lmtok in it. The path written is
- * copied to final (cap bytes). */
-int lmt_tok_save_as(struct lmt_tokenizer *tok, const char *out, char *final, size_t cap,
-		    struct lmt_err *err);
+/* The file -o OUT names, into final (cap bytes): OUT, or, when OUT is a directory
+ * or ends in '/', tok-<first 16 hex digits of its SHA-256>.lmtok in it (the
+ * SHA-256 is set once the tokenizer is serialized). */
+void lmt_tok_output_name(const struct lmt_tokenizer *tok, const char *out, char *final, size_t cap);
 
 #endif

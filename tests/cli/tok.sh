@@ -143,6 +143,15 @@ n=$(grep -c '"event":"fertility"' "$T/.out")
 [ "$n" = 11 ] && ok "one fertility record per source, one for all, one per --eval" || notok "fertility records" "$n records"
 grep '"label":"telugu"' "$T/.out" | grep -q '"tokens_per_byte":' && ok "labelled evaluation file reported" || notok "label"
 
+# ---- -o and --export-hf are committed together ----
+mkdir -p "$T/both" "$T/both/hf-is-a-dir"
+check_fail "--export-hf onto a directory fails" 1 "hf-is-a-dir" \
+	$TT -q -v 300 -o "$T/both/tok.lmtok" --export-hf "$T/both/hf-is-a-dir" "$DATA/text"
+[ ! -e "$T/both/tok.lmtok" ] && [ -z "$(ls -A "$T/both/hf-is-a-dir")" ] &&
+	ok "... and leaves no -o file either (all outputs or none)" || notok "left behind" "$(ls -R "$T/both")"
+check "both outputs when both can be written" $TT -q -v 300 -o "$T/both/tok.lmtok" --export-hf "$T/both/tok.json" "$DATA/text"
+[ -s "$T/both/tok.lmtok" ] && [ -s "$T/both/tok.json" ] && ok "... both in place" || notok "both outputs"
+
 # ---- bad input: exit 1, the file named, nothing left behind ----
 mkdir "$T/out"
 check_fail "missing input file" 1 "nope.txt" $TE -t "$T/a.lmtok" -o "$T/out/x.lmtoks" "$T/nope.txt"
