@@ -201,6 +201,12 @@ nothing_left "no --removed or --summary file after the bad archive" "$T/out" x.j
 # empty --removed), the summary record with --against's fields is over 512 bytes
 { jsonl "$A"; jsonl "$B"; } > "$T/ab.jsonl"
 jsonl "zzz qqq" > "$T/ev.jsonl"
+if [ -n "${ASAN_OPTIONS:-}" ]; then
+	# clang's OpenMP runtime (the sanitizer build's) sizes a shared-memory file at
+	# start, which a 512-byte RLIMIT_FSIZE forbids: it cannot start at all there
+	ok "# skip --summary write error under RLIMIT_FSIZE: clang's libomp needs a larger shm file"
+	ok "# skip (the same)"
+else
 sh -c 'trap "" XFSZ; ulimit -f 1; exec "$@"' sh $DM --against "$T/ev.jsonl" --removed "$T/out/y.jsonl" \
 	--summary "$T/out/y.json" "$T/ab.jsonl" > /dev/null 2> "$T/.err"
 rc=$?
@@ -208,6 +214,7 @@ rc=$?
 	&& ok "a --summary write error exits 1, naming the file and the errno" \
 	|| notok "--summary write error" "status $rc" "$(cat "$T/.err")"
 nothing_left "no --removed file after the --summary write error" "$T/out" y.json
+fi
 mkdir "$T/out/z.json"
 check_fail "a --summary that is a directory exits 1" 1 "out/z.json': rename into place: Is a directory" \
 	$DM --removed "$T/out/z.jsonl" --summary "$T/out/z.json" "$T/a.jsonl"
