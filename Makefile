@@ -188,5 +188,32 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory -C examples BIN=$(abspath $(B))/bin OUT=$(abspath $(B))/demo
 
+# Install, git-style: the tools keep their short names (train, runcard, ...) in
+# PREFIX/libexec/lmt/, off PATH, and only the front end lmt (tools/lmt.c) goes in
+# PREFIX/bin (`lmt train ...`, `lmt help train`, `lmt --list`); the pages go where
+# man finds them. DESTDIR stages the tree elsewhere (packaging). uninstall removes
+# exactly what install wrote (the names come from the sources, not the build).
+#   make install [PREFIX=/usr/local] [DESTDIR=]     make uninstall (the same ones)
+PREFIX ?= /usr/local
+LIBEXECDIR = $(DESTDIR)$(PREFIX)/libexec/lmt
+BINDIR = $(DESTDIR)$(PREFIX)/bin
+MAN1DIR = $(DESTDIR)$(PREFIX)/share/man/man1
+MAN5DIR = $(DESTDIR)$(PREFIX)/share/man/man5
+INSTALL ?= install
+LIBEXEC_TOOLS := $(filter-out lmt,$(TOOL_SRC:tools/%.c=%))
+MAN1 := $(wildcard man/*.1)
+MAN5 := $(wildcard man/*.5)
+.PHONY: install uninstall
+install: all
+	$(INSTALL) -d $(LIBEXECDIR) $(BINDIR) $(MAN1DIR) $(MAN5DIR)
+	$(INSTALL) -m 755 $(LIBEXEC_TOOLS:%=$(B)/bin/%) $(LIBEXECDIR)/
+	$(INSTALL) -m 755 $(B)/bin/lmt $(BINDIR)/
+	$(INSTALL) -m 644 $(MAN1) $(MAN1DIR)/
+	$(INSTALL) -m 644 $(MAN5) $(MAN5DIR)/
+uninstall:
+	rm -f $(LIBEXEC_TOOLS:%=$(LIBEXECDIR)/%) $(BINDIR)/lmt \
+		$(MAN1:man/%=$(MAN1DIR)/%) $(MAN5:man/%=$(MAN5DIR)/%)
+	rmdir $(LIBEXECDIR) 2> /dev/null || true
+
 clean:
 	rm -rf $(B)
