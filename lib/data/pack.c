@@ -26,6 +26,8 @@
 #include "data/pack.h"
 #include "data/tokenizer.h"
 
+#define LMT_PACK_DOCUMENTS "documents.jsonl"
+
 static int oom(struct lmt_err *err)
 {
 	return lmt_err_set(err, LMT_ENOMEM, "out of memory");
@@ -312,6 +314,45 @@ int lmt_pack_finish(struct lmt_pack *pk, struct lmt_err *err)
 
 /* ---- the manifest ---- */
 
+/*
+ * documents.jsonl: one line per document of the stream, in stream order (the
+ * segments' document numbers index it): its tokens, the bytes of its source text
+ * and its source (an index into the manifest's sources). evalppl takes bits per
+ * byte from these, so a dataset packed from a pipe, whose stream is gone, has them
+ * as one packed from a file does; the manifest records the file's SHA-256.
+ */
+static int write_documents(const struct lmt_pack *pk, const struct lmt_tokstream_reader *r, uint8_t *sha,
+			   struct lmt_err *err)
+{
+	char path[PATH_MAX], line[96];
+	struct lmt_atomicfile af;
+	struct lmt_sha256 h;
+	int rc = lmt_path_fmt(path, sizeof path, err, "%s/" LMT_PACK_DOCUMENTS, pk->dir);
+	if (rc)
+		return rc;
+	if (lmt_sha256_init(&h))
+		return oom(err);
+	if ((rc = lmt_atomicfile_open(&af, path, err))) {
+		lmt_sha256_release(&h);
+		return rc;
+	}
+	for (uint64_t i = 0; i < r->info.n_docs; i++) {
+		struct lmt_tokstream_doc d;
+		lmt_tokstream_reader_doc(r, i, &d);
+		int n = snprintf(line, sizeof line, "{\"tokens\":%llu,\"bytes\":%llu,\"source\":%u}\n",
+				 (unsigned long long)d.n_tok, (unsigned long long)d.n_bytes, d.source);
+		lmt_sha256_update(&h, line, (size_t)n);
+		if (fwrite(line, 1, (size_t)n, af.fp) != (size_t)n) {
+			rc = lmt_err_errno(err, "'%s': write", path);
+			lmt_atomicfile_abort(&af);
+			lmt_sha256_release(&h);
+			return rc;
+		}
+	}
+	lmt_sha256_final(&h, sha);
+	return lmt_atomicfile_commit(&af, err);
+}
+
 static void manifest_splits(struct lmt_json *j, const struct lmt_pack *pk)
 {
 	lmt_json_obj(j, "splits");
@@ -370,6 +411,10 @@ int lmt_pack_write_manifest(const struct lmt_pack *pk, const struct lmt_tokstrea
 	uint32_t eos = pk->add_eos || o->eos_in_stream ? o->eos : LMT_NO_TOKEN;
 	struct lmt_json j;
 	char hex[LMT_SHA256_HEX];
+	uint8_t docs_sha[LMT_SHA256_LEN];
+	int rc = write_documents(pk, r, docs_sha, err);
+	if (rc)
+		return rc;
 	lmt_json_init(&j);
 	lmt_json_begin(&j);
 	lmt_json_str(&j, "schema", "lmt-dataset");
@@ -384,6 +429,11 @@ int lmt_pack_write_manifest(const struct lmt_pack *pk, const struct lmt_tokstrea
 	lmt_json_u64(&j, "tokens", r->info.n_tokens);
 	lmt_json_u64(&j, "text_bytes", r->info.text_bytes);
 	lmt_json_bool(&j, "eos_in_stream", o->eos_in_stream);
+	lmt_json_obj_end(&j);
+	lmt_json_obj(&j, "documents");
+	lmt_json_str(&j, "path", LMT_PACK_DOCUMENTS);
+	lmt_json_u64(&j, "count", r->info.n_docs);
+	lmt_json_str(&j, "sha256", lmt_sha256_hex(docs_sha, hex));
 	lmt_json_obj_end(&j);
 	lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(r->info.tokenizer_sha256, hex));
 	lmt_json_u64(&j, "vocab_size", r->info.vocab_size);
@@ -411,7 +461,6 @@ int lmt_pack_write_manifest(const struct lmt_pack *pk, const struct lmt_tokstrea
 	manifest_lists(&j, pk, r);
 	lmt_jsonseal_add(&j, LMT_DATASET_SEAL); /* last: a checksum of everything above */
 	lmt_json_end(&j);
-	int rc;
 	char path[PATH_MAX];
 	if (j.out.oom)
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory writing the manifest");

@@ -619,6 +619,122 @@ static const char *stream_source(const void *r, uint32_t i)
 	return ((const struct lmt_tokstream_reader *)r)->sources[i];
 }
 
+/*
+ * The byte counts and sources of the documents, from the token stream the dataset
+ * was packed from or, when that is gone (packed from a pipe) or not found, from the
+ * dataset's own documents table (the manifest's "documents", written by shard-pack
+ * from the same index records): either gives the same numbers.
+ */
+struct doctab {
+	int from;                        /* 0 none, 1 the stream r, 2 the table below */
+	struct lmt_tokstream_reader r;
+	struct lmt_tokstream_doc *d;     /* from the table: one per document */
+	uint64_t n;
+	json_t *names;                   /* the manifest's sources, borrowed */
+	char path[PATH_MAX];
+};
+
+static const char *table_source(const void *t, uint32_t i)
+{
+	json_t *src = json_array_get(((const struct doctab *)t)->names, i);
+	const char *n = json_string_value(json_object_get(src, "name"));
+	return n ? n : "";
+}
+
+/* The dataset's documents table: 1 read, 0 the manifest names none, or an error. */
+static int read_table(const struct lmt_dataset *ds, const struct lmt_eval_dsinfo *x, struct doctab *t,
+		      struct lmt_err *err)
+{
+	json_t *m = x->m, *dj = json_object_get(m, "documents");
+	const char *name = json_string_value(json_object_get(dj, "path"));
+	const char *hex = json_string_value(json_object_get(dj, "sha256"));
+	json_t *cnt = json_object_get(dj, "count");
+	uint8_t want[LMT_SHA256_LEN], got[LMT_SHA256_LEN];
+	int rc;
+	if (!name || !hex || !json_is_integer(cnt) || lmt_sha256_parse(hex, want))
+		return 0;
+	if (strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, "."))
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': the documents table '%s' is not a file of the dataset",
+				   ds->dir, name);
+	if ((rc = lmt_path_fmt(t->path, sizeof t->path, err, "%s/%s", ds->dir, name)) ||
+	    (rc = lmt_sha256_file(t->path, got, err)))
+		return rc;
+	if (memcmp(got, want, LMT_SHA256_LEN))
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': SHA-256 differs from the one the manifest records",
+				   t->path);
+	uint64_t n = (uint64_t)json_integer_value(cnt);
+	t->names = json_object_get(m, "sources");
+	uint32_t nsources = (uint32_t)json_array_size(t->names);
+	FILE *f = fopen(t->path, "r");
+	if (!f)
+		return lmt_err_errno(err, "'%s'", t->path);
+	if (!(t->d = calloc(n ? n : 1, sizeof *t->d))) {
+		fclose(f);
+		return oom(err);
+	}
+	char line[256];
+	uint64_t off = 0;
+	for (t->n = 0; t->n < n && fgets(line, sizeof line, f); t->n++) {
+		unsigned long long tok, bytes;
+		unsigned src;
+		struct lmt_tokstream_doc *d = &t->d[t->n];
+		if (sscanf(line, "{\"tokens\":%llu,\"bytes\":%llu,\"source\":%u}", &tok, &bytes, &src) != 3 ||
+		    src >= nsources)
+			break;
+		*d = (struct lmt_tokstream_doc){ off, tok, bytes, src, 0 };
+		off += tok;
+	}
+	int extra = fgets(line, sizeof line, f) != NULL;
+	fclose(f);
+	if (t->n != n || extra)
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': line %llu is not a document record of the %llu the "
+				   "manifest counts", t->path, (unsigned long long)t->n + 1, (unsigned long long)n);
+	t->from = 2;
+	return 1;
+}
+
+static int doctab_open(struct lmt_dataset *ds, const struct lmt_eval_dsinfo *x, struct doctab *t,
+		       struct lmt_eval_docset *s, struct lmt_err *err)
+{
+	memset(t, 0, sizeof *t);
+	int rc = open_stream(ds, x, &t->r, s->stream_path, s->bytes_why, sizeof s->bytes_why, err);
+	if (rc > 0) {
+		t->from = 1;
+		t->n = t->r.info.n_docs;
+		snprintf(t->path, sizeof t->path, "%s", t->r.f.path);
+		snprintf(s->bytes_from_buf, sizeof s->bytes_from_buf, "the token stream '%s'", s->stream_path);
+	} else if (rc == 0 && (rc = read_table(ds, x, t, err)) > 0) {
+		snprintf(s->bytes_from_buf, sizeof s->bytes_from_buf, "the dataset's documents '%s'", t->path);
+	}
+	if (rc > 0)
+		s->bytes_why[0] = 0;
+	return rc;
+}
+
+static void doctab_get(const struct doctab *t, uint64_t i, struct lmt_tokstream_doc *d)
+{
+	if (t->from == 1)
+		lmt_tokstream_reader_doc(&t->r, i, d);
+	else
+		*d = t->d[i];
+}
+
+static int doctab_sources(const struct doctab *t, struct lmt_eval_docset *s, struct lmt_err *err)
+{
+	if (t->from == 1)
+		return set_sources(s, t->r.info.n_sources, stream_source, &t->r, err);
+	return set_sources(s, (uint32_t)json_array_size(t->names), table_source, t, err);
+}
+
+static void doctab_release(struct doctab *t)
+{
+	if (t->from == 1)
+		lmt_tokstream_reader_close(&t->r);
+	free(t->d);
+	t->d = NULL;
+	t->from = 0;
+}
+
 int lmt_eval_docset_read_split(struct lmt_eval_docset *s, struct lmt_dataset *ds, const struct lmt_eval_dsinfo *x,
 			       int split, const struct lmt_tokenizer *tok, uint64_t max_docs, uint64_t max_tokens,
 			       struct lmt_err *err)
@@ -626,7 +742,7 @@ int lmt_eval_docset_read_split(struct lmt_eval_docset *s, struct lmt_dataset *ds
 	struct lmt_split_doc *sd;
 	size_t n;
 	uint32_t *tokens;
-	struct lmt_tokstream_reader r;
+	struct doctab t;
 	const char *sname = lmt_split_name(split);
 	int rc = lmt_split_docs(ds, split, NULL, 0, 1, max_docs, max_tokens, &sd, &n, &tokens, err);
 	if (rc)
@@ -636,32 +752,33 @@ int lmt_eval_docset_read_split(struct lmt_eval_docset *s, struct lmt_dataset *ds
 		free(tokens);
 		return lmt_err_set(err, LMT_ENOTFOUND, "'%s': the %s split has no documents", ds->dir, sname);
 	}
-	int have_stream = open_stream(ds, x, &r, s->stream_path, s->bytes_why, sizeof s->bytes_why, err);
+	int have_stream = doctab_open(ds, x, &t, s, err);
 	if (have_stream < 0) {
+		doctab_release(&t);
 		free(sd);
 		free(tokens);
 		return have_stream;
 	}
-	if (have_stream)
-		s->bytes_why[0] = 0;
 	s->tok = tokens;
 	s->ntok = sd[n - 1].off + sd[n - 1].n;
 	for (size_t i = 0; i < n; i++) {
 		int cut = sd[i].at_tail && x->tail_dropped[split];
 		struct lmt_tokstream_doc td;
 		if (have_stream) {
-			if (sd[i].doc >= r.info.n_docs) {
-				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': document %llu of the %s split is not in the token "
-						 "stream '%s' (%llu documents)", ds->dir, (unsigned long long)sd[i].doc, sname,
-						 r.f.path, (unsigned long long)r.info.n_docs);
+			if (sd[i].doc >= t.n) {
+				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': document %llu of the %s split is not in the %s "
+						 "'%s' (%llu documents)", ds->dir, (unsigned long long)sd[i].doc, sname,
+						 t.from == 1 ? "token stream" : "documents table", t.path,
+						 (unsigned long long)t.n);
 				goto out;
 			}
-			lmt_tokstream_reader_doc(&r, sd[i].doc, &td);
+			doctab_get(&t, sd[i].doc, &td);
 			uint64_t want = td.n_tok + (x->add_eos ? 1 : 0);
 			if (sd[i].n != want && !(cut && sd[i].n < want)) {
 				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': document %llu has %llu tokens in the %s split, %llu "
-						 "in the token stream '%s'", ds->dir, (unsigned long long)sd[i].doc,
-						 (unsigned long long)sd[i].n, sname, (unsigned long long)want, r.f.path);
+						 "in the %s '%s'", ds->dir, (unsigned long long)sd[i].doc,
+						 (unsigned long long)sd[i].n, sname, (unsigned long long)want,
+						 t.from == 1 ? "token stream" : "documents table", t.path);
 				goto out;
 			}
 			cut = sd[i].n < want;
@@ -700,14 +817,12 @@ int lmt_eval_docset_read_split(struct lmt_eval_docset *s, struct lmt_dataset *ds
 	s->has_words = tok != NULL;
 	if (have_stream) {
 		s->has_bytes = s->has_sources = 1;
-		if ((rc = set_sources(s, r.info.n_sources, stream_source, &r, err)))
+		if ((rc = doctab_sources(&t, s, err)))
 			goto out;
-		snprintf(s->bytes_from_buf, sizeof s->bytes_from_buf, "the token stream '%s'", s->stream_path);
 		s->bytes_from = s->bytes_from_buf;
 	}
 out:
-	if (have_stream)
-		lmt_tokstream_reader_close(&r);
+	doctab_release(&t);
 	free(sd);
 	return rc;
 }

@@ -70,6 +70,27 @@ jq -se 'map(select(.event == "ppl" and .scope == "length")) | (map(.tokens) | ad
 [ "$(cat "$T/len.sum" | tr -d ' \n')" = "[$n,$(field "$T/val.out" documents)]" ] \
 	&& ok "the length buckets partition the documents and tokens" || notok "buckets" "$(cat "$T/len.sum")"
 
+# --- a pipeline: tok-encode | shard-pack gives the file pipeline's dataset and bits per byte ---
+"$BIN/tok-encode" -q -t "$T/t.lmtok" --eos "$T/c.jsonl" 2> /dev/null \
+	| "$BIN/shard-pack" -q -L 64 --tail pad --split val=0.1 -o "$T/dpipe" > /dev/null
+same=1
+for f in "$T"/d/*.lmshard "$T"/d/documents.jsonl; do cmp -s "$f" "$T/dpipe/${f##*/}" || same=0; done
+[ $same = 1 ] && [ "$(ls "$T/d")" = "$(ls "$T/dpipe")" ] \
+	&& ok "piped: the same shards and documents table as from a file" || notok "piped dataset"
+strip() { jq -cS 'del(.input.path, .manifest_sha256)' "$1"; }
+[ "$(strip "$T/d/manifest.json")" = "$(strip "$T/dpipe/manifest.json")" ] \
+	&& grep -q '"path":"<stdin>"' "$T/dpipe/manifest.json" \
+	&& ok "piped: the same manifest but for the input path, which says stdin" || notok "piped manifest"
+check "evalppl --data of the piped dataset" $E -q $J --bootstrap 0 --data "$T/dpipe" "$CK"
+cp "$T/.out" "$T/pipe.out"; cp "$T/.err" "$T/pipe.err"
+check "evalppl --data of the file dataset" $E -q $J --bootstrap 0 --data "$T/d" "$CK"
+pb=$(field "$T/pipe.out" bits_per_byte); fb=$(field "$T/.out" bits_per_byte)
+[ "$pb" = "$fb" ] && [ "$(field "$T/pipe.out" bytes)" = "$(field "$T/.out" bytes)" ] && [ "$pb" != null ] \
+	&& ! grep -q "unknown" "$T/pipe.err" \
+	&& head -1 "$T/pipe.out" | jq -e '.bytes_known' > /dev/null \
+	&& ok "piped: evalppl gives the same bits per byte ($pb) as from a file" \
+	|| notok "piped bpb" "pipe $pb file $fb: $(cat "$T/pipe.err")"
+
 # the train and val splits hold every document, token and byte of the stream
 check "evalppl --split train" $E -q $J --bootstrap 0 --split train "$CK"
 cp "$T/.out" "$T/train.out"
