@@ -13,6 +13,8 @@
  * configuration, the parameter breakdown, the metrics and the events.
  */
 #include <getopt.h>
+#include <math.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +28,7 @@
 #include "comm/comm.h"
 #include "core/config.h"
 #include "core/json.h"
+#include "core/strbuf.h"
 #include "core/util.h"
 #include "data/dataset.h"
 #include "data/tokenizer.h"
@@ -41,7 +44,7 @@ enum {
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
-	OPT_STOP_AT,
+	OPT_STOP_AT, OPT_JSONL,
 };
 
 static const struct option longopts[] = {
@@ -97,6 +100,7 @@ static const struct option longopts[] = {
 	{ "backend", required_argument, NULL, OPT_BACKEND },
 	{ "threads", required_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
+	{ "jsonl", no_argument, NULL, OPT_JSONL },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -154,6 +158,8 @@ static void usage(void)
 	       "  -j, --threads N         CPU threads (OMP_NUM_THREADS, else all cores)\n"
 	       "  --peak-flops X          FLOP/s for MFU (default: measured sgemm peak)\n"
 	       "  -q, --quiet             no progress on stderr\n"
+	       "  --jsonl                 JSONL on stdout even on a terminal (where train\n"
+	       "                          otherwise shows a line per update for people)\n"
 	       "  -h, --help  -V, --version\n"
 	       "\n"
 	       "Exit status: 0 success, 1 error, 2 usage error. See train(1).\n");
@@ -161,6 +167,7 @@ static void usage(void)
 
 struct opts {
 	const char *data, *out, *tokenizer, *init_llmc, *export_llmc, *prompt, *backend;
+	int jsonl;
 	struct lmt_gpt_config model;
 	struct lmt_train_cfg tc;
 	int context, threads;
@@ -289,6 +296,7 @@ static void set_option(struct opts *o, int c, const char *arg)
 	case OPT_STOP_AT: o->stop_at = (uint64_t)opt_int("stop-at", arg, 1, INT64_MAX); break;
 	case 'j': o->threads = (int)opt_int("threads", arg, 1, 4096); break;
 	case 'q': tool_quiet = 1; break;
+	case OPT_JSONL: o->jsonl = 1; break;
 	}
 }
 
@@ -334,11 +342,77 @@ static void run_atexit(void)
 }
 
 /* Write j's record to stdout and, with to_run, to the run's metrics. */
+/* stdout on a terminal: a line for people per record (JSONL still goes to the run) */
+static int human;
+static uint64_t human_updates; /* --updates, for the ETA */
+
+static void clock_str(char *buf, size_t cap, double s)
+{
+	long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
+	if (t >= 3600)
+		snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+	else
+		snprintf(buf, cap, "%ld:%02ld", t / 60, t % 60);
+}
+
+static double num(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* The record j (closed) as a line for people: nanoGPT's compact update line,
+ * validation and samples as they happen, checkpoints on their own line. */
+static void show(const struct lmt_json *j)
+{
+	json_t *r = json_loadb(j->out.buf, j->out.len, 0, NULL);
+	const char *ev = json_string_value(json_object_get(r, "event"));
+	unsigned long long u = (unsigned long long)num(r, "update");
+	char a[32], b[32];
+	if (!ev) {
+	} else if (!strcmp(ev, "update")) {
+		double wall = num(json_object_get(r, "clocks"), "wall_s");
+		double step = num(json_object_get(r, "time"), "step");
+		clock_str(a, sizeof a, wall);
+		clock_str(b, sizeof b, step * (double)(human_updates > u ? human_updates - u : 0));
+		printf("update %5llu/%llu | loss %.4f | lr %.2e | norm %6.3f%s | %7.0f tok/s | mfu %5.1f%% | %s, eta %s\n",
+		       u, (unsigned long long)human_updates, num(r, "loss"), num(r, "lr"), num(r, "grad_norm"),
+		       json_is_true(json_object_get(r, "clipped")) ? "*" : " ", num(r, "tokens_per_s"),
+		       100 * num(r, "mfu"), a, b);
+	} else if (!strcmp(ev, "eval")) {
+		printf("update %5llu: val loss %.4f (train's estimate: %.0f sequences of the val split; evalppl "
+		       "scores all of it)\n", u, num(r, "loss"), num(r, "sequences"));
+	} else if (!strcmp(ev, "sample")) {
+		const char *t = json_string_value(json_object_get(r, "text"));
+		printf("update %5llu: sample: %s\n", u, t ? t : "(ids only: no tokenizer)");
+	} else if (!strcmp(ev, "checkpoint")) {
+		printf("checkpoint  %s (%.1f MB, %.2f s%s)\n", json_string_value(json_object_get(r, "path")),
+		       num(r, "bytes") / 1e6, num(r, "write_s"), json_is_true(json_object_get(r, "async")) ? ", async" : "");
+	} else if (!strcmp(ev, "summary")) {
+		clock_str(a, sizeof a, num(r, "wall_s"));
+		double tps = num(r, "tokens_per_s");
+		if (isnan(tps))
+			printf("done: nothing to do (the run was already at update %llu)\n",
+			       (unsigned long long)num(r, "updates"));
+		else
+			printf("%s: %llu updates, %.0f tokens in %s (%.0f tok/s)\n", json_string_value(json_object_get(r, "status")),
+			       (unsigned long long)num(r, "updates"), num(r, "tokens"), a, tps);
+	}
+	json_decref(r);
+	if (fflush(stdout))
+		die_write("<stdout>");
+}
+
 static void emit(struct lmt_json *j, int to_run)
 {
 	struct lmt_err err = { 0 };
-	if (lmt_json_end_line(j, stdout))
+	if (human) {
+		lmt_json_end(j);
+		lmt_strbuf_putc(&j->out, '\n');
+		show(j);
+	} else if (lmt_json_end_line(j, stdout)) {
 		die_write("<stdout>");
+	}
 	if (to_run && lmt_run_metrics_append(&run, j, &err))
 		die_err(&err);
 }
@@ -356,9 +430,10 @@ static void ckpt_saved(void *ctx, const struct lmt_run_saved *s)
 	if (s->best_interval_s > 0)
 		snprintf(tail, sizeof tail, "; with an MTBF of %.0f s the best interval is %.0f s", o->mtbf,
 			 s->best_interval_s);
-	info("checkpoint of update %llu: %.1f MB written in %.2f s; cost %.3f s (training %s)%s",
-	     (unsigned long long)s->update, s->r->bytes / 1e6, s->r->write_s, s->cost_s,
-	     s->async ? "paused for the snapshot" : "waited for the write", tail);
+	if (!human) /* on a terminal its line is on stdout already */
+		info("checkpoint of update %llu: %.1f MB written in %.2f s; cost %.3f s (training %s)%s",
+		     (unsigned long long)s->update, s->r->bytes / 1e6, s->r->write_s, s->cost_s,
+		     s->async ? "paused for the snapshot" : "waited for the write", tail);
 }
 
 /* The saver of the run's checkpoints, from t_start on (a resumed run's checkpoint
@@ -565,8 +640,8 @@ static int report_nonfinite(const struct lmt_step_stats *st, int rc, const struc
 	return 0;
 }
 
-static void report_end(struct lmt_json *j, const struct opts *o, const struct lmt_trainer *tr, double wall,
-		       double wall_offset, int status, int interrupted)
+static void report_end(struct lmt_json *j, const struct opts *o, const struct lmt_trainer *tr, uint64_t tokens0,
+		       uint64_t updates0, double wall, double wall_offset, int status, int interrupted)
 {
 	struct lmt_err err = { 0 };
 	if (interrupted) {
@@ -576,13 +651,18 @@ static void report_end(struct lmt_json *j, const struct opts *o, const struct lm
 			die_err(&err);
 		info("%s", detail);
 	}
-	lmt_run_summary_record(j, tr, wall, wall_offset, status ? "stopped" : interrupted ? "interrupted" : "done");
+	lmt_run_summary_record(j, tr, tr->tokens - tokens0, tr->update - updates0, wall, wall_offset,
+			       status ? "stopped" : interrupted ? "interrupted" : "done");
 	emit(j, 1);
 	if (!interrupted)
 		event(status ? "failed" : "end", NULL, tr->update);
 	run_finished = 1;
-	info("%llu updates, %llu tokens in %.1f s (%.0f tokens/s)", (unsigned long long)tr->update,
-	     (unsigned long long)tr->tokens, wall, tr->tokens / wall);
+	if (tr->update == updates0)
+		info("nothing to do: the run was already at update %llu (--updates %llu)", (unsigned long long)tr->update,
+		     (unsigned long long)o->tc.updates);
+	else
+		info("%llu updates, %llu tokens in %.1f s (%.0f tokens/s)", (unsigned long long)(tr->update - updates0),
+		     (unsigned long long)(tr->tokens - tokens0), wall, (tr->tokens - tokens0) / wall);
 }
 
 int main(int argc, char **argv)
@@ -591,6 +671,8 @@ int main(int argc, char **argv)
 	tool_init("train");
 	tool_passive_threads(argv);
 	parse_args(&o, argc, argv);
+	human = !o.jsonl && isatty(STDOUT_FILENO);
+	human_updates = o.tc.updates;
 	{
 		/* the run directory and --export-llmc stay apart from every input, and the
 		 * export from the run's checkpoints */
@@ -686,6 +768,7 @@ int main(int argc, char **argv)
 	struct lmt_json j;
 	lmt_json_init(&j);
 	tool_defer_signals(); /* SIGINT, SIGTERM: finish the update, save, exit 0 */
+	const uint64_t tokens0 = tr->tokens, updates0 = tr->update; /* this process's share starts here */
 	while (tr->update < o.tc.updates) {
 		struct lmt_step_stats st;
 		int rc = lmt_trainer_step(tr, &st, &err);
@@ -697,7 +780,7 @@ int main(int argc, char **argv)
 		emit(&j, 1);
 		if (st.nonfinite_what && (status = report_nonfinite(&st, rc, &err)))
 			break;
-		if (!tool_quiet && isatty(STDERR_FILENO))
+		if (!tool_quiet && !human && isatty(STDERR_FILENO))
 			fprintf(stderr, "\rtrain: update %llu/%llu loss %.4f lr %.2e %.0f tok/s mfu %.1f%%   ",
 				(unsigned long long)st.update, (unsigned long long)o.tc.updates, st.loss, st.lr,
 				st.valid_tokens / st.t_total, 100 * fpt * (double)st.positions / st.t_total / peak);
@@ -732,7 +815,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	if (!tool_quiet && isatty(STDERR_FILENO))
+	if (!tool_quiet && !human && isatty(STDERR_FILENO))
 		fputc('\n', stderr);
 	/* the final checkpoint, written before exit 0 (a failed run's state is not saved) */
 	if (o.out && (status ? lmt_run_save_poll(&sv, 1, &err) : lmt_run_save(&sv, 1, &err)))
@@ -740,7 +823,7 @@ int main(int argc, char **argv)
 	lmt_run_saver_release(&sv);
 	if (!status && !interrupted && o.export_llmc && lmt_gpt_save_llmc(&g, o.export_llmc, &err))
 		die_err(&err);
-	report_end(&j, &o, tr, lmt_now() - t_start, rs.wall_offset, status, interrupted);
+	report_end(&j, &o, tr, tokens0, updates0, lmt_now() - t_start, rs.wall_offset, status, interrupted);
 	lmt_run_close(&run);
 	lmt_run_unlock(&run_lock);
 	lmt_run_sampling_release(&smp);

@@ -520,8 +520,8 @@ int lmt_run_stopped(struct lmt_run *r, int sig, uint64_t stop_at, uint64_t updat
 	return lmt_run_event(r, "stop", detail, update, err);
 }
 
-void lmt_run_summary_record(struct lmt_json *j, const struct lmt_trainer *tr, double wall, double wall_offset,
-			    const char *status)
+void lmt_run_summary_record(struct lmt_json *j, const struct lmt_trainer *tr, uint64_t tokens_done,
+			    uint64_t updates_done, double wall, double wall_offset, const char *status)
 {
 	lmt_json_begin(j);
 	lmt_json_str(j, "event", "summary");
@@ -530,7 +530,13 @@ void lmt_run_summary_record(struct lmt_json *j, const struct lmt_trainer *tr, do
 	lmt_json_num(j, "wall_s", wall);
 	lmt_json_num(j, "wall_s_total", wall_offset + wall);
 	lmt_json_num(j, "device_s", wall * tr->comm->world);
-	lmt_json_num(j, "tokens_per_s", tr->tokens / wall);
+	/* this process's rate: a resume's earlier tokens are not this wall time's;
+	 * with nothing to do there is no rate (null) */
+	lmt_json_u64(j, "updates_done", updates_done);
+	if (updates_done)
+		lmt_json_num(j, "tokens_per_s", tokens_done / wall);
+	else
+		lmt_json_null(j, "tokens_per_s");
 	lmt_json_u64(j, "clipped_updates", tr->clipped_updates);
 	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
 	lmt_json_str(j, "status", status);

@@ -136,8 +136,8 @@ int lmt_run_stopped(struct lmt_run *r, int sig, uint64_t stop_at, uint64_t updat
 		    struct lmt_err *err);
 /* Begin the "summary" record: wall is this process's time, wall_offset the resumed
  * segments' before it; status "done", "interrupted" or "stopped". */
-void lmt_run_summary_record(struct lmt_json *j, const struct lmt_trainer *tr, double wall, double wall_offset,
-			    const char *status);
+void lmt_run_summary_record(struct lmt_json *j, const struct lmt_trainer *tr, uint64_t tokens_done,
+			    uint64_t updates_done, double wall, double wall_offset, const char *status);
 
 /* ---- resuming ---- */
 

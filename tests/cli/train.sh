@@ -180,4 +180,26 @@ stop-at 1 9223372036854775807 0 - -o $T/norun
 threads 1 4096 0 4097
 RANGES
 check_fail "--eps 0 is refused, naming the range" 2 "option '--eps': 0 is out of range (0, 1]" $TR --data "$T/d" --eps 0
+# ---- on a terminal: a line per update for people; JSONL when piped or --jsonl ----
+if command -v script > /dev/null 2>&1; then
+	rm -rf "$T/tty"
+	script -qec "$TR --data '$T/d' $TINY --updates 4 --eval-every 2 -o '$T/tty'" /dev/null > "$T/tty.txt" 2>&1
+	grep -Eq '^update +1/4 \| loss [0-9.]+ \| lr [0-9.e+-]+ \| norm +[0-9.]+\*? \| +[0-9]+ tok/s \| mfu +[0-9.]+% \| [0-9:]+, eta [0-9:]+' "$T/tty.txt" \
+		&& ok "a terminal gets one compact line per update" || notok "tty update line" "$(head -c 400 "$T/tty.txt")"
+	grep -q "^update     2: val loss [0-9.]* (train's estimate" "$T/tty.txt" && ! grep -q '^{"event"' "$T/tty.txt" \
+		&& ok "... the validation estimate named as such, and no JSONL" || notok "tty eval" "$(head -c 400 "$T/tty.txt")"
+	[ "$(jq -c 'select(.event == "update")' "$T/tty/metrics.jsonl" | wc -l)" = 4 ] \
+		&& ok "... while metrics.jsonl still holds the JSONL" || notok "tty metrics"
+	rm -rf "$T/tty"
+	script -qec "$TR --data '$T/d' $TINY --updates 2 --jsonl -o '$T/tty'" /dev/null > "$T/tty.txt" 2>&1
+	grep -q '^{"event":"update"' "$T/tty.txt" && ok "--jsonl forces JSONL on a terminal" || notok "--jsonl" "$(head -c 300 "$T/tty.txt")"
+else
+	ok "# skip the terminal display: no script(1)"
+fi
+# a resume with nothing left to do says so (it once claimed millions of tokens a second)
+$TR --data "$T/d" $TINY --updates 2 --resume auto -o "$T/tty" > "$T/noop.out" 2> "$T/noop.err"
+grep -q "nothing to do: the run was already at update 2" "$T/noop.err" &&
+	jq -e 'select(.event == "summary") | .tokens_per_s == null and .updates_done == 0' "$T/noop.out" > /dev/null &&
+	ok "a resume with nothing to do says so, with no rate" || notok "no-op resume" "$(cat "$T/noop.err")" "$(tail -1 "$T/noop.out")"
+
 finish
