@@ -71,6 +71,7 @@ static const struct option longopts[] = {
 	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP },
 	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD },
 	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY },
+	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -114,6 +115,7 @@ static void usage(void)
 	       "      --doc-sep STR       split text documents at STR instead\n"
 	       "      --text-field NAME   JSONL field with the text (text)\n"
 	       "      --keep-empty        keep empty documents\n"
+	       "      --strict            a dangling, unreadable or binary input is an error\n"
 	       "\n"
 	       "  -h, --help              this help\n"
 	       "  -V, --version           version and backends\n"
@@ -312,6 +314,7 @@ static void write_summary(const struct opts *o, const struct lmt_dedup *d, const
 	lmt_json_num(&j, "docs_per_s", t->total > 0 ? (double)d->n / t->total : 0);
 	lmt_json_u64(&j, "threads", (uint64_t)o->p.threads);
 	lmt_json_str(&j, "kernel", lmt_minhash_kernel(&d->mh));
+	corpus_skips_json(&j, o->corpus.skips);
 	lmt_json_end(&j);
 	if (j.out.oom)
 		oom();
@@ -331,6 +334,8 @@ static void parse_options(int argc, char **argv, struct opts *o)
 	o->p.norm = LMT_TEXTNORM_ALL;
 	o->p.against = o->against;
 	o->p.corpus = &o->corpus;
+	static struct lmt_corpus_skips skips;
+	o->corpus.skips = &skips;
 	int c;
 	const char *bad;
 	while ((c = getopt_long(argc, argv, "hVt:j:q", longopts, NULL)) != -1) {
@@ -439,6 +444,7 @@ int main(int argc, char **argv)
 	progress_done(&u);
 	tm.pass2 = lmt_now() - t;
 	tm.total = lmt_now() - t0;
+	corpus_skips_warn(o.corpus.skips);
 	if (o.summary)
 		write_summary(&o, &d, &tm, &summary);
 	/* --removed and --summary are committed together, or neither is */

@@ -54,6 +54,7 @@ static const struct option longopts[] = {
 	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP },
 	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD },
 	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY },
+	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -85,6 +86,7 @@ static void usage(void)
 	       "                          between documents)\n"
 	       "      --text-field NAME   JSONL field with the text (text)\n"
 	       "      --keep-empty        keep empty documents\n"
+	       "      --strict            a dangling, unreadable or binary input is an error\n"
 	       "\n"
 	       "  -q, --quiet             no progress on stderr\n"
 	       "  -h, --help              this help\n"
@@ -342,6 +344,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(tok.sha256, hex));
 		lmt_json_u64(&j, "documents", docs);
 		lmt_json_u64(&j, "sources", lmt_corpus_nsources(c));
+		corpus_skips_json(&j, o->corpus.skips);
 		lmt_json_u64(&j, "bytes", bytes);
 		lmt_json_u64(&j, "tokens", ntok);
 		if (!o->ids)
@@ -355,6 +358,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 			die_write("<stdout>");
 		lmt_json_release(&j);
 	}
+	corpus_skips_warn(o->corpus.skips);
 	info("encoded %llu documents, %llu bytes into %llu tokens in %.2f s (%.1f MB/s, %d threads)",
 	     (unsigned long long)docs, (unsigned long long)bytes, (unsigned long long)ntok, secs,
 	     secs > 0 ? bytes / secs / 1e6 : 0, nt);
@@ -445,7 +449,9 @@ static int decode(const struct opts *o, const char *const *inputs, int ninputs)
 int main(int argc, char **argv)
 {
 	struct opts o;
+	static struct lmt_corpus_skips skips;
 	memset(&o, 0, sizeof o);
+	o.corpus.skips = &skips;
 	tool_init("tok-encode");
 	int c;
 	while ((c = getopt_long(argc, argv, "hVt:o:j:q", longopts, NULL)) != -1) {

@@ -81,6 +81,7 @@ static const struct option longopts[] = {
 	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP },
 	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD },
 	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY },
+	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -125,6 +126,7 @@ static void usage(void)
 	       "      --doc-sep STR       split text documents at STR instead\n"
 	       "      --text-field NAME   JSONL field with the text (text)\n"
 	       "      --keep-empty        keep empty documents\n"
+	       "      --strict            a dangling, unreadable or binary input is an error\n"
 	       "\n"
 	       "  -o, --output PATH       tokenizer file; a directory gets tok-<sha256:16>.lmtok\n"
 	       "  -q, --quiet             no progress on stderr\n"
@@ -378,7 +380,9 @@ static void fertility(const struct opts *o, const struct lmt_tokenizer *tok, con
 		snprintf(label, sizeof label, "%.*s", eq ? (int)(eq - o->evals[i]) : (int)strlen(path),
 			 eq ? o->evals[i] : path);
 		struct lmt_corpus *c;
-		if (lmt_corpus_open(&c, &path, 1, &o->corpus, &err))
+		struct lmt_corpus_opts eo = o->corpus;
+		eo.skips = NULL; /* the summary's record is the inputs' */
+		if (lmt_corpus_open(&c, &path, 1, &eo, &err))
 			die_err(&err);
 		struct lmt_fertility all = { 0 };
 		if (lmt_tok_fertility(tok, c, nt, NULL, 0, &all, &err))
@@ -391,6 +395,8 @@ static void fertility(const struct opts *o, const struct lmt_tokenizer *tok, con
 static void parse_options(int argc, char **argv, struct opts *o)
 {
 	memset(o, 0, sizeof *o);
+	static struct lmt_corpus_skips skips;
+	o->corpus.skips = &skips;
 	o->vocab = 32768;
 	o->pattern = "cl100k";
 	o->sample = 1;
@@ -551,6 +557,7 @@ static void print_summary(const struct opts *o, const struct lmt_tokenizer *tok,
 	}
 	lmt_json_num(j, "seconds", lmt_now() - t0);
 	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
+	corpus_skips_json(j, o->corpus.skips);
 	if (lmt_json_end_line(j, stdout))
 		die_write("<stdout>");
 	info("wrote %s (%u tokens, sha256 %.16s...)", final, tok->n_vocab, hex);
@@ -639,6 +646,7 @@ int main(int argc, char **argv)
 		print_summary(&o, &tok, final, &ts, t0, &j);
 	if (o.fertility || o.nevals)
 		fertility(&o, &tok, inputs, ninputs, &j);
+	corpus_skips_warn(o.corpus.skips);
 	lmt_tok_release(&tok);
 	lmt_json_release(&j);
 	return 0;

@@ -2,7 +2,12 @@
  * corpus.c: the document reader described in corpus.h.
  *
  * A corpus is a list of leaf inputs (directories are expanded up front so that a
- * missing or unreadable path is reported before any work is done). Each leaf is a
+ * missing or unreadable path is reported before any work is done). Each leaf
+ * remembers whether the user named it or a directory walk found it: only found
+ * inputs may be skipped, because a named one that cannot be read is the user's
+ * mistake, while one bad file among thousands in /usr/share/doc is not. Binary
+ * files are recognised by sniffing the start of each source before its first
+ * document, so the check costs one look at a buffer that is read anyway. Each leaf is a
  * plain file read with read(2), a compressed file or stdin read through libarchive's
  * "raw" format, or an archive whose regular members are sources of their own.
  * Documents are cut out of a growable input buffer, so memory holds one document
@@ -31,8 +36,12 @@ struct lmt_corpus {
 	struct lmt_corpus_opts o;
 	const char *field;
 
-	char **leaves;
+	struct leaf {
+		char *path;
+		int found;       /* from a directory walk, not named */
+	} *leaves;
 	size_t nleaves, leafcap, ileaf;
+	struct lmt_corpus_skips own_skips, *skips;
 	uint64_t total_bytes, done_bytes;
 
 	struct source {
@@ -52,6 +61,7 @@ struct lmt_corpus {
 	struct archive *nested;  /* compressed member opened from memory */
 	char *nested_mem;
 	int fmt;                 /* LMT_CORPUS_TEXT or LMT_CORPUS_JSONL */
+	int found;               /* the open source may be skipped (see struct leaf) */
 	uint32_t src;
 	uint64_t ordinal, line;
 	uint64_t src_bytes;      /* bytes read from this source (plain files) */
@@ -124,14 +134,76 @@ int lmt_corpus_format_parse(const char *s)
 	return -1;
 }
 
-static int add_leaf(struct lmt_corpus *c, const char *path, struct lmt_err *err)
+static int add_leaf(struct lmt_corpus *c, const char *path, int found, struct lmt_err *err)
 {
 	if (LMT_GROW(c->leaves, c->leafcap, c->nleaves + 1))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
-	if (!(c->leaves[c->nleaves] = strdup(path)))
+	if (!(c->leaves[c->nleaves].path = strdup(path)))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
-	c->nleaves++;
+	c->leaves[c->nleaves++].found = found;
 	return 0;
+}
+
+void lmt_corpus_skips_release(struct lmt_corpus_skips *s)
+{
+	for (size_t i = 0; i < s->nnames; i++) {
+		free(s->first[i].name);
+		free(s->first[i].why);
+	}
+	memset(s, 0, sizeof *s);
+}
+
+/* Passes over a found input, or with strict refuses it: the message is the one a
+ * named input gets, "'name': why". */
+static int skip(struct lmt_corpus *c, const char *name, const char *why, struct lmt_err *err)
+{
+	if (c->o.strict)
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': %s", name, why);
+	struct lmt_corpus_skips *s = c->skips;
+	if (s->nnames < LMT_CORPUS_SKIP_NAMES) {
+		struct lmt_corpus_skip *k = &s->first[s->nnames];
+		k->name = strdup(name);
+		k->why = strdup(why);
+		if (!k->name || !k->why) {
+			free(k->name);
+			free(k->why);
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		}
+		s->nnames++;
+	}
+	s->n++;
+	return 0;
+}
+
+const char *lmt_corpus_binary(const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	if (memchr(p, 0, LMT_MIN(n, (size_t)LMT_CORPUS_SNIFF_NUL)))
+		return "binary file (a NUL byte in the first 8 KiB)";
+	n = LMT_MIN(n, (size_t)LMT_CORPUS_SNIFF_UTF8);
+	size_t bad = 0;
+	for (size_t i = 0; i < n;) {
+		unsigned c = p[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		size_t k = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		if (k && i + k > n)
+			break; /* cut off by the sample's end: not the file's fault */
+		size_t j = 1;
+		while (k && j < k && (p[i + j] & 0xc0) == 0x80)
+			j++;
+		int ok = k && j == k && !((c == 0xe0 && p[i + 1] < 0xa0) || (c == 0xed && p[i + 1] > 0x9f) ||
+					  (c == 0xf0 && p[i + 1] < 0x90) || (c == 0xf4 && p[i + 1] > 0x8f));
+		if (ok) {
+			i += k;
+		} else {
+			bad++;
+			i++;
+		}
+	}
+	return bad * 10 > n ? "binary file (over 10% invalid UTF-8 in the first 64 KiB)" : NULL;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -142,21 +214,31 @@ static int cmp_str(const void *a, const void *b)
 static int expand(struct lmt_corpus *c, const char *path, int depth, struct lmt_err *err)
 {
 	struct stat st;
+	int found = depth > 0;
 	if (!strcmp(path, "-"))
-		return add_leaf(c, path, err);
-	if (stat(path, &st) != 0)
-		return lmt_err_errno(err, "'%s'", path);
-	if (!S_ISDIR(st.st_mode)) {
-		if (access(path, R_OK) != 0)
+		return add_leaf(c, path, 0, err);
+	if (stat(path, &st) != 0) {
+		if (!found)
 			return lmt_err_errno(err, "'%s'", path);
+		int e = errno;
+		struct stat lst;
+		return skip(c, path, e == ENOENT && !lstat(path, &lst) && S_ISLNK(lst.st_mode) ?
+			    "dangling symlink" : strerror(e), err);
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		/* a named FIFO is read (tok-encode <(zcat ...)); a found one would block */
+		if (found && !S_ISREG(st.st_mode))
+			return skip(c, path, "not a regular file", err);
+		if (access(path, R_OK) != 0)
+			return found ? skip(c, path, strerror(errno), err) : lmt_err_errno(err, "'%s'", path);
 		c->total_bytes += (uint64_t)st.st_size;
-		return add_leaf(c, path, err);
+		return add_leaf(c, path, found, err);
 	}
 	if (depth > 64)
 		return lmt_err_set(err, LMT_EINVAL, "'%s': directories nested too deep", path);
 	DIR *d = opendir(path);
 	if (!d)
-		return lmt_err_errno(err, "'%s'", path);
+		return found ? skip(c, path, strerror(errno), err) : lmt_err_errno(err, "'%s'", path);
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *e;
@@ -202,6 +284,8 @@ int lmt_corpus_open(struct lmt_corpus **out, const char *const *paths, int npath
 		c->o = *opts;
 	c->field = c->o.text_field ? c->o.text_field : "text";
 	c->fd = -1;
+	c->skips = c->o.skips ? c->o.skips : &c->own_skips;
+	lmt_corpus_skips_release(c->skips);
 	/* the read buffer exists from the start, so that no reader ever computes an
 	 * offset from a NULL buffer (undefined behaviour, even for an offset of 0) */
 	c->cap = 1 << 20;
@@ -383,6 +467,7 @@ static int open_next(struct lmt_corpus *c, struct lmt_err *err)
 			free(lab);
 			if (rc)
 				return rc;
+			c->found = 1;
 			c->fmt = format_of(c, mname);
 			c->ar = c->arch;
 			if (any_sfx(mname, compress_sfx, LMT_ARRAY_SIZE(compress_sfx))) {
@@ -417,20 +502,33 @@ static int open_next(struct lmt_corpus *c, struct lmt_err *err)
 		}
 		if (c->ileaf >= c->nleaves)
 			return 0;
-		const char *path = c->leaves[c->ileaf++];
+		const char *path = c->leaves[c->ileaf].path;
+		c->found = c->leaves[c->ileaf++].found;
 		int kind = classify(path);
 		if (kind == LEAF_PLAIN) {
+			/* a found file that vanished or changed since the walk is passed over */
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0) {
+				if (!c->found)
+					return lmt_err_errno(err, "'%s'", path);
+				int rc = skip(c, path, strerror(errno), err);
+				if (rc)
+					return rc;
+				continue;
+			}
 			char *lab = malloc(strlen(path) + 3);
-			if (!lab)
+			if (!lab) {
+				close(fd);
 				return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+			}
 			sprintf(lab, "'%s'", path);
 			int rc = add_source(c, path, lab, err);
 			free(lab);
-			if (rc)
+			if (rc) {
+				close(fd);
 				return rc;
-			c->fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (c->fd < 0)
-				return lmt_err_errno(err, "'%s'", path);
+			}
+			c->fd = fd;
 			c->src_bytes = 0;
 			c->fmt = format_of(c, path);
 			c->open = 1;
@@ -483,6 +581,7 @@ static int open_next(struct lmt_corpus *c, struct lmt_err *err)
 			int rc = add_source(c, nm, lab, err);
 			if (rc)
 				return rc;
+			c->found = 1;
 			c->fmt = format_of(c, mname ? mname : "");
 			c->ar = a;
 			c->open = 1;
@@ -989,6 +1088,33 @@ static int read_text(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *er
 	return 1;
 }
 
+/* Reads the start of the open source and checks it is text: 1 if so (or named); 0 if it was
+ * a found binary file, now closed and its source id given back; < 0 on error. */
+static int sniff(struct lmt_corpus *c, struct lmt_err *err)
+{
+	int rc;
+	while (!c->eof && c->end - c->start < LMT_CORPUS_SNIFF_UTF8)
+		if ((rc = fill(c, err)))
+			return rc;
+	const char *why = lmt_corpus_binary(c->buf + c->start, c->end - c->start);
+	if (!why)
+		return 1;
+	/* a named file is read as given (byte-level tokenizers round-trip any bytes),
+	 * unless strict */
+	if (!c->found)
+		return c->o.strict ? lmt_err_set(err, LMT_EFORMAT, "%s: %s", label(c), why) : 1;
+	struct source *s = &c->srcs[c->src];
+	rc = skip(c, s->name, why, err);
+	if (rc)
+		return rc;
+	/* the source is the newest: give its id back, so the rest keep theirs */
+	free(s->name);
+	free(s->label);
+	c->nnames--;
+	close_source(c);
+	return 0;
+}
+
 int lmt_corpus_next(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *err)
 {
 	for (;;) {
@@ -998,6 +1124,10 @@ int lmt_corpus_next(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *err
 				return rc;
 			c->ordinal = 0;
 			c->line = 0;
+			if ((rc = sniff(c, err)) < 0)
+				return rc;
+			if (rc == 0)
+				continue;
 		}
 		memset(d, 0, sizeof *d);
 		int rc = c->fmt == LMT_CORPUS_JSONL ? read_jsonl(c, d, err) : read_text(c, d, err);
@@ -1020,7 +1150,8 @@ void lmt_corpus_close(struct lmt_corpus *c)
 	if (c->arch)
 		archive_read_free(c->arch);
 	for (size_t i = 0; i < c->nleaves; i++)
-		free(c->leaves[i]);
+		free(c->leaves[i].path);
+	lmt_corpus_skips_release(&c->own_skips);
 	for (size_t i = 0; i < c->nnames; i++) {
 		free(c->srcs[i].name);
 		free(c->srcs[i].label);

@@ -10,6 +10,16 @@
  *     member is read as a file of its own (members may themselves be compressed);
  *   - a directory: its files, recursively, in byte order of their names, skipping
  *     names that start with '.'.
+ *
+ * Inputs found rather than named (the entries of a named directory, the members of a
+ * named archive) are skipped when they cannot be read: a dangling symlink, a symlink
+ * loop, a FIFO, socket or device, a file that cannot be opened, or a binary file
+ * (lmt_corpus_binary says which). A file named on the command line, or stdin, is
+ * never skipped: missing or unreadable it is an error, since the user asked for it;
+ * binary it is read as given (byte-level tokenizers encode any bytes). With strict
+ * set every skip is an error instead, and so is a named binary file. Skipped inputs take no source id, so the
+ * documents of the rest are the same as without the skipped files.
+ *
  * Text is split into documents per file (default), per line, at blank lines, or at
  * a separator string. stdin is sniffed: compressed or archived input is detected by
  * libarchive; text whose first byte is '{' is read as JSONL unless told otherwise.
@@ -45,7 +55,34 @@ struct lmt_corpus_opts {
 	const char *doc_sep;     /* split text at this string instead (e.g. "<|endoftext|>") */
 	const char *text_field;  /* JSONL field holding the text; NULL means "text" */
 	int keep_empty;          /* yield empty documents too (default: skip them) */
+	int strict;              /* an input that would be skipped is an error */
+	struct lmt_corpus_skips *skips; /* optional, caller-owned: filled with what was
+					 * skipped; emptied by each lmt_corpus_open */
 };
+
+/* What a corpus passed over: the count, and the first few names with the reason. */
+#define LMT_CORPUS_SKIP_NAMES 5
+struct lmt_corpus_skips {
+	uint64_t n;
+	size_t nnames;           /* min(n, LMT_CORPUS_SKIP_NAMES) */
+	struct lmt_corpus_skip {
+		char *name;      /* "dir/file" or "archive.tar:member" (malloc'd) */
+		char *why;       /* "dangling symlink", "binary: ..." (malloc'd) */
+	} first[LMT_CORPUS_SKIP_NAMES];
+};
+/* Frees the names; the struct is then empty and reusable. */
+void lmt_corpus_skips_release(struct lmt_corpus_skips *s);
+
+/*
+ * NULL if p[0..n) (the start of a file) reads as text, else why not, as a static
+ * string. Binary means a NUL byte in the first 8 KiB, or more than 10% of the first
+ * 64 KiB's bytes starting invalid UTF-8 sequences (a sequence cut off at the end of
+ * the sample does not count). 10%, not less, so that Latin-1 prose stays text; random
+ * or compressed bytes are around 40%.
+ */
+const char *lmt_corpus_binary(const void *p, size_t n);
+#define LMT_CORPUS_SNIFF_NUL (8u << 10)
+#define LMT_CORPUS_SNIFF_UTF8 (64u << 10)
 
 struct lmt_doc {
 	const char *text;        /* valid until the next lmt_corpus_next call */

@@ -235,6 +235,32 @@ static void check_jsonl_agrees(void)
 	tap_ok(mismatch == 0, "the JSONL fast path agrees with jansson on %d valid and mutated lines", tried);
 }
 
+/* The binary threshold the man pages state: a NUL in the first 8 KiB; more than
+ * 10% of the first 64 KiB's bytes starting invalid UTF-8; a cut-off sequence at the
+ * sample's end is no fault. */
+static void check_binary_threshold(void)
+{
+	static char b[80 << 10];
+	memset(b, 'a', sizeof b);
+	tap_ok(!lmt_corpus_binary(b, sizeof b), "plain ASCII is text");
+	b[8191] = 0;
+	tap_ok(lmt_corpus_binary(b, sizeof b) != NULL, "a NUL at byte 8191 is binary");
+	b[8191] = 'a';
+	b[8192] = 0;
+	tap_ok(!lmt_corpus_binary(b, sizeof b), "a NUL past the first 8 KiB is not looked for");
+	b[8192] = 'a';
+	for (size_t i = 0; i < 1000; i++)
+		b[i * 10] = (char)0xe9; /* Latin-1 e-acute: 10% of 10000 bytes, not over */
+	tap_ok(!lmt_corpus_binary(b, 10000), "10%% invalid UTF-8 is still text");
+	b[9999] = (char)0xe9;
+	b[9995] = (char)0xe9;
+	tap_ok(lmt_corpus_binary(b, 10000) != NULL, "over 10%% invalid UTF-8 is binary");
+	memset(b, 'a', sizeof b);
+	b[0] = (char)0xe2;
+	tap_ok(!lmt_corpus_binary(b, 1) && !lmt_corpus_binary("\xe2\x82", 2), "a sequence cut off at the end is no fault");
+	tap_ok(!lmt_corpus_binary("\xe2\x82\xac euro", 8), "valid UTF-8 is text");
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -396,5 +422,6 @@ int main(void)
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		tap_diag("could not remove %s", dir);
+	check_binary_threshold();
 	return tap_done();
 }

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "core/atomicfile.h"
+#include "core/json.h"
+#include "core/strbuf.h"
 #include "core/pathcheck.h"
 #include "backend/backend.h"
 #include "core/version.h"
@@ -242,8 +244,41 @@ int corpus_opt(int c, const char *arg, struct lmt_corpus_opts *o)
 	case OPT_KEEP_EMPTY:
 		o->keep_empty = 1;
 		return 1;
+	case OPT_STRICT:
+		o->strict = 1;
+		return 1;
 	}
 	return 0;
+}
+
+void corpus_skips_warn(const struct lmt_corpus_skips *s)
+{
+	if (!s->n)
+		return;
+	struct lmt_strbuf b;
+	lmt_strbuf_init(&b);
+	for (size_t i = 0; i < s->nnames; i++)
+		lmt_strbuf_printf(&b, "%s'%s' (%s)", i ? ", " : "", s->first[i].name, s->first[i].why);
+	if (s->n > s->nnames)
+		lmt_strbuf_printf(&b, " and %llu more", (unsigned long long)(s->n - s->nnames));
+	warn("skipped %llu input%s (--strict refuses them): %s", (unsigned long long)s->n,
+	     s->n == 1 ? "" : "s", b.buf ? b.buf : "");
+	lmt_strbuf_release(&b);
+}
+
+void corpus_skips_json(struct lmt_json *j, const struct lmt_corpus_skips *s)
+{
+	if (!s->n)
+		return;
+	lmt_json_u64(j, "skipped", s->n);
+	lmt_json_arr(j, "skipped_inputs");
+	for (size_t i = 0; i < s->nnames; i++) {
+		lmt_json_obj(j, NULL);
+		lmt_json_str(j, "name", s->first[i].name);
+		lmt_json_str(j, "why", s->first[i].why);
+		lmt_json_obj_end(j);
+	}
+	lmt_json_arr_end(j);
 }
 
 int tool_threads(int requested)

@@ -79,9 +79,16 @@ enum {
 	OPT_DOC_SEP,
 	OPT_TEXT_FIELD,
 	OPT_KEEP_EMPTY,
+	OPT_STRICT,
 	OPT_TOOL_BASE, /* tools number their own long-only options from here */
 };
 int corpus_opt(int c, const char *arg, struct lmt_corpus_opts *o);
+/* What the corpus passed over (o->skips), told the user: one warning on stderr
+ * naming the first few, and "skipped"/"skipped_inputs" in the summary record, both
+ * only when something was skipped, so that clean runs print what they always did. */
+void corpus_skips_warn(const struct lmt_corpus_skips *s);
+struct lmt_json;
+void corpus_skips_json(struct lmt_json *j, const struct lmt_corpus_skips *s);
 
 /* Number of threads to use: --threads if given, else OMP_NUM_THREADS, else cores. */
 int tool_threads(int requested);
