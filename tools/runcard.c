@@ -33,6 +33,7 @@ enum {
 	OPT_CORPUS,
 	OPT_DATA,
 	OPT_ALLOW_MISSING,
+	OPT_USD,
 	OPT_RELEASE,
 	OPT_DTYPE,
 	OPT_VERIFY,
@@ -49,6 +50,7 @@ static const struct option longopts[] = {
 	{ "dedup", required_argument, NULL, OPT_DEDUP },
 	{ "corpus", required_argument, NULL, OPT_CORPUS },
 	{ "allow-missing", no_argument, NULL, OPT_ALLOW_MISSING },
+	{ "usd-per-device-hour", required_argument, NULL, OPT_USD },
 	{ "release", required_argument, NULL, OPT_RELEASE },
 	{ "dtype", required_argument, NULL, OPT_DTYPE },
 	{ "verify", required_argument, NULL, OPT_VERIFY },
@@ -73,6 +75,7 @@ static void usage(void)
 	       "  -t, --tokenizer FILE    the tokenizer (default: config.json's data.tokenizer)\n"
 	       "      --allow-missing     leave what cannot be filled null, listed under missing:,\n"
 	       "                          instead of stopping at the first such field\n"
+	       "      --usd-per-device-hour X  the cost in money too, at X USD per device-hour\n"
 	       "      --release FILE      also write a release archive (tar + zstd): the newest\n"
 	       "                          checkpoint exported as safetensors with its config.json,\n"
 	       "                          the tokenizer (native and tokenizer.json), the card, the\n"
@@ -92,6 +95,7 @@ struct opts {
 	const char *run, *out, *tokenizer, *data, *dedup, *corpus, *release, *verify;
 	const char **eval;
 	int neval, allow_missing, dtype, dtype_given;
+	double usd;
 };
 
 
@@ -270,6 +274,7 @@ static void parse_options(int argc, char **argv, struct opts *o)
 		case OPT_DEDUP: o->dedup = optarg; break;
 		case OPT_CORPUS: o->corpus = optarg; break;
 		case OPT_ALLOW_MISSING: o->allow_missing = 1; break;
+		case OPT_USD: o->usd = opt_double_above("usd-per-device-hour", optarg, 0, 1e9); break;
 		case OPT_RELEASE:
 			if (!has_suffix(optarg, ".tar.zst"))
 				usage_error("option '--release': '%s': a release is a zstd-compressed tar; name it .tar.zst",
@@ -287,7 +292,7 @@ static void parse_options(int argc, char **argv, struct opts *o)
 	}
 	if (o->verify) {
 		if (argc > optind || o->out || o->tokenizer || o->data || o->neval || o->dedup || o->corpus ||
-		    o->allow_missing || o->release || o->dtype_given)
+		    o->allow_missing || o->release || o->dtype_given || o->usd > 0)
 			usage_error("--verify takes the archive alone: no RUN and no other option");
 		return;
 	}
@@ -337,7 +342,8 @@ int main(int argc, char **argv)
 		die_err(&err);
 	struct lmt_runcard_opts ro = {
 		.run = o.run, .data = o.data, .tokenizer = o.tokenizer, .dedup = o.dedup, .corpus = o.corpus,
-		.eval = o.eval, .neval = o.neval, .allow_missing = o.allow_missing, .warn = say_warn,
+		.eval = o.eval, .neval = o.neval, .allow_missing = o.allow_missing, .usd_per_device_hour = o.usd,
+		.warn = say_warn,
 	};
 	struct lmt_runcard *c;
 	struct lmt_runcard_files f;

@@ -579,6 +579,13 @@ static void card_clocks(struct lmt_runcard *c, json_t *R, struct rec U, struct r
 	} else {
 		char *r = ref(c, U, "/clocks/device_s"), *p = str(c, "%s / 3600", nz(r));
 		put(c, cost, "cost", "device_hours", json_real(num(ds) / 3600), p);
+		if (c->o.usd_per_device_hour > 0) {
+			char *q = str(c, "%s / 3600 x %.17g (--usd-per-device-hour)", nz(r), c->o.usd_per_device_hour);
+			put(c, cost, "cost", "usd_per_device_hour", json_real(c->o.usd_per_device_hour),
+			    "--usd-per-device-hour");
+			put(c, cost, "cost", "usd", json_real(num(ds) / 3600 * c->o.usd_per_device_hour), q);
+			free(q);
+		}
 		free(r);
 		free(p);
 	}
@@ -1420,9 +1427,46 @@ static void md(struct lmt_strbuf *b, const char *s, int code)
 
 /* A value of the card as text: "not recorded" for null or absent. A string is
  * borrowed from R; a number is formatted in tmp. */
+/* For people (RUNCARD.md only; runcard.yaml keeps every value exact): sizes in
+ * bytes as kB/MB/GB, FLOP counts and rates with their unit, large counts with
+ * thousands separators. NULL: no rule for this key. */
+static const char *human(const char *ptr, double x, char tmp[64])
+{
+	const char *k = strrchr(ptr, '/');
+	k = k ? k + 1 : ptr;
+	static const char *const si[] = { "", "k", "M", "G", "T", "P" };
+	int bytes = strstr(k, "bytes") || strstr(k, "rss") || strstr(ptr, "/memory/");
+	int flops = strstr(k, "flops") && !strstr(k, "per_token");
+	if ((bytes || flops) && fabs(x) >= 1000) {
+		int e = 0;
+		double m = x;
+		while (fabs(m) >= 1000 && e < 5)
+			m /= 1000, e++;
+		snprintf(tmp, 64, "%.3g %s%s", m, si[e], bytes ? "B" : strstr(k, "per_s") || !strcmp(k, "peak_flops")
+								    ? "FLOP/s" : "FLOP");
+		return tmp;
+	}
+	if (!bytes && !flops && fabs(x) >= 10000 && fabs(x) < 1e15 && x == floor(x)) {
+		char d[32];
+		int n = snprintf(d, sizeof d, "%.0f", fabs(x)), o = 0;
+		if (x < 0)
+			tmp[o++] = '-';
+		for (int i = 0; i < n; i++) {
+			if (i && (n - i) % 3 == 0)
+				tmp[o++] = ',';
+			tmp[o++] = d[i];
+		}
+		tmp[o] = 0;
+		return tmp;
+	}
+	return NULL;
+}
+
 static const char *val(json_t *R, const char *ptr, char tmp[64])
 {
 	json_t *v = lmt_jsonptr_get(R, ptr);
+	if (v && json_is_number(v) && human(ptr, json_number_value(v), tmp))
+		return tmp;
 	switch (v ? json_typeof(v) : JSON_NULL) {
 	case JSON_STRING: return json_string_value(v);
 	case JSON_INTEGER: snprintf(tmp, 64, "%lld", (long long)json_integer_value(v)); return tmp;
@@ -1525,7 +1569,8 @@ static void md_evaluation(struct lmt_strbuf *b, json_t *x)
 		}
 	}
 	if (json_is_object(json_object_get(x, "floor")))
-		tpl(b, x, "\nGap to the corpus's entropy floor of {/floor/bits_per_byte} bits per byte: "
+		tpl(b, x, "\nGap to the evaluated documents' own entropy floor (their exact information content, "
+			  "{/floor/bits_per_byte} bits per byte; not the whole corpus's figure): "
 			  "{/floor/gap_bits_per_byte} bits per byte, {/floor/gap_nats_per_token} nats per token.\n");
 	size_t j;
 	json_t *m;
@@ -1586,7 +1631,7 @@ static void card_md(struct lmt_runcard *c, struct lmt_runcard_files *f)
 
 	tpl(&b, R, "## Training data\n\n"
 		   "The dataset `{/data/dir}` (manifest SHA-256 `{/dataset_manifest_sha256}`): {/data/input_documents} "
-		   "documents, {/data/input_tokens} tokens from {/data/input_text_bytes} bytes of text, packed into "
+		   "documents, {/data/input_tokens} tokens from {/data/input_text_bytes} of text, packed into "
 		   "sequences of {/data/seq_len} tokens and split by document ({/data/split_rule}).\n\n"
 		   "| split | documents | sequences | tokens |\n|---|---:|---:|---:|\n"
 		   "| train | {/data/splits/train/documents} | {/data/splits/train/sequences} | "
@@ -1616,8 +1661,9 @@ static void card_md(struct lmt_runcard *c, struct lmt_runcard_files *f)
 	}
 	if (json_is_object(lmt_jsonptr_get(R, "/data/corpus")))
 		tpl(&b, R, "\nThe corpus is generated (gen-corpus) with a known probability per document: its "
-			   "entropy is {/data/corpus/entropy_bits_per_byte} bits per byte, a floor no model can beat "
-			   "({/data/corpus/documents} documents, {/data/corpus/bytes} bytes).\n");
+			   "whole corpus's entropy is {/data/corpus/entropy_bits_per_byte} bits per byte, a floor no model "
+			   "can beat on it ({/data/corpus/documents} documents, {/data/corpus/bytes}); the evaluated "
+			   "split's own floor, below, differs by which documents it holds.\n");
 
 	tpl(&b, R, "\n## Training procedure\n\n"
 		   "- Optimizer: AdamW; learning rate {/optimization/lr} after {/optimization/warmup} warm-up "
@@ -1631,7 +1677,10 @@ static void card_md(struct lmt_runcard *c, struct lmt_runcard_files *f)
 		   "{/data/tokens_trained} tokens (valid targets), {/data/epochs} passes over the train split.\n"
 		   "- Time and cost: {/clocks/wall_s} s of wall time to the last update ({/clocks/wall_s_total} s to "
 		   "the end of the run, start-up excluded); {/cost/device_hours} device-hours on {/cost/devices} "
-		   "× {/cost/device}.\n"
+		   "× {/cost/device}.\n");
+	if (lmt_jsonptr_get(R, "/cost/usd"))
+		tpl(&b, R, "- Money: {/cost/usd} USD at {/cost/usd_per_device_hour} USD per device-hour (as given).\n");
+	tpl(&b, R, ""
 		   "- At the end: training loss {/final/train_loss}, validation loss {/final/val_loss} nats per token "
 		   "(update {/final/val_loss_update}); {/final/tokens_per_s} tokens per second, MFU {/final/mfu}.\n"
 		   "- History: {/history/interruptions} interruption(s), {/history/resumes} resume(s), "
@@ -1678,13 +1727,13 @@ static void card_md(struct lmt_runcard *c, struct lmt_runcard_files *f)
 		tpl(&b, x, "  - `{/field}`: {/why}\n");
 
 	tpl(&b, R, "\n## Technical specifications\n\n"
-		   "- Hardware: {/hardware/cpu} ({/hardware/cpus_online} CPUs online, {/hardware/memory_bytes} bytes "
+		   "- Hardware: {/hardware/cpu} ({/hardware/cpus_online} CPUs online, {/hardware/memory_bytes} "
 		   "of memory), accelerator {/hardware/accelerator}; host `{/hardware/host}`.\n"
 		   "- Topology: {/topology/world} rank(s) on {/topology/nodes} node(s), {/topology/threads_per_rank} "
 		   "thread(s) per rank, communicator {/topology/communicator}; backend {/backend}.\n"
-		   "- Compute: {/model/flops_per_token} training FLOPs per token; peak {/hardware/peak_flops} FLOP/s "
+		   "- Compute: {/model/flops_per_token} training FLOPs per token; peak {/hardware/peak_flops} "
 		   "({/hardware/peak_source}).\n"
-		   "- Memory at the last update, in bytes: parameters {/final/memory/params}, gradients "
+		   "- Memory at the last update: parameters {/final/memory/params}, gradients "
 		   "{/final/memory/grads}, optimizer state {/final/memory/optimizer}, activations "
 		   "{/final/memory/activations}; peak resident size {/final/memory/peak_rss}.\n"
 		   "- Release (runcard --release): the newest checkpoint, of update {/final_checkpoint/update}, as a "

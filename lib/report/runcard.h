@@ -43,6 +43,7 @@ struct lmt_runcard_opts {
 	const char *const *eval;      /* evalppl's results; neval 0: the .jsonl files of RUN/eval */
 	int neval;
 	int allow_missing;            /* leave what cannot be filled null, listed under missing */
+	double usd_per_device_hour;   /* > 0: the cost in money too (cost.usd) */
 	/* Told what the build skips (a checkpoint that does not open), one line of
 	 * text without the tool's name; may be NULL. */
 	void (*warn)(void *ctx, const char *msg);

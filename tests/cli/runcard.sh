@@ -213,6 +213,23 @@ same "... gives the same runcard.yaml" "$T/card/runcard.yaml" "$T/card2/runcard.
 same "... the same RUNCARD.md" "$T/card/RUNCARD.md" "$T/card2/RUNCARD.md"
 same "... the same loss plot" "$T/card/plots/loss.svg" "$T/card2/plots/loss.svg"
 
+# RUNCARD.md is for people (sizes and rates with units, thousands separated);
+# runcard.yaml keeps every value exact
+grep -q "peak resident size [0-9.]* [kMG]B" "$T/card/RUNCARD.md" && ! grep -q "[0-9] bytes of memory" "$T/card/RUNCARD.md" \
+	&& grep -Eq "Parameters: [0-9]{1,3}(,[0-9]{3})+ " "$T/card/RUNCARD.md" \
+	&& grep -Eq '^ +peak_rss: [0-9]+ ' "$Y" && ok "RUNCARD.md humanises sizes and counts, runcard.yaml keeps them exact" \
+	|| notok "humanised card" "$(grep -n 'resident\|Parameters' "$T/card/RUNCARD.md")"
+check "--usd-per-device-hour adds the cost in money" $RC -q --usd-per-device-hour 2.5 -o "$T/card-usd" "$T/run"
+dh=$(sed -n 's/^  device_hours: \([0-9.e+-]*\).*/\1/p' "$T/card-usd/runcard.yaml")
+usd=$(sed -n 's/^  usd: \([0-9.e+-]*\).*/\1/p' "$T/card-usd/runcard.yaml")
+awk -v d="$dh" -v u="$usd" 'BEGIN { exit !(d > 0 && (u - 2.5 * d) < 1e-12 * (1 + u) && (2.5 * d - u) < 1e-12 * (1 + u)) }' \
+	&& grep -q "^- Money: .* USD at 2.5 USD per device-hour" "$T/card-usd/RUNCARD.md" \
+	&& ok "... usd = device_hours x 2.5 (to 1e-12), in the card and its Markdown" || notok "usd" "dh=$dh usd=$usd"
+check_fail "--usd-per-device-hour 0 is a usage error" 2 "'--usd-per-device-hour'" $RC --usd-per-device-hour 0 "$T/run"
+grep -q "whole corpus's entropy is" "$T/card/RUNCARD.md" && ! grep -q "corpus's entropy floor of" "$T/card/RUNCARD.md" \
+	&& { ! grep -q "Gap to" "$T/card/RUNCARD.md" || grep -q "evaluated documents' own entropy floor" "$T/card/RUNCARD.md"; } \
+	&& ok "the whole corpus's entropy and the evaluated documents' floor have different names" \
+	|| notok "one name for two floors" "$(grep -n entropy "$T/card/RUNCARD.md")"
 check "without --dedup and --corpus" $RC -q -o "$T/card3" "$T/run"
 grep -q '^  dedup: null  # (not given: --dedup' "$T/card3/runcard.yaml" && grep -q '^  corpus: null  # (not given: --corpus' "$T/card3/runcard.yaml" \
 	&& grep -q 'No deduplication figures were given' "$T/card3/runcard.yaml" \
