@@ -1356,22 +1356,38 @@ static void make_plots(struct lmt_runcard *c, struct lmt_runcard_plot pf[LMT_RUN
 		if (s[i].oom || ev.oom)
 			oom(c);
 	json_t *clip = lmt_jsonptr_get(c->root, "/optimization/clip");
+	/* the training loss smoothed (an exponential moving average, debiased as Adam
+	 * debiases its moments, so the first points are not pulled towards 0), the raw
+	 * points faint beneath it */
+	double *sm = s[LOSS].n ? malloc(s[LOSS].n * sizeof *sm) : NULL;
+	if (s[LOSS].n && !sm)
+		oom(c);
+	double ema = 0, w = 0;
+	for (size_t i = 0; sm && i < s[LOSS].n; i++) {
+		if (isfinite(s[LOSS].y[i])) {
+			ema = 0.9 * ema + 0.1 * s[LOSS].y[i];
+			w = 0.9 * w + 0.1;
+		}
+		sm[i] = w > 0 ? ema / w : NAN;
+	}
 	struct lmt_plot_series ls[] = {
-		{ "train loss", s[LOSS].x, s[LOSS].y, s[LOSS].n, 0, 0 },
-		{ "val loss", ev.x, ev.y, ev.n, 0, 1 },
+		{ "train loss (smoothed: EMA 0.9)", s[LOSS].x, sm, sm ? s[LOSS].n : 0, 0, 0, 0, 0 },
+		{ "train loss", s[LOSS].x, s[LOSS].y, s[LOSS].n, 0, 0, 1, 1 },
+		{ "val loss (train's estimate)", ev.x, ev.y, ev.n, 0, 1, 0, 0 },
 	};
 	struct lmt_plot p = { .title = "Loss", .xlabel = "tokens trained (valid targets)",
-			      .ylabel = "loss (nats per token)", .series = ls, .nseries = 2 };
+			      .ylabel = "loss (nats per token)", .series = ls, .nseries = 3 };
 	render(c, &pf[0], "loss", &p);
+	free(sm);
 
-	struct lmt_plot_series lr[] = { { "learning rate", s[LR].x, s[LR].y, s[LR].n, 0, 0 } };
+	struct lmt_plot_series lr[] = { { "learning rate", s[LR].x, s[LR].y, s[LR].n, 0, 0, 0, 0 } };
 	struct lmt_plot p2 = { .title = "Learning rate", .xlabel = "update", .ylabel = "learning rate",
 			       .series = lr, .nseries = 1 };
 	render(c, &pf[1], "lr", &p2);
 
 	struct lmt_plot_series gn[] = {
-		{ "gradient norm", s[GN].x, s[GN].y, s[GN].n, 0, 0 },
-		{ "clipped fraction", s[CF].x, s[CF].y, s[CF].n, 1, 0 },
+		{ "gradient norm", s[GN].x, s[GN].y, s[GN].n, 0, 0, 0, 0 },
+		{ "clipped fraction", s[CF].x, s[CF].y, s[CF].n, 1, 0, 0, 0 },
 	};
 	struct lmt_plot_hline ch[] = { { "clip threshold", num(clip), 0 } };
 	struct lmt_plot p3 = { .title = "Gradient norm and clipping", .xlabel = "update",
@@ -1381,19 +1397,24 @@ static void make_plots(struct lmt_runcard *c, struct lmt_runcard_plot pf[LMT_RUN
 	render(c, &pf[2], "grad_norm", &p3);
 
 	struct lmt_plot_series tp[] = {
-		{ "tokens per second", s[TPS].x, s[TPS].y, s[TPS].n, 0, 0 },
-		{ "MFU", s[MFU].x, s[MFU].y, s[MFU].n, 1, 0 },
+		{ "tokens per second", s[TPS].x, s[TPS].y, s[TPS].n, 0, 0, 0, 0 },
+		{ "MFU", s[MFU].x, s[MFU].y, s[MFU].n, 1, 0, 0, 0 },
 	};
 	struct lmt_plot p4 = { .title = "Throughput", .xlabel = "update", .ylabel = "valid tokens per second",
 			       .y2label = "model FLOPs utilisation", .yrange = { 0, 0 }, .series = tp, .nseries = 2 };
 	render(c, &pf[3], "throughput", &p4);
 
+	/* parameters and gradients are the same size (fp32 both): one line, named so,
+	 * rather than one drawn over the other */
+	int same = s[MP].n == s[MG].n;
+	for (size_t i = 0; same && i < s[MP].n; i++)
+		same = s[MP].y[i] == s[MG].y[i];
 	struct lmt_plot_series mm[] = {
-		{ "parameters", s[MP].x, s[MP].y, s[MP].n, 0, 0 },
-		{ "gradients", s[MG].x, s[MG].y, s[MG].n, 0, 0 },
-		{ "optimizer state", s[MO].x, s[MO].y, s[MO].n, 0, 0 },
-		{ "activations", s[MA].x, s[MA].y, s[MA].n, 0, 0 },
-		{ "peak RSS", s[MR].x, s[MR].y, s[MR].n, 0, 0 },
+		{ same ? "parameters = gradients" : "parameters", s[MP].x, s[MP].y, s[MP].n, 0, 0, 0, 0 },
+		{ "gradients", s[MG].x, s[MG].y, same ? 0 : s[MG].n, 0, 0, 0, 0 },
+		{ "optimizer state", s[MO].x, s[MO].y, s[MO].n, 0, 0, 0, 0 },
+		{ "activations", s[MA].x, s[MA].y, s[MA].n, 0, 0, 0, 0 },
+		{ "peak RSS", s[MR].x, s[MR].y, s[MR].n, 0, 0, 0, 0 },
 	};
 	struct lmt_plot p5 = { .title = "Memory", .xlabel = "update", .ylabel = "MB (10^6 bytes)", .series = mm,
 			       .nseries = 5 };

@@ -205,7 +205,20 @@ int lmt_plot_svg(const struct lmt_plot *p, char **out, size_t *len, struct lmt_e
 			yhi[r] = anyy[r] ? fmax(yhi[r], fix[1]) : fix[1];
 			anyy[r] = 1;
 		}
+		/* a margin, so that the lowest and highest points (a final validation loss,
+		 * say) do not sit on the frame */
+		if (anyy[r] && !ay[r].log && yhi[r] > ylo[r] && !(fix[0] < fix[1])) {
+			double m = 0.04 * (yhi[r] - ylo[r]);
+			ylo[r] -= ylo[r] >= 0 && ylo[r] - m < 0 ? ylo[r] : m;
+			yhi[r] += m;
+		}
 		axis_fit(&ay[r], ylo[r], yhi[r], anyy[r]);
+	}
+	/* the x axis ends where the data end, not at the next round tick */
+	if (anyx && !ax.log && xhi > xlo && ax.hi > xhi) {
+		ax.hi = xhi;
+		while (ax.nt > 1 && ax.t[ax.nt - 1] > xhi + 1e-9 * (xhi - xlo))
+			ax.nt--;
 	}
 
 	/* legend entries, laid out in rows above the plot area */
@@ -319,14 +332,15 @@ int lmt_plot_svg(const struct lmt_plot *p, char **out, size_t *len, struct lmt_e
 	for (int s = 0; s < p->nseries; s++) {
 		const struct lmt_plot_series *S = &p->series[s];
 		const struct axis *a = &ay[S->right != 0];
-		const char *col = palette[s % LMT_ARRAY_SIZE(palette)];
+		const char *col = palette[(S->color > 0 ? S->color - 1 : s) % LMT_ARRAY_SIZE(palette)];
+		const char *width = S->faint ? "1\" stroke-opacity=\"0.3" : "1.5";
 		int open = 0;
 		for (size_t i = 0; i <= S->n; i++) {
 			int ok = i < S->n && isfinite(S->x[i]) && usable(S->y[i], a->log);
 			if (!ok) {
 				if (open)
-					lmt_strbuf_printf(&b, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
-						    "stroke-linejoin=\"round\"/>\n", col);
+					lmt_strbuf_printf(&b, "\" fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" "
+						    "stroke-linejoin=\"round\"/>\n", col, width);
 				open = 0;
 				continue;
 			}

@@ -36,6 +36,8 @@ struct lmt_plot_series {
 	size_t n;
 	int right;   /* on the right-hand axis */
 	int markers; /* a marker at each point (for series of few points) */
+	int faint;   /* drawn thin and faint: raw points under their smoothed curve */
+	int color;   /* 0: the series' own colour; k > 0: series k-1's (raw and smoothed alike) */
 };
 
 struct lmt_plot_hline {

@@ -295,17 +295,26 @@ recs = [json.loads(l) for l in open(metrics) if l.startswith("{")]
 up = [r for r in recs if r["event"] == "update"]
 ev = [r for r in recs if r["event"] == "eval"]
 ns = {"s": "http://www.w3.org/2000/svg"}
+def ema(v):  # the card's smoothing: EMA 0.9, debiased
+    out, m, w = [], 0.0, 0.0
+    for x in v:
+        m, w = 0.9 * m + 0.1 * x, 0.9 * w + 0.1
+        out.append(m / w)
+    return out
+same = all(r["memory"]["params"] == r["memory"]["grads"] for r in up)
+mem = [("parameters = gradients" if same else "parameters", "params")] + ([] if same else [("gradients", "grads")])
 want = {
     "loss": {"train loss": [(r["tokens_total"], r["loss"]) for r in up],
-             "val loss": [(r["tokens_total"], r["loss"]) for r in ev]},
+             "train loss (smoothed: EMA 0.9)": list(zip([r["tokens_total"] for r in up], ema([r["loss"] for r in up]))),
+             "val loss (train's estimate)": [(r["tokens_total"], r["loss"]) for r in ev]},
     "lr": {"learning rate": [(r["update"], r["lr"]) for r in up]},
     "grad_norm": {"gradient norm": [(r["update"], r["grad_norm"]) for r in up],
                   "clipped fraction": [(r["update"], r["clipped_fraction"]) for r in up]},
     "throughput": {"tokens per second": [(r["update"], r["tokens_per_s"]) for r in up],
                    "MFU": [(r["update"], r["mfu"]) for r in up]},
     "memory": {k: [(r["update"], r["memory"][f] / 1e6) for r in up]
-               for k, f in [("parameters", "params"), ("gradients", "grads"), ("optimizer state", "optimizer"),
-                            ("activations", "activations"), ("peak RSS", "peak_rss")]},
+               for k, f in mem + [("optimizer state", "optimizer"), ("activations", "activations"),
+                                  ("peak RSS", "peak_rss")]},
 }
 bad, points = [], 0
 for name, series in want.items():
@@ -315,6 +324,12 @@ for name, series in want.items():
         a = [float(x) for x in area.get(attr).split()]
         return a, area.get(attr + "-scale", "linear") == "log"
     (X0, X1, PX0, PX1), _ = axis("data-x")
+    if name == "loss":  # the x axis ends at the data; no point sits on the bottom frame
+        xmax = max(x for d in series.values() for x, _ in d)
+        ymin = min(y for d in series.values() for _, y in d)
+        (LY0, LY1, _, _), _ = axis("data-y")
+        if abs(X1 - xmax) > 1e-9 * xmax or not LY0 < ymin:
+            bad.append("loss: x axis ends at %g (data at %g), y axis starts at %g (lowest point %g)" % (X1, xmax, LY0, ymin))
     for sname, data in series.items():
         lines = [p for p in area.findall("s:polyline", ns) if p.get("data-series") == sname]
         if len(lines) != 1:

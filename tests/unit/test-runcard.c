@@ -303,9 +303,9 @@ static void svg_tests(void)
 		y2[i] = i / 19.0;
 	}
 	struct lmt_plot_series s[] = {
-		{ "train <loss> & \"more\"", x, y, 20, 0, 0 },
-		{ "val loss", vx, vy, 4, 0, 1 },
-		{ "fraction", x, y2, 20, 1, 0 },
+		{ "train <loss> & \"more\"", x, y, 20, 0, 0, 0, 0 },
+		{ "val loss", vx, vy, 4, 0, 1, 0, 0 },
+		{ "fraction", x, y2, 20, 1, 0, 0, 0 },
 	};
 	struct lmt_plot_hline h[] = { { "clip", 1.0, 0 } };
 	struct lmt_plot p = { .title = "A & B <plot>", .xlabel = "update", .ylabel = "loss", .y2label = "fraction",
