@@ -7,6 +7,8 @@
 #   - -n bounds the tokens drawn (the ids of --jsonl), and --jsonl's text is the text;
 #   - the prompt from stdin (its final newline dropped) equals the prompt as argument;
 #   - --top-p 1 equals no --top-p; a small top-p differs from none over a few seeds;
+#   - on a terminal (script(1), where installed) the text is the same; the tokens
+#     are those evalppl samples with the same seed and top-k (up to an early EOS);
 #   - `lmt sample RUN PROMPT` runs it; the checkpoint directory works as the run does;
 #   - refusals: no checkpoint in the run, another tokenizer, an empty prompt (exit 1,
 #     naming the problem); bad options (exit 2).
@@ -78,6 +80,18 @@ $S -n 30 "$R/ckpt/step-00000060" 'Once upon a time' > "$T/ck"
 same "a checkpoint directory: its run's newest, the same text" "$T/a" "$T/ck"
 $S -n 30 --tokenizer "$T/t.lmtok" "$R" 'Once upon a time' > "$T/tk"
 same "--tokenizer: the run's own, the same text" "$T/a" "$T/tk"
+
+# --- a terminal; evalppl's samples ---
+if command -v script > /dev/null 2>&1; then
+	script -qc "$S -n 30 '$R' 'Once upon a time'" /dev/null < /dev/null | tr -d '\r' > "$T/tty"
+	same "on a terminal (script(1)): the same text" "$T/a" "$T/tty"
+else
+	ok "# SKIP script(1) not installed: no terminal check"
+fi
+$S -n 12 -k 40 --jsonl "$R" 'Once' | jq -c .ids > "$T/ev1"
+"$BIN/evalppl" -q -j 1 --bootstrap 0 --max-docs 1 --samples 1 --prompt Once --sample-tokens 12 "$R" |
+	jq -c --argjson n "$(jq length "$T/ev1")" 'select(.event == "sample") | .ids[:$n]' > "$T/ev2"
+same "evalppl's sample of the same seed and top-k: the same tokens" "$T/ev1" "$T/ev2"
 
 # --- refusals ---
 mkdir -p "$T/empty/ckpt"
