@@ -13,6 +13,7 @@
  * should hold it; --jsonl gives one record per sample instead. On a terminal each
  * token is written as it is drawn.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -134,7 +135,7 @@ static char *read_prompt(void)
 	while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0)
 		lmt_strbuf_put(&b, chunk, n);
 	if (ferror(stdin))
-		die("'<stdin>': read error");
+		die("'<stdin>': read: %s", strerror(errno));
 	if (b.len && b.buf[b.len - 1] == '\n')
 		b.buf[--b.len] = 0;
 	if (b.len && b.buf[b.len - 1] == '\r')
