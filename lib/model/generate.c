@@ -172,7 +172,49 @@ int lmt_kv_step(struct lmt_kv *kv, int32_t tok, float *logits, struct lmt_err *e
 
 int lmt_pick_token(const float *row, int V, double temperature, int top_k, struct lmt_rng *r, int *idx)
 {
-	/* the selection of lmt_sample_tokens (trainer.c), step for step */
+	return lmt_pick_token_p(row, V, temperature, top_k, 1.0, r, idx);
+}
+
+/* One step of a selection sort: the largest of row[idx[a .. end)] (the first of
+ * equals) swapped to idx[a]. */
+static void bring_max(const float *row, int *idx, int a, int end)
+{
+	int best = a;
+	for (int j = a + 1; j < end; j++)
+		if (row[idx[j]] > row[idx[best]])
+			best = j;
+	int tmp = idx[a];
+	idx[a] = idx[best];
+	idx[best] = tmp;
+}
+
+/*
+ * The nucleus of Holtzman et al. 2020 ("The Curious Case of Neural Text
+ * Degeneration", sec. 3.1): the fewest most probable of the kk candidates whose
+ * probabilities sum to at least top_p. Chosen by selection, largest first, so it
+ * costs kk x (the nucleus) and leaves the candidates in the order the top-k
+ * selection leaves them (ties: the lowest id first). Returns its size, with sum
+ * (the candidates' unnormalised mass on entry) cut to the nucleus's.
+ */
+static int nucleus(const float *row, int kk, double top_p, float mx, double temperature, int *idx, double *sum)
+{
+	double want = top_p * *sum, acc = 0;
+	for (int a = 0; a < kk; a++) {
+		bring_max(row, idx, a, kk);
+		acc += exp((row[idx[a]] - mx) / temperature);
+		if (acc >= want) {
+			*sum = acc;
+			return a + 1;
+		}
+	}
+	return kk; /* rounding: the whole mass fell short of top_p x itself */
+}
+
+int lmt_pick_token_p(const float *row, int V, double temperature, int top_k, double top_p, struct lmt_rng *r,
+		     int *idx)
+{
+	/* the selection of lmt_sample_tokens (trainer.c), step for step; top_p < 1 only
+	 * narrows the candidates, so with top_p >= 1 the draws are that sampler's */
 	int next = 0;
 	if (temperature <= 0) {
 		for (int j = 1; j < V; j++)
@@ -183,21 +225,16 @@ int lmt_pick_token(const float *row, int V, double temperature, int top_k, struc
 	int kk = top_k > 0 && top_k < V ? top_k : V;
 	for (int j = 0; j < V; j++)
 		idx[j] = j;
-	for (int a = 0; a < kk && kk < V; a++) {
-		int best = a;
-		for (int j = a + 1; j < V; j++)
-			if (row[idx[j]] > row[idx[best]])
-				best = j;
-		int tmp = idx[a];
-		idx[a] = idx[best];
-		idx[best] = tmp;
-	}
+	for (int a = 0; a < kk && kk < V; a++)
+		bring_max(row, idx, a, V);
 	float mx = -INFINITY;
 	for (int a = 0; a < kk; a++)
 		mx = row[idx[a]] > mx ? row[idx[a]] : mx;
 	double sum = 0;
 	for (int a = 0; a < kk; a++)
 		sum += exp((row[idx[a]] - mx) / temperature);
+	if (top_p > 0 && top_p < 1)
+		kk = nucleus(row, kk, top_p, mx, temperature, idx, &sum);
 	double u = (lmt_rng_next(r) >> 11) * 0x1.0p-53 * sum, acc = 0;
 	next = idx[kk - 1];
 	for (int a = 0; a < kk; a++) {
@@ -213,7 +250,16 @@ int lmt_pick_token(const float *row, int V, double temperature, int top_k, struc
 int lmt_generate(struct lmt_gpt *g, const int32_t *prompt, int np, int n, double temperature, int top_k,
 		 uint64_t seed, int32_t *out, struct lmt_err *err)
 {
+	struct lmt_sampler sp = { temperature, top_k, 1.0, seed };
+	return lmt_generate_stream(g, prompt, np, n, &sp, out, NULL, NULL, NULL, err);
+}
+
+int lmt_generate_stream(struct lmt_gpt *g, const int32_t *prompt, int np, int n, const struct lmt_sampler *sp,
+			int32_t *out, int *nout, lmt_generate_fn fn, void *fn_ctx, struct lmt_err *err)
+{
 	int T = g->cfg.max_T, V = g->cfg.V, rc;
+	if (nout)
+		*nout = 0;
 	if (np < 1)
 		return lmt_err_set(err, LMT_EINVAL, "an empty prompt: give at least one token");
 	int32_t *ctx = malloc(((size_t)np + n + 1) * sizeof *ctx);
@@ -229,15 +275,19 @@ int lmt_generate(struct lmt_gpt *g, const int32_t *prompt, int np, int n, double
 		return rc;
 	}
 	struct lmt_rng r;
-	lmt_rng_seed(&r, seed, 0x5a3); /* lmt_sample_tokens' stream */
+	lmt_rng_seed(&r, sp->seed, 0x5a3); /* lmt_sample_tokens' stream */
 	memcpy(ctx, prompt, (size_t)np * sizeof *ctx);
 	int len = np;
 	int start = len > T ? len - T : 0;
 	rc = lmt_kv_prefill(&kv, ctx + start, len - start, row, err);
 	for (int k = 0; k < n && !rc; k++) {
-		int next = lmt_pick_token(row, V, temperature, top_k, &r, idx);
+		int next = lmt_pick_token_p(row, V, sp->temperature, sp->top_k, sp->top_p, &r, idx);
 		ctx[len++] = next;
 		out[k] = next;
+		if (nout)
+			*nout = k + 1;
+		if (fn && fn(fn_ctx, next, k))
+			break;
 		if (k + 1 == n)
 			break;
 		if (len <= T)

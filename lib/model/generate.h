@@ -65,9 +65,38 @@ int lmt_kv_step(struct lmt_kv *kv, int32_t tok, float *logits, struct lmt_err *e
  * lmt_sample_tokens. idx: V ints of scratch.
  */
 int lmt_pick_token(const float *row, int V, double temperature, int top_k, struct lmt_rng *r, int *idx);
+/*
+ * lmt_pick_token with a nucleus (top-p) filter after top-k: of the top_k candidates,
+ * only the fewest most probable whose probabilities (at temperature) sum to at least
+ * top_p, the draw renormalised over them. top_p >= 1 (or <= 0) keeps every candidate
+ * and gives lmt_pick_token's draws bit for bit.
+ */
+int lmt_pick_token_p(const float *row, int V, double temperature, int top_k, double top_p, struct lmt_rng *r,
+		     int *idx);
 
 /* lmt_sample_tokens' contract (trainer.h), with the cache. */
 int lmt_generate(struct lmt_gpt *g, const int32_t *prompt, int np, int n, double temperature, int top_k,
 		 uint64_t seed, int32_t *out, struct lmt_err *err);
+
+/* How the next token is drawn: lmt_pick_token_p's arguments and the seed. */
+struct lmt_sampler {
+	double temperature;  /* <= 0: greedy */
+	int top_k;           /* 0: all */
+	double top_p;        /* 1: no nucleus filter */
+	uint64_t seed;
+};
+
+/* Called with each token as it is drawn (k: its index in out); nonzero stops the
+ * generation there (the token is kept), so a caller can print as it goes or stop at
+ * the end of a document. */
+typedef int (*lmt_generate_fn)(void *ctx, int32_t tok, int k);
+
+/*
+ * lmt_generate with a nucleus filter and a callback (fn NULL: none): up to n tokens
+ * into out, how many into *nout (NULL: not wanted; set also on error, to those
+ * drawn). With top_p 1 and no early stop its tokens are lmt_generate's.
+ */
+int lmt_generate_stream(struct lmt_gpt *g, const int32_t *prompt, int np, int n, const struct lmt_sampler *sp,
+			int32_t *out, int *nout, lmt_generate_fn fn, void *fn_ctx, struct lmt_err *err);
 
 #endif
