@@ -280,6 +280,13 @@ int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, cons
 	lmt_json_obj_end(&j);
 	lmt_json_num(&j, "peak_flops", c->peak_flops);
 	lmt_json_str(&j, "peak_source", c->peak_source);
+	lmt_json_obj(&j, "checkpoints");
+	lmt_json_u64(&j, "every", c->ckpt_every);
+	lmt_json_num(&j, "minutes", c->ckpt_minutes);
+	lmt_json_u64(&j, "keep", (uint64_t)c->keep);
+	lmt_json_u64(&j, "keep_every", c->keep_every);
+	lmt_json_bool(&j, "sync", c->ckpt_sync);
+	lmt_json_obj_end(&j);
 	lmt_json_end(&j);
 	lmt_strbuf_putc(&j.out, '\n');
 	int rc = j.out.oom ? lmt_err_set(err, LMT_ENOMEM, "out of memory") : 0;
