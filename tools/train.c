@@ -357,6 +357,8 @@ static const struct recorded {
 	{ "ckpt-sync", "checkpoints", "sync", WARN, 0 },
 };
 
+_Static_assert(LMT_ARRAY_SIZE(recorded) <= LMT_ARRAY_SIZE(((struct opts *)0)->given), "opts.given holds recorded[]");
+
 static const struct option *long_option(int c)
 {
 	for (const struct option *x = longopts; x->name; x++)
@@ -409,7 +411,7 @@ static const char *recorded_value(json_t *cfg, const struct recorded *r, char *b
 	if (json_is_integer(v))
 		snprintf(buf, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 	else if (json_is_real(v))
-		snprintf(buf, cap, "%.17g", json_real_value(v));
+		lmt_fmt_double(json_real_value(v), buf); /* as config.json writes it */
 	else if (json_is_true(v))
 		snprintf(buf, cap, "true");
 	else
@@ -468,30 +470,33 @@ static void adopt_recorded(struct opts *o, const struct lmt_ckpt *c, uint64_t up
 	if (!json_is_object(cfg))
 		return; /* a checkpoint of a run without -o records none */
 	lmt_strbuf_init(&refused);
-	for (size_t i = 0; i < LMT_ARRAY_SIZE(recorded); i++) {
-		const struct recorded *r = &recorded[i];
-		char buf[64], detail[256];
-		const char *v = recorded_value(cfg, r, buf, sizeof buf), *g = o->given[i];
-		int code = long_option_val(r->opt);
-		if (!g && v) {
-			o->adopting = 1;
-			set_option(o, code, strdup(v));
-			o->adopting = 0;
+	/* the refusals first: a refused resume changes nothing, records nothing */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < LMT_ARRAY_SIZE(recorded); i++) {
+			const struct recorded *r = &recorded[i];
+			char buf[64], detail[256];
+			const char *v = recorded_value(cfg, r, buf, sizeof buf), *g = o->given[i];
+			int code = long_option_val(r->opt);
+			if (pass && !g && v) {
+				o->adopting = 1;
+				set_option(o, code, strdup(v));
+				o->adopting = 0;
+			}
+			if (!g || r->change == FREE || (r->change == REFUSE) == pass || same_value(code, r->text, v, g))
+				continue;
+			if (!pass) {
+				lmt_strbuf_printf(&refused, "%s--%s %s (the run: %s)", refused.len ? ", " : "", r->opt, g,
+						  v ? v : "not set");
+				continue;
+			}
+			snprintf(detail, sizeof detail, "--%s %.100s (the run recorded %.100s)", r->opt, g, v ? v : "none");
+			warn("%s: applied from update %llu on", detail, (unsigned long long)update);
+			event("config-change", detail, update);
 		}
-		if (!g || r->change == FREE || same_value(code, r->text, v, g))
-			continue;
-		if (r->change == REFUSE) {
-			lmt_strbuf_printf(&refused, "%s--%s %s (the run: %s)", refused.len ? ", " : "", r->opt, g,
-					  v ? v : "not set");
-			continue;
-		}
-		snprintf(detail, sizeof detail, "--%s %.100s (the run recorded %.100s)", r->opt, g, v ? v : "none");
-		warn("%s: applied from update %llu on", detail, (unsigned long long)update);
-		event("config-change", detail, update);
+		if (refused.len)
+			usage_error("'%s': a resume continues the run as it was; these options differ from what it "
+				    "recorded: %s (leave them out, or start a new run)", c->dir, refused.buf);
 	}
-	if (refused.len)
-		usage_error("'%s': a resume continues the run as it was; these options differ from what it recorded: %s "
-			    "(leave them out, or start a new run)", c->dir, refused.buf);
 	lmt_strbuf_release(&refused);
 }
 

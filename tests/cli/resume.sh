@@ -31,12 +31,15 @@ same "... and ends bitwise where the uninterrupted run did" "$T/ref.bin" "$T/run
 
 check "a run stopped at update 10, again" $TR $RUN --threads 1 -o "$T/shape" --stop-at 10
 check_fail "a changed shape is refused (usage error) ..." 2 "--layers 2 (the run: 1), --channels 64 (the run: 32)" \
-	$TR --resume auto -o "$T/shape" --layers 2 --channels 64 --threads 1
+	$TR --resume auto -o "$T/shape" --layers 2 --channels 64 --lr 1e-3 --threads 1
 grep -q "heads" "$T/.err" && notok "... naming only what differs" "$(cat "$T/.err")" || ok "... naming every field that differs, only those"
+! grep -q "warning" "$T/.err" && ok "... and applying nothing (no warning for the --lr given with them)" \
+	|| notok "warnings of a refused resume" "$(cat "$T/.err")"
 check_fail "a changed --seed is refused" 2 "--seed 5 (the run: 1)" $TR --resume auto -o "$T/shape" --seed 5 --threads 1
 check_fail "a changed --micro-batch is refused" 2 "--micro-batch 8 (the run: 4)" \
 	$TR --resume "$T/shape" --micro-batch 8 --threads 1
-tail -1 "$T/shape/events.jsonl" | grep -q '"stop"' && ok "a refused resume leaves the run's events as they were" \
+tail -1 "$T/shape/events.jsonl" | grep -q '"stop"' && ! grep -q config-change "$T/shape/events.jsonl" \
+	&& ok "a refused resume leaves the run's events as they were" \
 	|| notok "events after a refusal" "$(tail -2 "$T/shape/events.jsonl")"
 check "... and the same flags as recorded are no change" $TR $RUN --threads 1 --resume auto -o "$T/shape" --stop-at 15
 ! grep -q "warning" "$T/.err" && ok "... said nothing" || notok "warnings" "$(head -c 600 "$T/.err")"
