@@ -16,6 +16,7 @@
 #include <math.h>
 #include <jansson.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,8 +113,9 @@ static void usage(void)
 	       "\n"
 	       "  --data DIR              the dataset (shard-pack's output)\n"
 	       "  -o, --out RUN           run directory: config, parameters, metrics, events\n"
-	       "  --config FILE           'key = value' lines, keys as the long options\n"
-	       "                          (read where it appears: later options win)\n"
+	       "  --config FILE           'key = value' lines, keys as the long options, or\n"
+	       "                          a run's config.json (read where it appears: later\n"
+	       "                          options win)\n"
 	       "  -t, --tokenizer FILE    the dataset's tokenizer (checked against the\n"
 	       "                          manifest; needed to show samples as text)\n"
 	       "Model:\n"
@@ -145,7 +147,8 @@ static void usage(void)
 	       "  --ckpt-sync             write while training waits (default: a snapshot, then\n"
 	       "                          a background writer)\n"
 	       "  --resume RUN|auto       continue RUN from its newest valid checkpoint (auto:\n"
-	       "                          -o's run, or a fresh start if it has none)\n"
+	       "                          -o's run, or a fresh start if it has none), with its\n"
+	       "                          recorded options (train(1), Resuming)\n"
 	       "  --mtbf SECONDS          report the checkpoint interval sqrt(2 C MTBF)\n"
 	       "  --log-samples           each update record lists its sample ids\n"
 	       "  --stop-at N             stop after update N as on SIGTERM (save, exit 0)\n"
@@ -181,9 +184,14 @@ struct opts {
 	int keep, ckpt_sync, log_samples;
 	int sample_tokens, top_k;
 	double temperature, peak;
+	/* the value each recorded option (recorded[]) was given on the command line
+	 * or in a --config file; NULL: not given, so a resume adopts the run's */
+	const char *given[64];
+	int adopting; /* set_option is applying a recorded value: not given */
 };
 
 static void set_option(struct opts *o, int c, const char *arg);
+static void config_json(struct opts *o, const char *path);
 
 /* arg's index in words (NULL-terminated), or a usage error listing them. */
 static int choice(const char *opt, const char *arg, const char *const *words)
@@ -220,14 +228,26 @@ static int config_entry(void *ctx, const struct lmt_config_entry *e)
 	return 0;
 }
 
+static void mark_given(struct opts *o, int c, const char *arg);
+
 static void set_option(struct opts *o, int c, const char *arg)
 {
+	if (!o->adopting)
+		mark_given(o, c, arg);
 	switch (c) {
 	case OPT_DATA: o->data = arg; break;
 	case 'o': o->out = arg; break;
 	case OPT_CONFIG: { /* "key = value" lines (core/config.h), read here: later options win */
 		struct lmt_err err = { 0 };
-		if (lmt_config_read(arg, config_entry, o, &err))
+		FILE *f = fopen(arg, "r");
+		int first = ' ';
+		while (f && (first == ' ' || first == '\t' || first == '\n' || first == '\r'))
+			first = fgetc(f);
+		if (f)
+			fclose(f);
+		if (first == '{') /* config.json's form */
+			config_json(o, arg);
+		else if (lmt_config_read(arg, config_entry, o, &err))
 			die_err(&err);
 		break;
 	}
@@ -298,6 +318,188 @@ static void set_option(struct opts *o, int c, const char *arg)
 	case 'q': tool_quiet = 1; break;
 	case OPT_JSONL: o->jsonl = 1; break;
 	}
+}
+
+/* ---- what config.json records, and what --resume and --config do with it ---- */
+
+/* What a resume does with a value given that differs from the one the run
+ * recorded: REFUSE what would change the model, the data order or what the model
+ * is trained on (the run could not continue as itself), WARN and apply what a
+ * user changes between segments (the length, the optimizer from here on,
+ * evaluation, samples; a "config-change" event records it), and take as given
+ * what is this process's output, not the run (FREE). man/train.1, RESUMING. */
+enum { REFUSE, WARN, FREE };
+static const struct recorded {
+	const char *opt, *obj, *key;
+	int change, text; /* text: compared as written (paths, words), else as the value parsed */
+} recorded[] = {
+	/* the dataset's identity is its manifest (checked against the checkpoint): its path may move */
+	{ "data", "data", "dir", WARN, 1 }, { "tokenizer", "data", "tokenizer", WARN, 1 },
+	{ "layers", "model", "layers", REFUSE, 0 }, { "heads", "model", "heads", REFUSE, 0 },
+	{ "channels", "model", "channels", REFUSE, 0 }, { "context", "model", "context", REFUSE, 0 },
+	{ "untie", "model", "untied", REFUSE, 0 }, { "init-llmc", "model", "init", REFUSE, 1 },
+	{ "init-seed", "model", "init_seed", REFUSE, 0 }, { "export-llmc", "model", "export_llmc", FREE, 1 },
+	{ "micro-batch", "optimization", "micro_batch", REFUSE, 0 }, { "accum", "optimization", "accum", REFUSE, 0 },
+	{ "updates", "optimization", "updates", WARN, 0 }, { "lr", "optimization", "lr", WARN, 0 },
+	{ "min-lr", "optimization", "min_lr_frac", WARN, 0 }, { "warmup", "optimization", "warmup", WARN, 0 },
+	{ "schedule", "optimization", "schedule", WARN, 1 }, { "beta1", "optimization", "beta1", WARN, 0 },
+	{ "beta2", "optimization", "beta2", WARN, 0 }, { "eps", "optimization", "eps", WARN, 0 },
+	{ "weight-decay", "optimization", "weight_decay", WARN, 0 },
+	{ "decay-embeddings", "optimization", "decay_embeddings", WARN, 0 }, { "clip", "optimization", "clip", WARN, 0 },
+	{ "on-nonfinite", "optimization", "on_nonfinite", WARN, 1 }, { "seed", "optimization", "seed", REFUSE, 0 },
+	{ "segment-mask", "optimization", "segment_mask", REFUSE, 0 },
+	{ "doc-targets", "optimization", "doc_targets", REFUSE, 1 },
+	{ "shuffle-window", "optimization", "shuffle_window", REFUSE, 0 },
+	{ "eval-every", "eval", "every", WARN, 0 }, { "eval-seqs", "eval", "sequences", WARN, 0 },
+	{ "sample-every", "eval", "sample_every", WARN, 0 }, { "sample-tokens", "eval", "sample_tokens", WARN, 0 },
+	{ "temperature", "eval", "temperature", WARN, 0 }, { "top-k", "eval", "top_k", WARN, 0 },
+	{ "prompt", "eval", "prompt", WARN, 1 }, { "peak-flops", NULL, "peak_flops", FREE, 0 },
+	{ "ckpt-every", "checkpoints", "every", WARN, 0 }, { "ckpt-minutes", "checkpoints", "minutes", WARN, 0 },
+	{ "keep", "checkpoints", "keep", WARN, 0 }, { "keep-every", "checkpoints", "keep_every", WARN, 0 },
+	{ "ckpt-sync", "checkpoints", "sync", WARN, 0 },
+};
+
+_Static_assert(LMT_ARRAY_SIZE(recorded) <= LMT_ARRAY_SIZE(((struct opts *)0)->given), "opts.given holds recorded[]");
+
+static const struct option *long_option(int c)
+{
+	for (const struct option *x = longopts; x->name; x++)
+		if (x->val == c)
+			return x;
+	return NULL;
+}
+
+static int long_option_val(const char *name)
+{
+	for (const struct option *x = longopts; x->name; x++)
+		if (!strcmp(x->name, name))
+			return x->val;
+	return 0;
+}
+
+static int recorded_index(const char *name)
+{
+	for (size_t i = 0; i < LMT_ARRAY_SIZE(recorded); i++)
+		if (!strcmp(recorded[i].opt, name))
+			return (int)i;
+	return -1;
+}
+
+static void mark_given(struct opts *o, int c, const char *arg)
+{
+	const struct option *x = long_option(c);
+	int i = x ? recorded_index(x->name) : -1;
+	if (i >= 0)
+		o->given[i] = arg ? arg : "true";
+}
+
+/* The option value config.json records for r (into buf), or NULL where it
+ * records none: null, false, the default initialisation, a measured peak, or a
+ * shape that an llm.c checkpoint sets. */
+static const char *recorded_value(json_t *cfg, const struct recorded *r, char *buf, size_t cap)
+{
+	json_t *v = json_object_get(r->obj ? json_object_get(cfg, r->obj) : cfg, r->key);
+	json_t *model = json_object_get(cfg, "model");
+	const char *init = json_string_value(json_object_get(model, "init"));
+	const char *peak_source = json_string_value(json_object_get(cfg, "peak_source"));
+	if (!strcmp(r->opt, "peak-flops") && (!peak_source || strcmp(peak_source, "--peak-flops")))
+		return NULL;
+	if (r->obj && !strcmp(r->obj, "model") && init && strcmp(init, "gpt2-normal") && strcmp(r->opt, "init-llmc") &&
+	    strcmp(r->opt, "export-llmc"))
+		return NULL;
+	if (json_is_string(v))
+		return strcmp(r->opt, "init-llmc") || strcmp(json_string_value(v), "gpt2-normal") ? json_string_value(v)
+												    : NULL;
+	if (json_is_integer(v))
+		snprintf(buf, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else if (json_is_real(v))
+		lmt_fmt_double(json_real_value(v), buf); /* as config.json writes it */
+	else if (json_is_true(v))
+		snprintf(buf, cap, "true");
+	else
+		return NULL;
+	return buf;
+}
+
+/* A --config file in config.json's form: its recorded options, applied as
+ * they are, so a run's own config.json runs it again. */
+static void config_json(struct opts *o, const char *path)
+{
+	json_error_t je;
+	json_t *cfg = json_load_file(path, 0, &je);
+	if (!json_is_object(cfg))
+		usage_error("'%s': line %d: %s", path, je.line, cfg ? "not a JSON object" : je.text);
+	for (size_t i = 0; i < LMT_ARRAY_SIZE(recorded); i++) {
+		char buf[64], where[600];
+		const char *v = recorded_value(cfg, &recorded[i], buf, sizeof buf);
+		if (!v)
+			continue;
+		snprintf(where, sizeof where, "'%s': %s.%s", path, recorded[i].obj ? recorded[i].obj : "",
+			 recorded[i].key);
+		tool_context = where;
+		set_option(o, long_option_val(recorded[i].opt), strdup(v));
+		tool_context = NULL;
+	}
+	json_decref(cfg);
+}
+
+/* Whether option c's values a and b (either NULL: not set) are the same. */
+static int same_value(int c, int text, const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	if (text)
+		return !strcmp(a, b);
+	struct opts x, y;
+	memset(&x, 0, sizeof x);
+	memset(&y, 0, sizeof y);
+	x.adopting = y.adopting = 1;
+	set_option(&x, c, a);
+	set_option(&y, c, b);
+	return !memcmp(&x, &y, offsetof(struct opts, given));
+}
+
+static void event(const char *what, const char *detail, uint64_t update);
+
+/* Resuming from checkpoint c (at update `update`): the options not given take
+ * the values its run recorded; given ones that differ are refused, all of them
+ * in one message (REFUSE), or applied with a warning and a "config-change"
+ * event (WARN). */
+static void adopt_recorded(struct opts *o, const struct lmt_ckpt *c, uint64_t update)
+{
+	json_t *cfg = lmt_ckpt_state(c, "config");
+	struct lmt_strbuf refused;
+	if (!json_is_object(cfg))
+		return; /* a checkpoint of a run without -o records none */
+	lmt_strbuf_init(&refused);
+	/* the refusals first: a refused resume changes nothing, records nothing */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < LMT_ARRAY_SIZE(recorded); i++) {
+			const struct recorded *r = &recorded[i];
+			char buf[64], detail[256];
+			const char *v = recorded_value(cfg, r, buf, sizeof buf), *g = o->given[i];
+			int code = long_option_val(r->opt);
+			if (pass && !g && v) {
+				o->adopting = 1;
+				set_option(o, code, strdup(v));
+				o->adopting = 0;
+			}
+			if (!g || r->change == FREE || (r->change == REFUSE) == pass || same_value(code, r->text, v, g))
+				continue;
+			if (!pass) {
+				lmt_strbuf_printf(&refused, "%s--%s %s (the run: %s)", refused.len ? ", " : "", r->opt, g,
+						  v ? v : "not set");
+				continue;
+			}
+			snprintf(detail, sizeof detail, "--%s %.100s (the run recorded %.100s)", r->opt, g, v ? v : "none");
+			warn("%s: applied from update %llu on", detail, (unsigned long long)update);
+			event("config-change", detail, update);
+		}
+		if (refused.len)
+			usage_error("'%s': a resume continues the run as it was; these options differ from what it "
+				    "recorded: %s (leave them out, or start a new run)", c->dir, refused.buf);
+	}
+	lmt_strbuf_release(&refused);
 }
 
 /* ---- the run directory (lib/ckpt/runstate.h); this file prints ---- */
@@ -482,24 +684,6 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
-	if (!o->data)
-		usage_error("no dataset: give --data DIR (shard-pack's output)");
-	if (!o->init_seed_given)
-		o->init_seed = o->tc.seed;
-	if (!o->warmup_given)
-		o->tc.warmup = o->tc.updates / 20;
-	if (o->tc.warmup > o->tc.updates)
-		usage_error("--warmup %llu is more than --updates %llu", (unsigned long long)o->tc.warmup,
-			    (unsigned long long)o->tc.updates);
-	if (o->init_llmc && (o->model.untied || o->shape_given))
-		usage_error("--init-llmc sets the model's shape; --layers, --heads, --channels, --context and --untie do "
-			    "not apply");
-	if (o->export_llmc && o->model.untied)
-		usage_error("--export-llmc writes llm.c's format, which has no untied head (--untie)");
-	if (o->prompt && !o->tokenizer)
-		usage_error("--prompt is text: give the tokenizer with -t");
-	if (!o->init_llmc && o->model.C % o->model.NH)
-		usage_error("--channels %d is not a multiple of --heads %d", o->model.C, o->model.NH);
 	/* --resume RUN, --resume RUN/ckpt/step-N, or --resume auto (with -o RUN) */
 	if (o->resume && !strcmp(o->resume, "auto")) {
 		if (!o->out)
@@ -516,8 +700,46 @@ static void parse_args(struct opts *o, int argc, char **argv)
 		o->resume_from = named ? o->resume : NULL;
 		o->out = rundir;
 	}
+}
+
+/* The defaults that follow from other options, and the checks across options:
+ * after a resume has adopted the run's configuration. */
+static void finish_args(struct opts *o)
+{
+	if (!o->data)
+		usage_error("no dataset: give --data DIR (shard-pack's output)");
+	if (!o->init_seed_given)
+		o->init_seed = o->tc.seed;
+	if (!o->warmup_given)
+		o->tc.warmup = o->tc.updates / 20;
+	/* a resume's fewer --updates than the warm-up it adopted just ends in the warm-up */
+	if (o->tc.warmup > o->tc.updates && (!o->resume || o->given[recorded_index("warmup")]))
+		usage_error("--warmup %llu is more than --updates %llu", (unsigned long long)o->tc.warmup,
+			    (unsigned long long)o->tc.updates);
+	if (o->init_llmc && (o->model.untied || o->shape_given))
+		usage_error("--init-llmc sets the model's shape; --layers, --heads, --channels, --context and --untie do "
+			    "not apply");
+	if (o->export_llmc && o->model.untied)
+		usage_error("--export-llmc writes llm.c's format, which has no untied head (--untie)");
+	if (o->prompt && !o->tokenizer)
+		usage_error("--prompt is text: give the tokenizer with -t");
+	if (!o->init_llmc && o->model.C % o->model.NH)
+		usage_error("--channels %d is not a multiple of --heads %d", o->model.C, o->model.NH);
 	if ((o->ckpt_every || o->ckpt_minutes > 0 || o->keep_every || o->stop_at) && !o->out)
 		usage_error("checkpoints are written into the run directory: give -o RUN");
+}
+
+/* The run directory and --export-llmc stay apart from every input, and the
+ * export from the run's checkpoints. */
+static void check_paths(const struct opts *o)
+{
+	char ck[PATH_MAX] = "";
+	if (o->out)
+		snprintf(ck, sizeof ck, "%s/ckpt", o->out);
+	const char *ins[] = { o->data, o->tokenizer, o->init_llmc, ck[0] ? ck : NULL };
+	const char *outs[] = { o->out, o->export_llmc }, *what[] = { "-o", "--export-llmc" };
+	check_outputs(outs, what, 1, ins, 3);
+	check_outputs(outs + 1, what + 1, 1, ins, 4);
 }
 
 /* The dataset, and the tokenizer if given (it must be the dataset's); 1 with a tokenizer. */
@@ -567,17 +789,29 @@ static void open_model(struct opts *o, const struct lmt_dataset *d, struct lmt_b
 	}
 }
 
-/* The checkpoint to resume from, checked against this run; 1 if there is one. */
-static int open_checkpoint(const struct opts *o, const struct lmt_dataset *d, const struct lmt_gpt *g,
-			   const struct lmt_comm *comm, struct lmt_ckpt *ck, uint64_t *cursor)
+/* The checkpoint to resume from, if there is one (1), and the configuration its
+ * run recorded adopted (adopt_recorded). */
+static int open_checkpoint(struct opts *o, struct lmt_ckpt *ck)
 {
 	struct lmt_err err = { 0 };
 	uint64_t update;
 	int found = lmt_run_resume_open(&run, o->resume_from, o->resume_auto, ck, &err);
 	if (found < 0)
 		die_err(&err);
-	if (!found)
-		return 0;
+	if (found) {
+		if (lmt_run_state_u64(ck, "update", &update, &err))
+			die_err(&err);
+		adopt_recorded(o, ck, update);
+	}
+	return found;
+}
+
+/* The checkpoint checked against this run's data and model. */
+static void check_checkpoint(const struct opts *o, const struct lmt_dataset *d, const struct lmt_gpt *g,
+			     const struct lmt_comm *comm, struct lmt_ckpt *ck, uint64_t *cursor)
+{
+	struct lmt_err err = { 0 };
+	uint64_t update;
 	if (lmt_run_check_compat(ck, o->data, d, &g->cfg, o->tc.seed, o->tc.shuffle_window, &err) ||
 	    lmt_run_resume_cursor(ck, comm->rank, comm->world, cursor, &err) ||
 	    lmt_run_state_u64(ck, "update", &update, &err))
@@ -585,7 +819,6 @@ static int open_checkpoint(const struct opts *o, const struct lmt_dataset *d, co
 	if (update > o->tc.updates)
 		die("'%s' is at update %llu, past --updates %llu", ck->dir, (unsigned long long)update,
 		    (unsigned long long)o->tc.updates);
-	return 1;
 }
 
 /* config.json, the parameters record and params.json. */
@@ -597,7 +830,8 @@ static void report_setup(const struct opts *o, const struct lmt_dataset *d, cons
 	if (o->out) {
 		struct lmt_run_config rc = { o->data, o->tokenizer, o->init_llmc, o->export_llmc, o->init_seed,
 					     o->eval_every, o->eval_seqs, o->sample_every, o->sample_tokens, o->top_k,
-					     o->temperature, o->prompt, peak, peak_source };
+					     o->temperature, o->prompt, peak, peak_source, o->ckpt_every, o->keep_every,
+					     o->ckpt_minutes, o->keep, o->ckpt_sync };
 		if (lmt_run_write_config(&run, &rc, &o->tc, d, g, be, comm, &err))
 			die_err(&err);
 	}
@@ -671,19 +905,9 @@ int main(int argc, char **argv)
 	tool_init("train");
 	tool_passive_threads(argv);
 	parse_args(&o, argc, argv);
-	human = !o.jsonl && isatty(STDOUT_FILENO);
-	human_updates = o.tc.updates;
-	{
-		/* the run directory and --export-llmc stay apart from every input, and the
-		 * export from the run's checkpoints */
-		char ck[PATH_MAX] = "";
-		if (o.out)
-			snprintf(ck, sizeof ck, "%s/ckpt", o.out);
-		const char *ins[] = { o.data, o.tokenizer, o.init_llmc, ck[0] ? ck : NULL };
-		const char *outs[] = { o.out, o.export_llmc }, *what[] = { "-o", "--export-llmc" };
-		check_outputs(outs, what, 1, ins, 3);
-		check_outputs(outs + 1, what + 1, 1, ins, 4);
-	}
+	if (!o.resume)
+		finish_args(&o);
+	check_paths(&o);
 
 	struct lmt_err err = { 0 };
 	lmt_run_lock_init(&run_lock);
@@ -691,6 +915,19 @@ int main(int argc, char **argv)
 	 * to resume, the metrics to rewind) or made */
 	if (o.out && lmt_run_lock(o.out, 1, &run_lock, &err))
 		die_err(&err);
+	lmt_run_init(&run, notice, NULL);
+	struct lmt_ckpt ck;
+	int have_ck = 0;
+	if (o.resume) {
+		/* the run's recorded configuration is the resume's: read before the rest */
+		if (lmt_run_open(&run, o.out, 1, &err))
+			die_err(&err);
+		have_ck = open_checkpoint(&o, &ck);
+		finish_args(&o);
+		check_paths(&o);
+	}
+	human = !o.jsonl && isatty(STDOUT_FILENO);
+	human_updates = o.tc.updates;
 	struct lmt_dataset d;
 	struct lmt_tokenizer tok;
 	int have_tok = open_data(&o, &d, &tok);
@@ -703,15 +940,13 @@ int main(int argc, char **argv)
 		die_err(&err);
 	struct lmt_gpt g;
 	open_model(&o, &d, &be, &g);
-	lmt_run_init(&run, notice, NULL);
-	if (o.out) {
-		if (lmt_run_open(&run, o.out, o.resume != NULL, &err))
-			die_err(&err);
+	if (o.out && !o.resume && lmt_run_open(&run, o.out, 0, &err))
+		die_err(&err);
+	if (o.out)
 		atexit(run_atexit);
-	}
-	struct lmt_ckpt ck;
 	uint64_t cursor = (uint64_t)comm.rank;
-	int have_ck = o.resume && open_checkpoint(&o, &d, &g, &comm, &ck, &cursor);
+	if (have_ck)
+		check_checkpoint(&o, &d, &g, &comm, &ck, &cursor);
 	/* a resumed run's weights come from the checkpoint */
 	if (!o.init_llmc && !have_ck && lmt_gpt_init_weights(&g, o.init_seed, &err))
 		die_err(&err);

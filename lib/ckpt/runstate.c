@@ -280,6 +280,13 @@ int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, cons
 	lmt_json_obj_end(&j);
 	lmt_json_num(&j, "peak_flops", c->peak_flops);
 	lmt_json_str(&j, "peak_source", c->peak_source);
+	lmt_json_obj(&j, "checkpoints");
+	lmt_json_u64(&j, "every", c->ckpt_every);
+	lmt_json_num(&j, "minutes", c->ckpt_minutes);
+	lmt_json_u64(&j, "keep", (uint64_t)c->keep);
+	lmt_json_u64(&j, "keep_every", c->keep_every);
+	lmt_json_bool(&j, "sync", c->ckpt_sync);
+	lmt_json_obj_end(&j);
 	lmt_json_end(&j);
 	lmt_strbuf_putc(&j.out, '\n');
 	int rc = j.out.oom ? lmt_err_set(err, LMT_ENOMEM, "out of memory") : 0;
@@ -666,13 +673,22 @@ int lmt_run_check_compat(const struct lmt_ckpt *c, const char *data_dir, const s
 		{ "layers", (uint64_t)g->L }, { "heads", (uint64_t)g->NH }, { "channels", (uint64_t)g->C },
 		{ "context", (uint64_t)g->max_T }, { "vocab", (uint64_t)g->V }, { "vocab_padded", (uint64_t)g->Vp },
 	};
+	/* every field that differs, in one message: fixing them one run at a time is no way to learn a shape */
+	struct lmt_strbuf diff;
+	lmt_strbuf_init(&diff);
 	for (size_t i = 0; i < LMT_ARRAY_SIZE(f); i++)
 		if (ju64(m, f[i].key) != f[i].have)
-			return lmt_err_set(err, LMT_EINVAL, "'%s': the model has %s %llu, this run %llu", c->dir, f[i].key,
-					   (unsigned long long)ju64(m, f[i].key), (unsigned long long)f[i].have);
+			lmt_strbuf_printf(&diff, "%s%s %llu, this run %llu", diff.len ? "; " : "", f[i].key,
+					  (unsigned long long)ju64(m, f[i].key), (unsigned long long)f[i].have);
 	if (json_is_true(json_object_get(m, "untied")) != g->untied)
-		return lmt_err_set(err, LMT_EINVAL, "'%s': the model is %s, this run %s", c->dir,
-				   g->untied ? "tied" : "untied", g->untied ? "untied" : "tied");
+		lmt_strbuf_printf(&diff, "%s%s, this run %s", diff.len ? "; " : "", g->untied ? "tied" : "untied",
+				  g->untied ? "untied" : "tied");
+	if (diff.len || diff.oom) {
+		int rc = diff.oom ? lmt_err_set(err, LMT_ENOMEM, "out of memory")
+				  : lmt_err_set(err, LMT_EINVAL, "'%s': the model has %s", c->dir, diff.buf);
+		lmt_strbuf_release(&diff);
+		return rc;
+	}
 	if (ju64(l, "order") != LMT_LOADER_ORDER || ju64(l, "seed") != seed || ju64(l, "window") != window)
 		return lmt_err_set(err, LMT_EINVAL,
 				   "'%s': its data order (order %llu, seed %llu, window %llu) is not this run's (%d, %llu, "

@@ -80,6 +80,9 @@ struct lmt_run_config {
 	const char *prompt;
 	double peak_flops;
 	const char *peak_source;                   /* "--peak-flops" or "measured sgemm" */
+	uint64_t ckpt_every, keep_every;           /* the checkpoints' cadence and retention */
+	double ckpt_minutes;
+	int keep, ckpt_sync;
 };
 
 /* Write RUN/config.json (atomically); r keeps the text (config_text). */

@@ -216,9 +216,10 @@ check_fail "checkpoint options need a run directory" 2 "give -o" $TR $M --ckpt-e
 # --- refusals ---
 check_fail "resume refuses another tokenizer" 1 "made with tokenizer" \
 	$TR $M --data "$T/d2" --updates $N -o "$T/ret" --resume "$T/ret"
-check_fail "resume refuses another model shape, naming it" 1 "channels 96, this run 64" \
+# (given against what the run recorded, before anything is loaded: usage errors; tests/cli/resume.sh)
+check_fail "resume refuses another model shape, naming it" 2 "--channels 64 (the run: 96)" \
 	$TR $M --channels 64 --updates $N -o "$T/ret" --resume "$T/ret"
-check_fail "resume refuses another data order" 1 "data order" \
+check_fail "resume refuses another data order" 2 "--seed 9 (the run: 1)" \
 	$TR $M --seed 9 --updates $N -o "$T/ret" --resume "$T/ret"
 check_fail "resume refuses a checkpoint past --updates" 1 "past --updates" \
 	$TR $M --updates 30 -o "$T/ret" --resume "$T/ret"
