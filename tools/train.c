@@ -24,6 +24,7 @@
 
 #include "backend/backend.h"
 #include "ckpt/ckpt.h"
+#include "ckpt/resumecfg.h"
 #include "ckpt/runlock.h"
 #include "ckpt/runstate.h"
 #include "comm/comm.h"
@@ -184,9 +185,11 @@ struct opts {
 	int keep, ckpt_sync, log_samples;
 	int sample_tokens, top_k;
 	double temperature, peak;
-	/* the value each recorded option (recorded[]) was given on the command line
-	 * or in a --config file; NULL: not given, so a resume adopts the run's */
-	const char *given[64];
+	/* the value each recorded option (ckpt/resumecfg.h) was given on the command
+	 * line or in a --config file; one not here was not given, so a resume adopts
+	 * the run's */
+	struct lmt_resumecfg_pair given[LMT_RESUMECFG_MAX];
+	size_t ngiven;
 	int adopting; /* set_option is applying a recorded value: not given */
 };
 
@@ -320,54 +323,7 @@ static void set_option(struct opts *o, int c, const char *arg)
 	}
 }
 
-/* ---- what config.json records, and what --resume and --config do with it ---- */
-
-/* What a resume does with a value given that differs from the one the run
- * recorded: REFUSE what would change the model, the data order or what the model
- * is trained on (the run could not continue as itself), WARN and apply what a
- * user changes between segments (the length, the optimizer from here on,
- * evaluation, samples; a "config-change" event records it), and take as given
- * what is this process's output, not the run (FREE). man/train.1, RESUMING. */
-enum { REFUSE, WARN, FREE };
-static const struct recorded {
-	const char *opt, *obj, *key;
-	int change, text; /* text: compared as written (paths, words), else as the value parsed */
-} recorded[] = {
-	/* the dataset's identity is its manifest (checked against the checkpoint): its path may move */
-	{ "data", "data", "dir", WARN, 1 }, { "tokenizer", "data", "tokenizer", WARN, 1 },
-	{ "layers", "model", "layers", REFUSE, 0 }, { "heads", "model", "heads", REFUSE, 0 },
-	{ "channels", "model", "channels", REFUSE, 0 }, { "context", "model", "context", REFUSE, 0 },
-	{ "untie", "model", "untied", REFUSE, 0 }, { "init-llmc", "model", "init", REFUSE, 1 },
-	{ "init-seed", "model", "init_seed", REFUSE, 0 }, { "export-llmc", "model", "export_llmc", FREE, 1 },
-	{ "micro-batch", "optimization", "micro_batch", REFUSE, 0 }, { "accum", "optimization", "accum", REFUSE, 0 },
-	{ "updates", "optimization", "updates", WARN, 0 }, { "lr", "optimization", "lr", WARN, 0 },
-	{ "min-lr", "optimization", "min_lr_frac", WARN, 0 }, { "warmup", "optimization", "warmup", WARN, 0 },
-	{ "schedule", "optimization", "schedule", WARN, 1 }, { "beta1", "optimization", "beta1", WARN, 0 },
-	{ "beta2", "optimization", "beta2", WARN, 0 }, { "eps", "optimization", "eps", WARN, 0 },
-	{ "weight-decay", "optimization", "weight_decay", WARN, 0 },
-	{ "decay-embeddings", "optimization", "decay_embeddings", WARN, 0 }, { "clip", "optimization", "clip", WARN, 0 },
-	{ "on-nonfinite", "optimization", "on_nonfinite", WARN, 1 }, { "seed", "optimization", "seed", REFUSE, 0 },
-	{ "segment-mask", "optimization", "segment_mask", REFUSE, 0 },
-	{ "doc-targets", "optimization", "doc_targets", REFUSE, 1 },
-	{ "shuffle-window", "optimization", "shuffle_window", REFUSE, 0 },
-	{ "eval-every", "eval", "every", WARN, 0 }, { "eval-seqs", "eval", "sequences", WARN, 0 },
-	{ "sample-every", "eval", "sample_every", WARN, 0 }, { "sample-tokens", "eval", "sample_tokens", WARN, 0 },
-	{ "temperature", "eval", "temperature", WARN, 0 }, { "top-k", "eval", "top_k", WARN, 0 },
-	{ "prompt", "eval", "prompt", WARN, 1 }, { "peak-flops", NULL, "peak_flops", FREE, 0 },
-	{ "ckpt-every", "checkpoints", "every", WARN, 0 }, { "ckpt-minutes", "checkpoints", "minutes", WARN, 0 },
-	{ "keep", "checkpoints", "keep", WARN, 0 }, { "keep-every", "checkpoints", "keep_every", WARN, 0 },
-	{ "ckpt-sync", "checkpoints", "sync", WARN, 0 },
-};
-
-_Static_assert(LMT_ARRAY_SIZE(recorded) <= LMT_ARRAY_SIZE(((struct opts *)0)->given), "opts.given holds recorded[]");
-
-static const struct option *long_option(int c)
-{
-	for (const struct option *x = longopts; x->name; x++)
-		if (x->val == c)
-			return x;
-	return NULL;
-}
+/* ---- what --resume and --config do with config.json (ckpt/resumecfg.h) ---- */
 
 static int long_option_val(const char *name)
 {
@@ -377,80 +333,53 @@ static int long_option_val(const char *name)
 	return 0;
 }
 
-static int recorded_index(const char *name)
+/* The value given for option name (a recorded one), or NULL. */
+static const char *given_value(const struct opts *o, const char *name)
 {
-	for (size_t i = 0; i < LMT_ARRAY_SIZE(recorded); i++)
-		if (!strcmp(recorded[i].opt, name))
-			return (int)i;
-	return -1;
+	for (size_t i = 0; i < o->ngiven; i++)
+		if (!strcmp(o->given[i].opt, name))
+			return o->given[i].value;
+	return NULL;
 }
 
 static void mark_given(struct opts *o, int c, const char *arg)
 {
-	const struct option *x = long_option(c);
-	int i = x ? recorded_index(x->name) : -1;
-	if (i >= 0)
-		o->given[i] = arg ? arg : "true";
-}
-
-/* The option value config.json records for r (into buf), or NULL where it
- * records none: null, false, the default initialisation, a measured peak, or a
- * shape that an llm.c checkpoint sets. */
-static const char *recorded_value(json_t *cfg, const struct recorded *r, char *buf, size_t cap)
-{
-	json_t *v = json_object_get(r->obj ? json_object_get(cfg, r->obj) : cfg, r->key);
-	json_t *model = json_object_get(cfg, "model");
-	const char *init = json_string_value(json_object_get(model, "init"));
-	const char *peak_source = json_string_value(json_object_get(cfg, "peak_source"));
-	if (!strcmp(r->opt, "peak-flops") && (!peak_source || strcmp(peak_source, "--peak-flops")))
-		return NULL;
-	if (r->obj && !strcmp(r->obj, "model") && init && strcmp(init, "gpt2-normal") && strcmp(r->opt, "init-llmc") &&
-	    strcmp(r->opt, "export-llmc"))
-		return NULL;
-	if (json_is_string(v))
-		return strcmp(r->opt, "init-llmc") || strcmp(json_string_value(v), "gpt2-normal") ? json_string_value(v)
-												    : NULL;
-	if (json_is_integer(v))
-		snprintf(buf, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-	else if (json_is_real(v))
-		lmt_fmt_double(json_real_value(v), buf); /* as config.json writes it */
-	else if (json_is_true(v))
-		snprintf(buf, cap, "true");
-	else
-		return NULL;
-	return buf;
+	const struct lmt_resumecfg_opt *r = NULL;
+	for (const struct option *x = longopts; x->name && !r; x++)
+		if (x->val == c)
+			r = lmt_resumecfg_find(x->name);
+	if (!r)
+		return;
+	size_t i = 0;
+	while (i < o->ngiven && strcmp(o->given[i].opt, r->opt))
+		i++;
+	o->given[i] = (struct lmt_resumecfg_pair){ r->opt, arg ? arg : "true" };
+	if (i == o->ngiven)
+		o->ngiven++;
 }
 
 /* A --config file in config.json's form: its recorded options, applied as
  * they are, so a run's own config.json runs it again. */
 static void config_json(struct opts *o, const char *path)
 {
-	json_error_t je;
-	json_t *cfg = json_load_file(path, 0, &je);
-	if (!json_is_object(cfg))
-		usage_error("'%s': line %d: %s", path, je.line, cfg ? "not a JSON object" : je.text);
-	for (size_t i = 0; i < LMT_ARRAY_SIZE(recorded); i++) {
-		char buf[64], where[600];
-		const char *v = recorded_value(cfg, &recorded[i], buf, sizeof buf);
-		if (!v)
-			continue;
-		snprintf(where, sizeof where, "'%s': %s.%s", path, recorded[i].obj ? recorded[i].obj : "",
-			 recorded[i].key);
-		tool_context = where;
-		set_option(o, long_option_val(recorded[i].opt), strdup(v));
+	struct lmt_err err = { 0 };
+	struct lmt_resumecfg_result res;
+	if (lmt_resumecfg_read(path, &res, &err))
+		usage_error("%s", err.msg);
+	for (size_t i = 0; i < res.n; i++) {
+		tool_context = res.items[i].detail;
+		set_option(o, long_option_val(res.items[i].opt), strdup(res.items[i].value));
 		tool_context = NULL;
 	}
-	json_decref(cfg);
+	lmt_resumecfg_release(&res);
 }
 
-/* Whether option c's values a and b (either NULL: not set) are the same. */
-static int same_value(int c, int text, const char *a, const char *b)
+/* Whether option name's values a and b are the same, as set_option parses them. */
+static int same_value(void *ctx, const char *name, const char *a, const char *b)
 {
-	if (!a || !b)
-		return a == b;
-	if (text)
-		return !strcmp(a, b);
 	struct opts x, y;
+	int c = long_option_val(name);
+	(void)ctx;
 	memset(&x, 0, sizeof x);
 	memset(&y, 0, sizeof y);
 	x.adopting = y.adopting = 1;
@@ -467,39 +396,26 @@ static void event(const char *what, const char *detail, uint64_t update);
  * event (WARN). */
 static void adopt_recorded(struct opts *o, const struct lmt_ckpt *c, uint64_t update)
 {
-	json_t *cfg = lmt_ckpt_state(c, "config");
-	struct lmt_strbuf refused;
-	if (!json_is_object(cfg))
-		return; /* a checkpoint of a run without -o records none */
-	lmt_strbuf_init(&refused);
-	/* the refusals first: a refused resume changes nothing, records nothing */
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < LMT_ARRAY_SIZE(recorded); i++) {
-			const struct recorded *r = &recorded[i];
-			char buf[64], detail[256];
-			const char *v = recorded_value(cfg, r, buf, sizeof buf), *g = o->given[i];
-			int code = long_option_val(r->opt);
-			if (pass && !g && v) {
-				o->adopting = 1;
-				set_option(o, code, strdup(v));
-				o->adopting = 0;
-			}
-			if (!g || r->change == FREE || (r->change == REFUSE) == pass || same_value(code, r->text, v, g))
-				continue;
-			if (!pass) {
-				lmt_strbuf_printf(&refused, "%s--%s %s (the run: %s)", refused.len ? ", " : "", r->opt, g,
-						  v ? v : "not set");
-				continue;
-			}
-			snprintf(detail, sizeof detail, "--%s %.100s (the run recorded %.100s)", r->opt, g, v ? v : "none");
-			warn("%s: applied from update %llu on", detail, (unsigned long long)update);
-			event("config-change", detail, update);
+	struct lmt_err err = { 0 };
+	struct lmt_resumecfg_result res;
+	int rc = lmt_resumecfg_adopt(lmt_ckpt_state(c, "config"), c->dir, update, o->given, o->ngiven, same_value, NULL,
+				     &res, &err);
+	if (rc == LMT_EINVAL)
+		usage_error("%s", res.refused.buf);
+	if (rc)
+		die_err(&err);
+	for (size_t i = 0; i < res.n; i++) {
+		const struct lmt_resumecfg_item *it = &res.items[i];
+		if (it->value) {
+			o->adopting = 1;
+			set_option(o, long_option_val(it->opt), strdup(it->value));
+			o->adopting = 0;
+		} else {
+			warn("%s", it->warning);
+			event("config-change", it->detail, update);
 		}
-		if (refused.len)
-			usage_error("'%s': a resume continues the run as it was; these options differ from what it "
-				    "recorded: %s (leave them out, or start a new run)", c->dir, refused.buf);
 	}
-	lmt_strbuf_release(&refused);
+	lmt_resumecfg_release(&res);
 }
 
 /* ---- the run directory (lib/ckpt/runstate.h); this file prints ---- */
@@ -713,7 +629,7 @@ static void finish_args(struct opts *o)
 	if (!o->warmup_given)
 		o->tc.warmup = o->tc.updates / 20;
 	/* a resume's fewer --updates than the warm-up it adopted just ends in the warm-up */
-	if (o->tc.warmup > o->tc.updates && (!o->resume || o->given[recorded_index("warmup")]))
+	if (o->tc.warmup > o->tc.updates && (!o->resume || given_value(o, "warmup")))
 		usage_error("--warmup %llu is more than --updates %llu", (unsigned long long)o->tc.warmup,
 			    (unsigned long long)o->tc.updates);
 	if (o->init_llmc && (o->model.untied || o->shape_given))
