@@ -485,7 +485,8 @@ static void show(const struct lmt_json *j)
 {
 	json_t *r = json_loadb(j->out.buf, j->out.len, 0, NULL);
 	const char *ev = json_string_value(json_object_get(r, "event"));
-	unsigned long long u = (unsigned long long)num(r, "update");
+	double uf = num(r, "update");
+	unsigned long long u = isfinite(uf) && uf >= 0 ? (unsigned long long)uf : 0; /* NaN: no update field */
 	char a[32], b[32];
 	if (!ev) {
 	} else if (!strcmp(ev, "update")) {
