@@ -552,24 +552,16 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 	}
 	c->manifest = m;
 	c->dir = strdup(dir);
-	uint64_t ver = 0, upd = 0, world = 0;
-	json_t *schema = json_object_get(m, "schema"), *files = json_object_get(m, "files"),
+	uint64_t upd = 0, world = 0;
+	json_t *files = json_object_get(m, "files"),
 	       *tensors = json_object_get(m, "tensors");
-	if (!json_is_string(schema) || strcmp(json_string_value(schema), "lmt-checkpoint") ||
-	    get_u64(m, "schema_version", &ver)) {
-		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': not an lmt checkpoint manifest", path);
-		goto fail;
-	}
-	if (ver != LMT_CKPT_SCHEMA) {
-		rc = lmt_err_set(err, LMT_EVERSION, "'%s': checkpoint schema version %llu, this build reads %d%s", path,
-				 (unsigned long long)ver, LMT_CKPT_SCHEMA,
-				 ver < LMT_CKPT_SCHEMA ? " (an older manifest carries no checksum of itself: "
-							 "'ckpt-inspect --rehash' seals one you trust)" : "");
-		goto fail;
-	}
 	/* what it is and which version, then whether it is intact: no other field is
 	 * read before the manifest's own checksum holds */
-	if ((rc = lmt_jsonseal_check(text, tn, LMT_CKPT_SEAL, path, err)))
+	static const struct lmt_jsonseal_kind kind = {
+		"lmt-checkpoint", "checkpoint", "checkpoint schema version", LMT_CKPT_SCHEMA, LMT_CKPT_SEAL,
+		" (an older manifest carries no checksum of itself: 'ckpt-inspect --rehash' seals one you trust)",
+	};
+	if ((rc = lmt_jsonseal_check_manifest(text, tn, m, &kind, path, err)))
 		goto fail;
 	free(text);
 	text = NULL;

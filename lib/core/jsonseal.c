@@ -3,6 +3,7 @@
  */
 #include "core/jsonseal.h"
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,4 +102,18 @@ int lmt_jsonseal_reseal(const char *text, size_t n, const char *key, char **out,
 	*out = o;
 	*out_len = len;
 	return 0;
+}
+
+int lmt_jsonseal_check_manifest(const char *text, size_t n, void *m, const struct lmt_jsonseal_kind *k,
+				const char *path, struct lmt_err *err)
+{
+	json_t *schema = json_object_get(m, "schema"), *v = json_object_get(m, "schema_version");
+	if (!json_is_string(schema) || strcmp(json_string_value(schema), k->schema) || !json_is_integer(v) ||
+	    json_integer_value(v) < 0)
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': not an lmt %s manifest", path, k->noun);
+	unsigned long long ver = (unsigned long long)json_integer_value(v);
+	if (ver != (unsigned long long)k->version)
+		return lmt_err_set(err, LMT_EVERSION, "'%s': %s %llu, this build reads %d%s", path, k->version_label, ver,
+				   k->version, ver < (unsigned long long)k->version ? k->older_hint : "");
+	return lmt_jsonseal_check(text, n, k->seal, path, err);
 }

@@ -34,6 +34,21 @@ void lmt_jsonseal_add(struct lmt_json *j, const char *key);
  * match, LMT_EFORMAT when there is no seal; either message names path. */
 int lmt_jsonseal_check(const char *text, size_t n, const char *key, const char *path, struct lmt_err *err);
 
+/* What a sealed manifest must be, checked in this order before any other field
+ * is believed: its "schema" names the kind, its "schema_version" is this build's
+ * (an older one is named with older_hint, the way out), and its seal holds. */
+struct lmt_jsonseal_kind {
+	const char *schema;        /* "lmt-checkpoint" */
+	const char *noun;          /* "checkpoint": "'PATH': not an lmt checkpoint manifest" */
+	const char *version_label; /* "checkpoint schema version" */
+	int version;
+	const char *seal;          /* the seal's key */
+	const char *older_hint;    /* appended for an older version: " (...)" */
+};
+/* m is text[0..n) parsed (a json_t *). */
+int lmt_jsonseal_check_manifest(const char *text, size_t n, void *m, const struct lmt_jsonseal_kind *k,
+				const char *path, struct lmt_err *err);
+
 /* Re-seal text[0..n) (a sealed or an unsealed object) under key: *out gets a new
  * malloc'd text (the caller frees it), with a trailing newline. For deliberate
  * surgery only (ckpt-inspect --rehash). */

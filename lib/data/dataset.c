@@ -56,25 +56,17 @@ int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err
 		return lmt_err_set(err, LMT_EFORMAT, "'%s': line %d: invalid JSON: %s", path, je.line, je.text);
 	}
 	d->dir = strdup(dir);
-	uint64_t ver = 0, seq_len, tb, vocab, pad;
-	json_t *schema = json_object_get(m, "schema");
+	uint64_t seq_len, tb, vocab, pad;
 	json_t *packing = json_object_get(m, "packing");
 	json_t *tsha = json_object_get(m, "tokenizer_sha256");
 	json_t *shards = json_object_get(m, "shards");
 	json_t *eos = json_object_get(packing, "eos_id");
-	if (!json_is_string(schema) || strcmp(json_string_value(schema), "lmt-dataset") || get_u64(m, "schema_version", &ver)) {
-		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': not an lmt dataset manifest", path);
-		goto out;
-	}
-	if (ver != LMT_DATASET_SCHEMA) {
-		rc = lmt_err_set(err, LMT_EVERSION, "'%s': manifest schema version %llu, this build reads %d%s", path,
-				 (unsigned long long)ver, LMT_DATASET_SCHEMA,
-				 ver < LMT_DATASET_SCHEMA ? " (an older manifest carries no checksum of itself: pack the "
-							     "dataset again with shard-pack)" : "");
-		goto out;
-	}
 	/* no other field is believed before the manifest's own checksum holds */
-	if ((rc = lmt_jsonseal_check(text, tn, LMT_DATASET_SEAL, path, err)))
+	static const struct lmt_jsonseal_kind kind = {
+		"lmt-dataset", "dataset", "manifest schema version", LMT_DATASET_SCHEMA, LMT_DATASET_SEAL,
+		" (an older manifest carries no checksum of itself: pack the dataset again with shard-pack)",
+	};
+	if ((rc = lmt_jsonseal_check_manifest(text, tn, m, &kind, path, err)))
 		goto out;
 	if (get_u64(m, "seq_len", &seq_len) || get_u64(m, "token_bytes", &tb) || get_u64(m, "vocab_size", &vocab) ||
 	    get_u64(packing, "pad_id", &pad) || !json_is_string(tsha) ||

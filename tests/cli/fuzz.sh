@@ -26,8 +26,10 @@ fi
 mkdir "$T/work"
 for n in $names; do
 	# -runs bounds a target that is slow to start; -max_total_time is what ends it
+	# at the lowest priority: the suite runs two tests at a time, and the kill-and-
+	# resume tests beside this one time their signals against training steps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	"$FB/fuzz-$n" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+	nice -n 19 "$FB/fuzz-$n" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
 		-artifact_prefix="$T/work/$n-" -close_fd_mask=1 "$T/work" "tests/fuzz/seeds/$n" \
 		> "$T/$n.log" 2>&1
 	rc=$?
