@@ -1062,16 +1062,25 @@ int lmt_run_save(struct lmt_run_saver *k, int sync, struct lmt_err *err)
 	int rc;
 	if (!k->run->dir[0] || k->last_saved == tr->update)
 		return 0;
-	/* one save at a time: a final (synchronous) save waits for the one in flight; a
-	 * periodic one is refused, and says so */
+	/* one save at a time: a save that falls due while the previous one is still
+	 * being written waits for it, so the set of checkpoints a run leaves never
+	 * depends on the machine's load; the wait is training time lost, and said */
 	if ((rc = lmt_run_save_poll(k, sync, err)))
 		return rc;
+	double waited = 0;
 	if (k->async.started) {
-		char detail[160];
-		snprintf(detail, sizeof detail, "not saving update %llu: the save of update %llu is still in flight",
-			 (unsigned long long)tr->update, (unsigned long long)k->async.save.update);
+		uint64_t prev = k->async.save.update;
+		double w0 = lmt_now();
+		if ((rc = lmt_run_save_poll(k, 1, err)))
+			return rc;
+		waited = lmt_now() - w0;
+		char detail[200];
+		snprintf(detail, sizeof detail,
+			 "update %llu waited %.2f s for the save of update %llu, still being written",
+			 (unsigned long long)tr->update, waited, (unsigned long long)prev);
 		notice(k->run, "%s", detail);
-		return lmt_run_event(k->run, "checkpoint-refused", detail, tr->update, err);
+		if ((rc = lmt_run_event(k->run, "checkpoint-wait", detail, tr->update, err)))
+			return rc;
 	}
 	struct lmt_ckpt_tensor *t;
 	int n;
@@ -1088,11 +1097,11 @@ int lmt_run_save(struct lmt_run_saver *k, int sync, struct lmt_err *err)
 		struct lmt_ckpt_result r;
 		if (!(rc = lmt_ckpt_write(&sv, &r, err))) {
 			k->last_saved = tr->update;
-			rc = report_ckpt(k, &r, lmt_now() - t0, 0, err);
+			rc = report_ckpt(k, &r, waited + (lmt_now() - t0), 0, err);
 		}
 	} else if (!(rc = lmt_ckpt_async_start(&k->async, &sv, err))) {
 		k->last_saved = tr->update;
-		k->last_save_time = lmt_now() - t0; /* the training pause: the snapshot */
+		k->last_save_time = waited + (lmt_now() - t0); /* the training pause: the wait and the snapshot */
 	}
 	free(t);
 	free(host);
