@@ -3,10 +3,24 @@
  * function pointers, so the model, the training step and the optimizer are written
  * once and run on any backend.
  *
- * The CPU backend (backend/cpu.c: OpenBLAS for GEMMs, OpenMP loops for the rest) is
- * the reference; every other backend is tested against it op by op. Pointers passed
- * to these functions are device pointers from be->alloc; host data moves through
- * to_device/to_host. All tensors are row-major fp32 unless named otherwise.
+ * The CPU backend (backend/cpu.c: oneDNN for GEMMs, OpenMP loops for the rest) is
+ * the reference; every other backend is tested against it op by op
+ * (tests/unit/test-backend-ops.c). Pointers passed to these functions are device
+ * pointers from be->alloc; host data moves through to_device/to_host. Tensors are
+ * row-major; an operation that takes a dtype argument (enum lmt_dtype) reads or
+ * writes that type there, everything else is fp32.
+ *
+ * Errors are sticky: an operation that fails (a GEMM the library cannot do, memory
+ * for scratch) records the first failure, naming the operation, and be->status
+ * reports it. The training step checks it once per update instead of after each
+ * call, as a CUDA program checks its stream.
+ *
+ * Scalars stay on the device: reductions (sum of squares, non-finite counts, sums)
+ * add into double accumulators in device memory, which the caller reads once.
+ *
+ * Streams and events are part of the interface so that communication can overlap
+ * compute on a device: stream 0 is the compute stream, stream 1 the copy and
+ * communication stream. On the CPU every operation is synchronous and they are no-ops.
  *
  * Shapes: N rows (N = B*T tokens), C channels, B sequences of T positions, NH heads
  * of HS = C/NH channels, V real vocabulary entries padded to Vp columns. Backward
@@ -19,32 +33,94 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
+
+/*
+ * C[b] = epilogue(alpha * op(A[b]) * op(B[b]) + beta * C[b]) for b < batch, row-major;
+ * op(X) is X or its transpose (ta, tb); op(A) is M x K, op(B) is K x N; lda, ldb,
+ * ldc are row strides; sa, sb, sc element strides between batch entries. A and B
+ * have one dtype (fp32, bf16 or fp16), C is fp32 or that dtype; products are
+ * accumulated in fp32. The epilogue adds bias (N fp32 values, one per column, NULL:
+ * none) and then, with gelu, applies GPT-2's tanh GELU. A backend without fast
+ * kernels for a dtype still computes it (converting to fp32).
+ */
+struct lmt_gemm {
+	int ta, tb, M, N, K;
+	float alpha, beta;
+	const void *A;
+	int lda;
+	long sa;
+	const void *B;
+	int ldb;
+	long sb;
+	void *C;
+	int ldc;
+	long sc;
+	int batch;
+	int ab_dtype, c_dtype;
+	const float *bias;
+	int gelu;
+};
+
+/* AdamW over one flat range (see adamw below). */
+struct lmt_adamw {
+	float lr, b1, b2, eps, wd, bc1, bc2;
+	float gscale;            /* the gradient is grad * gscale (unscaling, clipping) */
+};
+
+/* Where time went, by kind of operation, for the step-time breakdown. */
+enum lmt_op_kind {
+	LMT_OPK_GEMM = 0,
+	LMT_OPK_ATTENTION,
+	LMT_OPK_NORM,            /* layer norms */
+	LMT_OPK_OPTIMIZER,       /* AdamW, casts of the weights */
+	LMT_OPK_OTHER,           /* everything else (embeddings, GELU, the loss, casts, reductions) */
+};
+#define LMT_OPK_COUNT 5
+extern const char *const lmt_op_kind_names[LMT_OPK_COUNT];
 
 struct lmt_backend {
 	const char *name;        /* "cpu", "cuda" */
 	int threads;             /* CPU: threads for loops and GEMMs */
 	void *priv;
+	/* capabilities */
+	int is_host;             /* device pointers are host memory: a checkpoint can read them in place */
+	unsigned fast_dtypes;    /* bit (1 << dtype) set for each GEMM dtype with native kernels */
+	/* seconds spent in each kind of operation since the caller last zeroed this */
+	double op_s[LMT_OPK_COUNT];
 
 	void (*release)(struct lmt_backend *be);
+	/* The first failure since the last call (0 if none), into err; clears it. */
+	int (*status)(struct lmt_backend *be, struct lmt_err *err);
+	/* What kernel a GEMM of this dtype runs ("brg:avx512_core_amx_bf16"), for the
+	 * benchmarks and the run's record; a static string. */
+	const char *(*gemm_impl)(struct lmt_backend *be, int dtype);
 
-	/* memory; alloc returns zeroed memory or NULL */
+	/* memory; alloc returns zeroed memory or NULL; alloc_host returns host memory
+	 * the device copies from fastest (pinned on a GPU) */
 	void *(*alloc)(struct lmt_backend *be, size_t bytes);
 	void (*free)(struct lmt_backend *be, void *p);
+	void *(*alloc_host)(struct lmt_backend *be, size_t bytes);
+	void (*free_host)(struct lmt_backend *be, void *p);
 	void (*to_device)(struct lmt_backend *be, void *dst, const void *src, size_t bytes);
 	void (*to_host)(struct lmt_backend *be, void *dst, const void *src, size_t bytes);
+	/* asynchronous copies on a stream; the host buffer must stay until the stream syncs */
+	void (*to_device_async)(struct lmt_backend *be, void *dst, const void *src, size_t bytes, int stream);
+	void (*to_host_async)(struct lmt_backend *be, void *dst, const void *src, size_t bytes, int stream);
 	void (*copy)(struct lmt_backend *be, void *dst, const void *src, size_t bytes); /* device to device */
 	void (*zero)(struct lmt_backend *be, void *p, size_t bytes);
 	void (*sync)(struct lmt_backend *be);
+	/* events: record marks a point in a stream, wait makes a stream wait for it */
+	void (*event_record)(struct lmt_backend *be, int event, int stream);
+	void (*event_wait)(struct lmt_backend *be, int event, int stream);
 
-	/*
-	 * C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] for b < batch, row-major;
-	 * op(X) is X or its transpose (ta, tb); op(A) is M x K, op(B) is K x N; lda, ldb,
-	 * ldc are row strides; sa, sb, sc element strides between batch entries.
-	 */
-	void (*gemm)(struct lmt_backend *be, int ta, int tb, int M, int N, int K, float alpha,
-		     const float *A, int lda, long sa, const float *B, int ldb, long sb, float beta,
-		     float *C, int ldc, long sc, int batch);
+	void (*gemm)(struct lmt_backend *be, const struct lmt_gemm *g);
+
+	/* dst = src converted, n elements; stochastic rounding (with seed, deterministic
+	 * for a seed) when sr is nonzero and dst is bf16 or fp16, else round to nearest even */
+	void (*cast)(struct lmt_backend *be, void *dst, int dst_dtype, const void *src, int src_dtype, size_t n,
+		     int sr, uint64_t seed);
 
 	/* out[b,t,:] = wte[tok[b,t],:] + wpe[t,:] */
 	void (*embed_fwd)(struct lmt_backend *be, float *out, const int32_t *tok, const float *wte,
@@ -53,8 +129,9 @@ struct lmt_backend {
 	void (*embed_bwd)(struct lmt_backend *be, float *dwte, float *dwpe, const float *dout,
 			  const int32_t *tok, int B, int T, int C);
 
-	/* out = (inp - mean) * rstd * w + b over each row of C; saves mean, rstd (N each) */
-	void (*layernorm_fwd)(struct lmt_backend *be, float *out, float *mean, float *rstd,
+	/* out = (inp - mean) * rstd * w + b over each row of C, written as out_dtype;
+	 * statistics in fp32; saves mean, rstd (N each; either may be NULL) */
+	void (*layernorm_fwd)(struct lmt_backend *be, void *out, int out_dtype, float *mean, float *rstd,
 			      const float *inp, const float *w, const float *b, int N, int C);
 	/* dinp += ..., dw += ..., db += ... */
 	void (*layernorm_bwd)(struct lmt_backend *be, float *dinp, float *dw, float *db,
@@ -66,8 +143,9 @@ struct lmt_backend {
 	/* db += sum_n dout[n,:] */
 	void (*bias_grad)(struct lmt_backend *be, float *db, const float *dout, int N, int C);
 
-	/* GELU, tanh approximation (GPT-2's): out = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))) */
-	void (*gelu_fwd)(struct lmt_backend *be, float *out, const float *inp, size_t n);
+	/* GELU, tanh approximation (GPT-2's): out = 0.5 x (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))),
+	 * written as out_dtype */
+	void (*gelu_fwd)(struct lmt_backend *be, void *out, int out_dtype, const float *inp, size_t n);
 	/* dinp = dout * gelu'(inp) */
 	void (*gelu_bwd)(struct lmt_backend *be, float *dinp, const float *inp, const float *dout, size_t n);
 
@@ -93,27 +171,29 @@ struct lmt_backend {
 	/*
 	 * Cross-entropy of logits (N, Vp) against targets (N; -1 = no target), over the V
 	 * real columns only (padding columns are never predicted): losses[n] = -log
-	 * softmax(logits[n])[target] (0 where no target). In the same pass logits are
-	 * replaced by their gradient, (softmax - onehot) * dscale, zero in masked rows
-	 * and padding columns. A numerically stable log-softmax; the logits are never
-	 * softmaxed into a separate tensor.
+	 * softmax(logits[n])[target] (0 where no target), and *loss_acc (device) += their
+	 * sum. In the same pass logits are replaced by their gradient, (softmax - onehot)
+	 * * dscale, zero in masked rows and padding columns. A numerically stable
+	 * log-softmax; the logits are never softmaxed into a separate tensor.
 	 */
-	void (*xent_fwd_bwd)(struct lmt_backend *be, float *losses, float *logits, const int32_t *targets,
-			     int N, int V, int Vp, float dscale);
+	void (*xent_fwd_bwd)(struct lmt_backend *be, float *losses, double *loss_acc, float *logits,
+			     const int32_t *targets, int N, int V, int Vp, float dscale);
 
 	/*
-	 * AdamW with decoupled weight decay (Loshchilov & Hutter): with g = grad * gscale,
+	 * AdamW with decoupled weight decay (Loshchilov & Hutter) over one flat range of
+	 * n fp32 master weights p: with g = grad * gscale,
 	 * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 	 * p -= lr * (m / bc1 / (sqrt(v / bc2) + eps) + wd * p), where bc1 = 1 - b1^t,
-	 * bc2 = 1 - b2^t. Returns how many of the updated p are not finite (the check
-	 * rides on the pass that writes them).
+	 * bc2 = 1 - b2^t. With work (not NULL) the updated p is also written there as
+	 * work_dtype (the working copy the GEMMs read). *nonfinite_acc (device) += how
+	 * many updated p are not finite (the check rides on the pass that writes them).
 	 */
-	size_t (*adamw)(struct lmt_backend *be, float *p, const float *grad, float *m, float *v, size_t n,
-		      float lr, float b1, float b2, float eps, float wd, float bc1, float bc2, float gscale);
+	void (*adamw)(struct lmt_backend *be, float *p, void *work, int work_dtype, const float *grad, float *m,
+		      float *v, size_t n, const struct lmt_adamw *a, double *nonfinite_acc);
 
-	/* sum of squares (accumulated in double) and non-finite count of x[0..n) */
-	double (*sumsq)(struct lmt_backend *be, const float *x, size_t n);
-	size_t (*nonfinite)(struct lmt_backend *be, const float *x, size_t n);
+	/* acc[0] += sum of squares (in double), acc[1] += count of non-finite x, over x[0..n);
+	 * acc in device memory */
+	void (*sumsq)(struct lmt_backend *be, double *acc, const float *x, size_t n);
 	/* x *= s */
 	void (*scale)(struct lmt_backend *be, float *x, float s, size_t n);
 };
@@ -127,10 +207,10 @@ const char *lmt_backend_names(void);
  * number of devices visible now (0 when no driver or GPU is present). */
 const char *lmt_backend_cuda_status(void);
 
-/* Best sgemm FLOP/s on this backend (for MFU): measured at each call (5 products of
- * 1024^3, a fraction of a second) and, unless cache is 0, the best ever measured on
- * this machine, thread count and OpenBLAS core, kept in $XDG_CACHE_HOME/lmt (or
+/* Best GEMM FLOP/s on this backend in dtype (for MFU): measured at each call (products
+ * of 1024^3, a fraction of a second) and, unless cache is 0, the best ever measured on
+ * this machine, thread count and kernel, kept in $XDG_CACHE_HOME/lmt (or
  * ~/.cache/lmt): a measurement taken while other work shared the cores is low. */
-double lmt_backend_peak_flops(struct lmt_backend *be, int cache);
+double lmt_backend_peak_flops(struct lmt_backend *be, int dtype, int cache);
 
 #endif

@@ -10,4 +10,17 @@
 /* The CPU backend with `threads` threads (0: all cores). */
 int lmt_backend_cpu_init(struct lmt_backend *be, int threads, struct lmt_err *err);
 
+/*
+ * The CPU backend's GEMMs (cpu_gemm.c, oneDNN's matmul primitive): primitives
+ * created once per shape, dtype and transpose and cached. lmt_cpu_gemm returns 0 or
+ * a negative LMT_E* code with err filled (the caller records it in the backend's
+ * sticky status). lmt_cpu_gemm_impl: oneDNN's implementation name for a 1024^3
+ * GEMM in dtype (a static string). lmt_cpu_gemm_release frees the cache.
+ */
+struct lmt_cpu_gemm_cache;
+int lmt_cpu_gemm_init(struct lmt_cpu_gemm_cache **cache, int threads, struct lmt_err *err);
+void lmt_cpu_gemm_release(struct lmt_cpu_gemm_cache *cache);
+int lmt_cpu_gemm(struct lmt_cpu_gemm_cache *cache, const struct lmt_gemm *g, struct lmt_err *err);
+const char *lmt_cpu_gemm_impl(struct lmt_cpu_gemm_cache *cache, int dtype);
+
 #endif

@@ -47,6 +47,7 @@
 
 #include "ckpt/ckpt.h"
 #include "core/digest.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 enum lmt_st_dtype {
@@ -61,10 +62,7 @@ int lmt_st_dtype_parse(const char *s);
 const char *lmt_st_dtype_name(int dtype);
 const char *lmt_st_dtype_torch(int dtype);
 
-uint16_t lmt_f32_to_bf16(float x);
-uint16_t lmt_f32_to_f16(float x);
-float lmt_bf16_to_f32(uint16_t h);
-float lmt_f16_to_f32(uint16_t h);
+/* the scalar conversions (lmt_f32_to_bf16 ...) are core/dtype.h's */
 
 struct lmt_st_opts {
 	const char *path;           /* the .safetensors file (written atomically) */
