@@ -46,7 +46,7 @@ enum {
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
-	OPT_STOP_AT, OPT_JSONL,
+	OPT_STOP_AT, OPT_JSONL, OPT_PRECISION, OPT_RECOMPUTE,
 };
 
 static const struct option longopts[] = {
@@ -103,6 +103,8 @@ static const struct option longopts[] = {
 	{ "threads", required_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "jsonl", no_argument, NULL, OPT_JSONL },
+	{ "precision", required_argument, NULL, OPT_PRECISION },
+	{ "recompute", required_argument, NULL, OPT_RECOMPUTE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -159,6 +161,10 @@ static void usage(void)
 	       "                          fixed-seed samples (0: never; 32; 1.0; 40)\n"
 	       "Running:\n"
 	       "  --backend cpu           the compute backend (cpu)\n"
+	       "  --precision P           fp32, bf16 or fp16 (default: bf16 where the backend has\n"
+	       "                          fast bf16 GEMMs, else fp32); master weights stay fp32\n"
+	       "  --recompute R           none, block or every:K: keep only each (K-th) block's\n"
+	       "                          input and recompute it in backward\n"
 	       "  -j, --threads N         CPU threads (OMP_NUM_THREADS, else all cores)\n"
 	       "  --peak-flops X          FLOP/s for MFU (default: measured sgemm peak)\n"
 	       "  -q, --quiet             no progress on stderr\n"
@@ -171,6 +177,7 @@ static void usage(void)
 
 struct opts {
 	const char *data, *out, *tokenizer, *init_llmc, *export_llmc, *prompt, *backend;
+	const char *precision;   /* NULL: the backend's best */
 	int jsonl;
 	struct lmt_gpt_config model;
 	struct lmt_train_cfg tc;
@@ -320,6 +327,22 @@ static void set_option(struct opts *o, int c, const char *arg)
 	case 'j': o->threads = (int)opt_int("threads", arg, 1, 4096); break;
 	case 'q': tool_quiet = 1; break;
 	case OPT_JSONL: o->jsonl = 1; break;
+	case OPT_PRECISION:
+		if (strcmp(arg, "auto") && lmt_dtype_parse(arg) != LMT_DTYPE_F32 && lmt_dtype_parse(arg) != LMT_DTYPE_BF16 &&
+		    lmt_dtype_parse(arg) != LMT_DTYPE_F16)
+			usage_error("option '--precision': '%s' is not fp32, bf16, fp16 or auto", arg);
+		o->precision = strcmp(arg, "auto") ? lmt_dtype_name(lmt_dtype_parse(arg)) : NULL;
+		break;
+	case OPT_RECOMPUTE:
+		if (!strcmp(arg, "none"))
+			o->tc.recompute_every = 0;
+		else if (!strcmp(arg, "block"))
+			o->tc.recompute_every = 1;
+		else if (!strncmp(arg, "every:", 6))
+			o->tc.recompute_every = (int)opt_int("recompute", arg + 6, 1, 1 << 20);
+		else
+			usage_error("option '--recompute': '%s' is not none, block or every:K", arg);
+		break;
 	}
 }
 
@@ -578,7 +601,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	memset(o, 0, sizeof *o);
 	o->model = (struct lmt_gpt_config){ 0, 0, 0, 4, 4, 256, 0 };
 	o->tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
-					1.0, LMT_NONFINITE_STOP, 1, 8192 };
+					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0 };
 	o->eval_every = 100;
 	o->keep = 3;
 	o->eval_seqs = 64;
@@ -704,6 +727,29 @@ static void open_model(struct opts *o, const struct lmt_dataset *d, struct lmt_b
 		if (lmt_gpt_init(g, &o->model, be, &err))
 			die_err(&err);
 	}
+}
+
+/* The compute precision: asked for, or the backend's fastest (bf16 where its GEMMs
+ * have native bf16 kernels); recorded in the run's config; recompute with it. */
+static void set_precision(struct opts *o, struct lmt_backend *be, struct lmt_gpt *g)
+{
+	struct lmt_err err = { 0 };
+	int dt = o->precision ? lmt_dtype_parse(o->precision)
+			      : (be->fast_dtypes & (1u << LMT_DTYPE_BF16)) ? LMT_DTYPE_BF16 : LMT_DTYPE_F32;
+	if (!(be->dtypes & (1u << dt))) {
+		char offers[64] = "";
+		for (int d = 0; d < LMT_DTYPE_COUNT; d++)
+			if (be->dtypes & (1u << d))
+				snprintf(offers + strlen(offers), sizeof offers - strlen(offers), "%s%s", offers[0] ? ", " : "",
+					 lmt_dtype_name(d));
+		usage_error("option '--precision': the %s backend computes in %s, not %s", be->name, offers,
+			    lmt_dtype_name(dt));
+	}
+	o->tc.precision = dt;
+	if (lmt_gpt_set_precision(g, dt, &err) || lmt_gpt_set_recompute(g, o->tc.recompute_every, &err))
+		die_err(&err);
+	info("precision %s (GEMMs: %s)%s", lmt_dtype_name(dt), be->gemm_impl(be, dt),
+	     o->tc.recompute_every ? ", recomputing blocks in backward" : "");
 }
 
 /* The checkpoint to resume from, if there is one (1), and the configuration its
@@ -867,6 +913,7 @@ int main(int argc, char **argv)
 	/* a resumed run's weights come from the checkpoint */
 	if (!o.init_llmc && !have_ck && lmt_gpt_init_weights(&g, o.init_seed, &err))
 		die_err(&err);
+	set_precision(&o, &be, &g);
 	if (lmt_gpt_alloc_acts(&g, o.tc.B, T, &err))
 		die_err(&err);
 	if (lmt_trainer_init(&the_trainer, &o.tc, &be, &comm, &g, &d, cursor, &err))
@@ -890,7 +937,7 @@ int main(int argc, char **argv)
 			     (unsigned long long)rs.replayed);
 	}
 
-	double peak = o.peak > 0 ? o.peak : lmt_backend_peak_flops(&be, 1);
+	double peak = o.peak > 0 ? o.peak : lmt_backend_peak_flops(&be, g.dtype, 1);
 	double fpt = lmt_gpt_flops_per_token(&g.cfg, T);
 	report_setup(&o, &d, &g, &be, &comm, peak, fpt, have_ck);
 	if (have_ck) {

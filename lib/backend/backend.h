@@ -86,7 +86,8 @@ struct lmt_backend {
 	void *priv;
 	/* capabilities */
 	int is_host;             /* device pointers are host memory: a checkpoint can read them in place */
-	unsigned fast_dtypes;    /* bit (1 << dtype) set for each GEMM dtype with native kernels */
+	unsigned dtypes;         /* bit (1 << dtype) for each compute dtype the backend does */
+	unsigned fast_dtypes;    /* ... and for each with native GEMM kernels */
 	/* seconds spent in each kind of operation since the caller last zeroed this */
 	double op_s[LMT_OPK_COUNT];
 
@@ -159,10 +160,12 @@ struct lmt_backend {
 	 * (B, T, C). Position i attends to j <= i, and with seg (B*T segment numbers, or
 	 * NULL) only to j in the same segment. lse (B, NH, T) saves each query's
 	 * log-sum-exp of scaled scores for the backward pass, which recomputes the
-	 * scores blockwise instead of storing T x T probabilities.
+	 * scores blockwise instead of storing T x T probabilities. Only queries q0..T-1
+	 * are computed (the earlier rows of qkv are a key/value cache): out is then
+	 * (B, T - q0, C) and lse (B, NH, T - q0).
 	 */
 	void (*attention_fwd)(struct lmt_backend *be, float *out, float *lse, const float *qkv,
-			      const int32_t *seg, int B, int T, int NH, int HS);
+			      const int32_t *seg, int B, int T, int NH, int HS, int q0);
 	/* dqkv = d(loss)/d(qkv) given dout; out and lse from the forward pass */
 	void (*attention_bwd)(struct lmt_backend *be, float *dqkv, const float *dout, const float *qkv,
 			      const float *out, const float *lse, const int32_t *seg, int B, int T, int NH,

@@ -1,10 +1,14 @@
 /*
- * cpu.c: the reference backend. GEMMs go to OpenBLAS; every other operation
- * is an OpenMP loop written here.
+ * cpu.c: the reference backend. GEMMs go to oneDNN's matmul primitive
+ * (cpu_gemm.c: AMX or AVX512-BF16 kernels for bf16 where the CPU has them); every
+ * other operation is an OpenMP loop written here.
  *
- * OpenBLAS is never called from inside an OpenMP parallel region (Debian's OpenBLAS
- * is the pthread build, and nesting its threads under OpenMP's oversubscribes the
- * cores); both use be->threads threads, one after the other.
+ * oneDNN (Debian's build runs on OpenMP) and the loops here share one thread count,
+ * be->threads, set as OpenMP's default at init; oneDNN is never called from inside
+ * a parallel region, so threads never nest.
+ *
+ * bf16 and fp16 tensors are storage: loops read them into fp32, compute in fp32 and
+ * round once when they store (to nearest even, or stochastically in cast).
  *
  * Determinism: for a given thread count every result is bitwise reproducible. Loops
  * that reduce over rows (parameter gradients) are split by columns instead, so each
@@ -19,7 +23,6 @@
 #include "backend/backend.h"
 #include "backend/impl.h"
 
-#include <cblas.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -45,15 +48,51 @@ __attribute__((simd("notinbranch"))) float tanhf(float);
 struct cpu {
 	float *scratch;          /* threads * scratch_per */
 	size_t scratch_per;
+	struct lmt_cpu_gemm_cache *gemm;
+	int fail_rc;             /* the sticky status: the first failure since status() */
+	char fail_msg[1100];
 };
+
+const char *const lmt_op_kind_names[LMT_OPK_COUNT] = { "gemm", "attention", "norm", "optimizer", "other" };
+
+static void fail(struct lmt_backend *be, int rc, const char *op, const char *msg)
+{
+	struct cpu *c = be->priv;
+	if (c->fail_rc)
+		return;
+	c->fail_rc = rc;
+	snprintf(c->fail_msg, sizeof c->fail_msg, "cpu backend: %s: %s", op, msg);
+}
+
+static int cpu_status(struct lmt_backend *be, struct lmt_err *err)
+{
+	struct cpu *c = be->priv;
+	int rc = c->fail_rc;
+	if (rc)
+		lmt_err_set(err, rc, "%s", c->fail_msg);
+	c->fail_rc = 0;
+	return rc;
+}
+
+/* time spent in an operation, by kind */
+#define OP_BEGIN double op_t0_ = lmt_now()
+#define OP_END(kind) (be->op_s[kind] += lmt_now() - op_t0_)
 
 static void cpu_release(struct lmt_backend *be)
 {
 	struct cpu *c = be->priv;
-	if (c)
+	if (c) {
 		free(c->scratch);
+		lmt_cpu_gemm_release(c->gemm);
+	}
 	free(c);
 	be->priv = NULL;
+}
+
+static const char *cpu_gemm_impl(struct lmt_backend *be, int dtype)
+{
+	struct cpu *c = be->priv;
+	return lmt_cpu_gemm_impl(c->gemm, dtype);
 }
 
 static void *cpu_alloc(struct lmt_backend *be, size_t bytes)
@@ -90,19 +129,150 @@ static void cpu_sync(struct lmt_backend *be)
 	(void)be;
 }
 
-static void cpu_gemm(struct lmt_backend *be, int ta, int tb, int M, int N, int K, float alpha,
-		     const float *A, int lda, long sa, const float *B, int ldb, long sb, float beta,
-		     float *C, int ldc, long sc, int batch)
+/* every operation is synchronous: a copy on a stream is done when it returns */
+static void cpu_copy_async(struct lmt_backend *be, void *dst, const void *src, size_t bytes, int stream)
+{
+	(void)stream;
+	cpu_copy(be, dst, src, bytes);
+}
+
+static void cpu_event(struct lmt_backend *be, int event, int stream)
 {
 	(void)be;
-	for (int b = 0; b < batch; b++)
-		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K,
-			    alpha, A + b * sa, lda, B + b * sb, ldb, beta, C + b * sc, ldc);
+	(void)event;
+	(void)stream;
+}
+
+static void cpu_gemm(struct lmt_backend *be, const struct lmt_gemm *g)
+{
+	struct cpu *c = be->priv;
+	struct lmt_err e = { 0 };
+	OP_BEGIN;
+	int rc = lmt_cpu_gemm(c->gemm, g, &e);
+	if (rc)
+		fail(be, rc, "gemm", e.msg);
+	OP_END(LMT_OPK_GEMM);
+}
+
+/* ---- dtypes ---- */
+
+/* n fp32 values stored as dtype (round to nearest even) */
+HOT static void store_f32(void *dst, int dt, size_t at, const float *src, size_t n)
+{
+	if (dt == LMT_DTYPE_F32) {
+		memcpy((float *)dst + at, src, n * sizeof *src);
+	} else if (dt == LMT_DTYPE_BF16) {
+		uint16_t *d = (uint16_t *)dst + at;
+		for (size_t i = 0; i < n; i++)
+			d[i] = lmt_f32_to_bf16(src[i]);
+	} else {
+		uint16_t *d = (uint16_t *)dst + at;
+		for (size_t i = 0; i < n; i++)
+			d[i] = lmt_f32_to_f16(src[i]);
+	}
+}
+
+HOT static void load_f32(float *dst, const void *src, int dt, size_t at, size_t n)
+{
+	if (dt == LMT_DTYPE_F32) {
+		memcpy(dst, (const float *)src + at, n * sizeof *dst);
+	} else if (dt == LMT_DTYPE_BF16) {
+		const uint16_t *s = (const uint16_t *)src + at;
+		for (size_t i = 0; i < n; i++)
+			dst[i] = lmt_bf16_to_f32(s[i]);
+	} else if (dt == LMT_DTYPE_F16) {
+		const uint16_t *s = (const uint16_t *)src + at;
+		for (size_t i = 0; i < n; i++)
+			dst[i] = lmt_f16_to_f32(s[i]);
+	} else {
+		const int32_t *s = (const int32_t *)src + at;
+		for (size_t i = 0; i < n; i++)
+			dst[i] = (float)s[i];
+	}
+}
+
+/* A stateless hash of (seed, element index): the random bits of stochastic
+ * rounding, the same for any thread count or chunking. */
+static inline uint32_t sr_bits(uint64_t seed, size_t i)
+{
+	uint64_t z = seed + 0x9e3779b97f4a7c15ull * (i + 1);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return (uint32_t)(z ^ (z >> 31));
+}
+
+/* Stochastic rounding to bf16: add 16 random bits below the kept half and truncate,
+ * so x rounds up with probability equal to its distance from the lower neighbour.
+ * NaN and infinity are kept; a value that rounds past the largest finite one
+ * becomes infinity, as it would round to nearest. */
+HOT static void sr_bf16(uint16_t *d, const float *x, size_t n, uint64_t seed, size_t at)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t u = lmt_bits_of(x[i]);
+		if ((u & 0x7f800000u) == 0x7f800000u) {
+			d[i] = lmt_f32_to_bf16(x[i]);
+			continue;
+		}
+		u += sr_bits(seed, at + i) & 0xffffu;
+		d[i] = (uint16_t)(u >> 16);
+	}
+}
+
+/* Stochastic rounding to fp16: the two fp16 neighbours of x (round down toward
+ * zero, then the next one away from zero) and a uniform draw between them. */
+HOT static void sr_f16(uint16_t *d, const float *x, size_t n, uint64_t seed, size_t at)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint16_t h = lmt_f32_to_f16(x[i]);
+		float r = lmt_f16_to_f32(h);
+		if (!isfinite(r) || r == x[i]) {
+			d[i] = h;
+			continue;
+		}
+		/* the neighbour on the other side of x */
+		int up = fabsf(x[i]) > fabsf(r);
+		uint16_t o = (uint16_t)(up ? h + 1 : h - 1);
+		if ((h & 0x7fffu) == 0 && !up)
+			o = h; /* no neighbour below zero's magnitude */
+		float ro = lmt_f16_to_f32(o);
+		float lo = fabsf(r) < fabsf(ro) ? r : ro, hi = lo == r ? ro : r;
+		uint16_t hlo = lo == r ? h : o, hhi = lo == r ? o : h;
+		float p = (fabsf(x[i]) - fabsf(lo)) / (fabsf(hi) - fabsf(lo)); /* chance of the larger magnitude */
+		float u01 = (float)(sr_bits(seed, at + i) >> 8) * 0x1p-24f;
+		d[i] = u01 < p ? hhi : hlo;
+	}
+}
+
+static void cpu_cast(struct lmt_backend *be, void *dst, int ddt, const void *src, int sdt, size_t n, int sr,
+		     uint64_t seed)
+{
+	OP_BEGIN;
+	size_t chunk = 4096, nc = (n + chunk - 1) / chunk;
+	if (ddt == sdt) {
+		cpu_copy(be, dst, src, n * lmt_dtype_size(ddt));
+	} else if (ddt == LMT_DTYPE_I32) {
+		fail(be, LMT_EUNSUPPORTED, "cast", "casts to int32 are not an operation of this backend");
+	} else {
+#pragma omp parallel for num_threads(be->threads) schedule(static)
+		for (size_t k = 0; k < nc; k++) {
+			float buf[4096];
+			size_t o = k * chunk, m = LMT_MIN(chunk, n - o);
+			load_f32(buf, src, sdt, o, m);
+			if (sr && ddt == LMT_DTYPE_BF16)
+				sr_bf16((uint16_t *)dst + o, buf, m, seed, o);
+			else if (sr && ddt == LMT_DTYPE_F16)
+				sr_f16((uint16_t *)dst + o, buf, m, seed, o);
+			else
+				store_f32(dst, ddt, o, buf, m);
+		}
+	}
+	OP_END(LMT_OPK_OTHER);
 }
 
 static void cpu_embed_fwd(struct lmt_backend *be, float *out, const int32_t *tok, const float *wte,
 			  const float *wpe, int B, int T, int C)
 {
+	OP_BEGIN;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
 	for (int n = 0; n < B * T; n++) {
 		const float *e = wte + (size_t)tok[n] * C, *p = wpe + (size_t)(n % T) * C;
@@ -110,11 +280,13 @@ static void cpu_embed_fwd(struct lmt_backend *be, float *out, const int32_t *tok
 		for (int c = 0; c < C; c++)
 			o[c] = e[c] + p[c];
 	}
+	OP_END(LMT_OPK_OTHER);
 }
 
 static void cpu_embed_bwd(struct lmt_backend *be, float *dwte, float *dwpe, const float *dout,
 			  const int32_t *tok, int B, int T, int C)
 {
+	OP_BEGIN;
 	/* split by channel blocks: each thread owns columns, so no two write one element */
 	int nb = (C + 15) / 16;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
@@ -129,9 +301,11 @@ static void cpu_embed_bwd(struct lmt_backend *be, float *dwte, float *dwpe, cons
 			}
 		}
 	}
+	OP_END(LMT_OPK_OTHER);
 }
 
-HOT static void ln_row(float *o, float *mean, float *rstd, const float *x, const float *w, const float *b, int C)
+HOT static void ln_row(void *out, int dt, size_t at, float *mean, float *rstd, const float *x, const float *w,
+			const float *b, int C)
 {
 	float m = 0;
 	for (int c = 0; c < C; c++)
@@ -144,18 +318,28 @@ HOT static void ln_row(float *o, float *mean, float *rstd, const float *x, const
 	}
 	v /= C;
 	float s = 1.0f / sqrtf(v + 1e-5f);
-	for (int c = 0; c < C; c++)
-		o[c] = (x[c] - m) * s * w[c] + b[c];
-	*mean = m;
-	*rstd = s;
+	float buf[256];
+	for (int c0 = 0; c0 < C; c0 += 256) {
+		int n = LMT_MIN(256, C - c0);
+		for (int c = 0; c < n; c++)
+			buf[c] = (x[c0 + c] - m) * s * w[c0 + c] + b[c0 + c];
+		store_f32(out, dt, at + c0, buf, (size_t)n);
+	}
+	if (mean)
+		*mean = m;
+	if (rstd)
+		*rstd = s;
 }
 
-static void cpu_layernorm_fwd(struct lmt_backend *be, float *out, float *mean, float *rstd, const float *inp,
+static void cpu_layernorm_fwd(struct lmt_backend *be, void *out, int dt, float *mean, float *rstd, const float *inp,
 			      const float *w, const float *b, int N, int C)
 {
+	OP_BEGIN;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
 	for (int n = 0; n < N; n++)
-		ln_row(out + (size_t)n * C, mean + n, rstd + n, inp + (size_t)n * C, w, b, C);
+		ln_row(out, dt, (size_t)n * C, mean ? mean + n : NULL, rstd ? rstd + n : NULL, inp + (size_t)n * C, w, b,
+		       C);
+	OP_END(LMT_OPK_NORM);
 }
 
 HOT static void ln_bwd_row(float *dx, const float *dy, const float *x, const float *w, float m, float s, int C)
@@ -178,6 +362,7 @@ HOT static void ln_bwd_row(float *dx, const float *dy, const float *x, const flo
 static void cpu_layernorm_bwd(struct lmt_backend *be, float *dinp, float *dw, float *db, const float *dout,
 			      const float *inp, const float *w, const float *mean, const float *rstd, int N, int C)
 {
+	OP_BEGIN;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
 	for (int n = 0; n < N; n++)
 		ln_bwd_row(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C, w, mean[n], rstd[n], C);
@@ -193,20 +378,24 @@ static void cpu_layernorm_bwd(struct lmt_backend *be, float *dinp, float *dw, fl
 			}
 		}
 	}
+	OP_END(LMT_OPK_NORM);
 }
 
 static void cpu_bias_add(struct lmt_backend *be, float *x, const float *b, int N, int C)
 {
+	OP_BEGIN;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
 	for (int n = 0; n < N; n++) {
 		float *r = x + (size_t)n * C;
 		for (int c = 0; c < C; c++)
 			r[c] += b[c];
 	}
+	OP_END(LMT_OPK_OTHER);
 }
 
 static void cpu_bias_grad(struct lmt_backend *be, float *db, const float *dout, int N, int C)
 {
+	OP_BEGIN;
 	int nb = (C + 63) / 64;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
 	for (int blk = 0; blk < nb; blk++) {
@@ -217,6 +406,7 @@ static void cpu_bias_grad(struct lmt_backend *be, float *db, const float *dout, 
 				db[c] += d[c];
 		}
 	}
+	OP_END(LMT_OPK_OTHER);
 }
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
@@ -230,12 +420,22 @@ HOT static void gelu_chunk(float *o, const float *x, size_t n)
 	}
 }
 
-static void cpu_gelu_fwd(struct lmt_backend *be, float *out, const float *inp, size_t n)
+static void cpu_gelu_fwd(struct lmt_backend *be, void *out, int dt, const float *inp, size_t n)
 {
-	size_t chunk = 16384, nc = (n + chunk - 1) / chunk;
+	OP_BEGIN;
+	size_t chunk = 4096, nc = (n + chunk - 1) / chunk;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
-	for (size_t k = 0; k < nc; k++)
-		gelu_chunk(out + k * chunk, inp + k * chunk, LMT_MIN(chunk, n - k * chunk));
+	for (size_t k = 0; k < nc; k++) {
+		size_t o = k * chunk, m = LMT_MIN(chunk, n - o);
+		if (dt == LMT_DTYPE_F32) {
+			gelu_chunk((float *)out + o, inp + o, m);
+		} else {
+			float buf[4096];
+			gelu_chunk(buf, inp + o, m);
+			store_f32(out, dt, o, buf, m);
+		}
+	}
+	OP_END(LMT_OPK_OTHER);
 }
 
 HOT static void gelu_bwd_chunk(float *dx, const float *x, const float *dy, size_t n)
@@ -251,10 +451,12 @@ HOT static void gelu_bwd_chunk(float *dx, const float *x, const float *dy, size_
 
 static void cpu_gelu_bwd(struct lmt_backend *be, float *dinp, const float *inp, const float *dout, size_t n)
 {
+	OP_BEGIN;
 	size_t chunk = 16384, nc = (n + chunk - 1) / chunk;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
 	for (size_t k = 0; k < nc; k++)
 		gelu_bwd_chunk(dinp + k * chunk, inp + k * chunk, dout + k * chunk, LMT_MIN(chunk, n - k * chunk));
+	OP_END(LMT_OPK_OTHER);
 }
 
 HOT static void add_chunk(float *o, const float *a, const float *b, size_t n)
@@ -265,10 +467,12 @@ HOT static void add_chunk(float *o, const float *a, const float *b, size_t n)
 
 static void cpu_add(struct lmt_backend *be, float *out, const float *a, const float *b, size_t n)
 {
+	OP_BEGIN;
 	size_t chunk = 16384, nc = (n + chunk - 1) / chunk;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
 	for (size_t k = 0; k < nc; k++)
 		add_chunk(out + k * chunk, a + k * chunk, b + k * chunk, LMT_MIN(chunk, n - k * chunk));
+	OP_END(LMT_OPK_OTHER);
 }
 
 HOT static void axpy_chunk(float *y, float a, const float *x, size_t n)
@@ -279,10 +483,12 @@ HOT static void axpy_chunk(float *y, float a, const float *x, size_t n)
 
 static void cpu_axpy(struct lmt_backend *be, float *y, float a, const float *x, size_t n)
 {
+	OP_BEGIN;
 	size_t chunk = 16384, nc = (n + chunk - 1) / chunk;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
 	for (size_t k = 0; k < nc; k++)
 		axpy_chunk(y + k * chunk, a, x + k * chunk, LMT_MIN(chunk, n - k * chunk));
+	OP_END(LMT_OPK_OTHER);
 }
 
 /* ---- attention ---- */
@@ -342,25 +548,24 @@ static inline int seg_start(const int32_t *seg, int i)
 }
 
 static void cpu_attention_fwd(struct lmt_backend *be, float *out, float *lse, const float *qkv, const int32_t *seg,
-			      int B, int T, int NH, int HS)
+			      int B, int T, int NH, int HS, int q0)
 {
 	struct cpu *cp = be->priv;
-	int C = NH * HS, C3 = 3 * C;
+	int C = NH * HS, C3 = 3 * C, TQ = T - q0;
 	float scale = 1.0f / sqrtf((float)HS);
 	if (reserve(be, T)) {
-		/* no memory for one row of scores per thread: poison the output so the
-		 * non-finite check stops the run with a clear message */
-		for (size_t i = 0; i < (size_t)B * T * C; i++)
-			out[i] = NAN;
+		fail(be, LMT_ENOMEM, "attention_fwd", "out of memory for the rows of scores");
 		return;
 	}
+	OP_BEGIN;
 #pragma omp parallel num_threads(be->threads)
 	{
 		float *s = cp->scratch + (size_t)omp_get_thread_num() * cp->scratch_per;
 #pragma omp for collapse(3) schedule(static)
 		for (int b = 0; b < B; b++)
 			for (int h = 0; h < NH; h++)
-				for (int i = 0; i < T; i++) {
+				for (int iq = 0; iq < TQ; iq++) {
+					int i = q0 + iq;
 					const float *base = qkv + (size_t)b * T * C3;
 					const int32_t *sg = seg ? seg + (size_t)b * T : NULL;
 					const float *q = base + (size_t)i * C3 + h * HS;
@@ -372,13 +577,15 @@ static void cpu_attention_fwd(struct lmt_backend *be, float *out, float *lse, co
 					}
 					float sum = exp_row(s, j0, i + 1, scale, mx * scale);
 					mx *= scale;
-					float *o = out + ((size_t)b * T + i) * C + h * HS, inv = 1.0f / sum;
+					float *o = out + ((size_t)b * TQ + iq) * C + h * HS, inv = 1.0f / sum;
 					memset(o, 0, (size_t)HS * sizeof *o);
 					for (int j = j0; j <= i; j++)
 						axpy_row(o, s[j] * inv, base + (size_t)j * C3 + 2 * C + h * HS, HS);
-					lse[((size_t)b * NH + h) * T + i] = mx + logf(sum);
+					if (lse)
+						lse[((size_t)b * NH + h) * TQ + iq] = mx + logf(sum);
 				}
 	}
+	OP_END(LMT_OPK_ATTENTION);
 }
 
 static void cpu_attention_bwd(struct lmt_backend *be, float *dqkv, const float *dout, const float *qkv,
@@ -387,12 +594,12 @@ static void cpu_attention_bwd(struct lmt_backend *be, float *dqkv, const float *
 	struct cpu *cp = be->priv;
 	int C = NH * HS, C3 = 3 * C;
 	float scale = 1.0f / sqrtf((float)HS);
-	memset(dqkv, 0, (size_t)B * T * C3 * sizeof *dqkv);
 	if (reserve(be, T)) {
-		for (size_t i = 0; i < (size_t)B * T * C3; i++)
-			dqkv[i] = NAN; /* stops the run at the non-finite check, naming the tensor */
+		fail(be, LMT_ENOMEM, "attention_bwd", "out of memory for the rows of scores");
 		return;
 	}
+	OP_BEGIN;
+	memset(dqkv, 0, (size_t)B * T * C3 * sizeof *dqkv);
 	/* one (b, h) per iteration: its dk, dv accumulate over all queries in one thread */
 #pragma omp parallel num_threads(be->threads)
 	{
@@ -424,6 +631,7 @@ static void cpu_attention_bwd(struct lmt_backend *be, float *dqkv, const float *
 				}
 			}
 	}
+	OP_END(LMT_OPK_ATTENTION);
 }
 
 /* ---- loss ---- */
@@ -451,9 +659,10 @@ HOT static float xent_row(float *l, int32_t tgt, int V, int Vp, float dscale)
 	return logf(sum) + (mx - lt); /* mx - lt first: both large, their difference exact */
 }
 
-static void cpu_xent_fwd_bwd(struct lmt_backend *be, float *losses, float *logits, const int32_t *targets, int N,
-			     int V, int Vp, float dscale)
+static void cpu_xent_fwd_bwd(struct lmt_backend *be, float *losses, double *loss_acc, float *logits,
+			     const int32_t *targets, int N, int V, int Vp, float dscale)
 {
+	OP_BEGIN;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
 	for (int n = 0; n < N; n++) {
 		float *l = logits + (size_t)n * Vp;
@@ -464,15 +673,22 @@ static void cpu_xent_fwd_bwd(struct lmt_backend *be, float *losses, float *logit
 		}
 		losses[n] = xent_row(l, targets[n], V, Vp, dscale);
 	}
+	double sum = 0; /* in position order: the same for any thread count */
+	for (int n = 0; n < N; n++)
+		sum += losses[n];
+	if (loss_acc)
+		*loss_acc += sum;
+	OP_END(LMT_OPK_OTHER);
 }
 
 /* ---- optimizer and reductions ---- */
 
-HOT static size_t adamw_chunk(float *p, const float *g, float *m, float *v, size_t n, float lr, float b1, float b2,
-			      float eps, float wd, float bc1, float bc2, float gs)
+HOT static size_t adamw_chunk(float *p, void *work, int wdt, size_t at, const float *g, float *m, float *v,
+			      size_t n, const struct lmt_adamw *a)
 {
 	size_t bad = 0;
-	float ib1 = 1.0f / bc1, ib2 = 1.0f / bc2;
+	float ib1 = 1.0f / a->bc1, ib2 = 1.0f / a->bc2, b1 = a->b1, b2 = a->b2, lr = a->lr, eps = a->eps, wd = a->wd,
+	      gs = a->gscale;
 #pragma omp simd reduction(+ : bad)
 	for (size_t i = 0; i < n; i++) {
 		float gi = g[i] * gs;
@@ -482,57 +698,64 @@ HOT static size_t adamw_chunk(float *p, const float *g, float *m, float *v, size
 		p[i] -= lr * (mh / (sqrtf(vh) + eps) + wd * p[i]);
 		bad += !(p[i] - p[i] == 0.0f); /* NaN or infinity: x - x is NaN for both */
 	}
+	if (work)
+		store_f32(work, wdt, at, p, n);
 	return bad;
 }
 
-static size_t cpu_adamw(struct lmt_backend *be, float *p, const float *g, float *m, float *v, size_t n, float lr,
-			float b1, float b2, float eps, float wd, float bc1, float bc2, float gs)
+static void cpu_adamw(struct lmt_backend *be, float *p, void *work, int wdt, const float *g, float *m, float *v,
+		      size_t n, const struct lmt_adamw *a, double *nonfinite_acc)
 {
+	OP_BEGIN;
 	size_t chunk = 16384, nc = (n + chunk - 1) / chunk, bad = 0;
+	/* the working copy is written as each chunk is updated, while it is in cache;
+	 * an fp32 working copy is the master itself */
+	if (work == p || (work && wdt == LMT_DTYPE_F32 && work == (void *)p))
+		work = NULL;
 #pragma omp parallel for num_threads(be->threads) schedule(static) reduction(+ : bad)
 	for (size_t k = 0; k < nc; k++) {
 		size_t o = k * chunk;
-		bad += adamw_chunk(p + o, g + o, m + o, v + o, LMT_MIN(chunk, n - o), lr, b1, b2, eps, wd, bc1, bc2, gs);
+		bad += adamw_chunk(p + o, work, wdt, o, g + o, m + o, v + o, LMT_MIN(chunk, n - o), a);
 	}
-	return bad;
+	if (nonfinite_acc)
+		*nonfinite_acc += (double)bad;
+	OP_END(LMT_OPK_OPTIMIZER);
 }
 
-static double cpu_sumsq(struct lmt_backend *be, const float *x, size_t n)
+static void cpu_sumsq(struct lmt_backend *be, double *acc, const float *x, size_t n)
 {
+	OP_BEGIN;
 	/* fixed chunks, summed in chunk order: the same result for any thread count */
-	size_t chunk = 65536, nc = (n + chunk - 1) / chunk;
-	double *part = malloc((nc ? nc : 1) * sizeof *part);
-	if (!part)
-		return NAN;
-#pragma omp parallel for num_threads(be->threads) schedule(static)
-	for (size_t k = 0; k < nc; k++) {
-		double s = 0;
-		size_t e = LMT_MIN(n, (k + 1) * chunk);
-		for (size_t i = k * chunk; i < e; i++)
-			s += (double)x[i] * x[i];
-		part[k] = s;
-	}
-	double s = 0;
-	for (size_t k = 0; k < nc; k++)
-		s += part[k];
-	free(part);
-	return s;
-}
-
-static size_t cpu_nonfinite(struct lmt_backend *be, const float *x, size_t n)
-{
-	size_t bad = 0;
+	size_t chunk = 65536, nc = (n + chunk - 1) / chunk, bad = 0;
+	double part[256], s = 0;
+	for (size_t k0 = 0; k0 < nc; k0 += 256) {
+		size_t k1 = LMT_MIN(nc, k0 + 256);
 #pragma omp parallel for num_threads(be->threads) schedule(static) reduction(+ : bad)
-	for (size_t i = 0; i < n; i++)
-		bad += !isfinite(x[i]);
-	return bad;
+		for (size_t k = k0; k < k1; k++) {
+			double q = 0;
+			size_t e = LMT_MIN(n, (k + 1) * chunk), nb = 0;
+			for (size_t i = k * chunk; i < e; i++) {
+				q += (double)x[i] * x[i];
+				nb += !(x[i] - x[i] == 0.0f);
+			}
+			part[k - k0] = q;
+			bad += nb;
+		}
+		for (size_t k = k0; k < k1; k++)
+			s += part[k - k0];
+	}
+	acc[0] += s;
+	acc[1] += (double)bad;
+	OP_END(LMT_OPK_OTHER);
 }
 
 static void cpu_scale(struct lmt_backend *be, float *x, float s, size_t n)
 {
+	OP_BEGIN;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
 	for (size_t i = 0; i < n; i++)
 		x[i] *= s;
+	OP_END(LMT_OPK_OTHER);
 }
 
 int lmt_backend_cpu_init(struct lmt_backend *be, int threads, struct lmt_err *err)
@@ -545,19 +768,39 @@ int lmt_backend_cpu_init(struct lmt_backend *be, int threads, struct lmt_err *er
 	struct cpu *c = calloc(1, sizeof *c);
 	if (!c)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	/* one thread count for oneDNN (OpenMP's default) and the loops here */
+	omp_set_num_threads(threads);
+	int rc = lmt_cpu_gemm_init(&c->gemm, threads, err);
+	if (rc) {
+		free(c);
+		return rc;
+	}
 	be->name = "cpu";
 	be->threads = threads;
 	be->priv = c;
-	openblas_set_num_threads(threads);
+	be->is_host = 1;
+	be->dtypes = 1u << LMT_DTYPE_F32 | 1u << LMT_DTYPE_BF16 | 1u << LMT_DTYPE_F16;
+	be->fast_dtypes = 1u << LMT_DTYPE_F32;
+	if (strstr(lmt_cpu_gemm_impl(c->gemm, LMT_DTYPE_BF16), "bf16"))
+		be->fast_dtypes |= 1u << LMT_DTYPE_BF16;
 	be->release = cpu_release;
+	be->status = cpu_status;
+	be->gemm_impl = cpu_gemm_impl;
 	be->alloc = cpu_alloc;
 	be->free = cpu_free;
+	be->alloc_host = cpu_alloc;
+	be->free_host = cpu_free;
 	be->to_device = cpu_copy;
 	be->to_host = cpu_copy;
+	be->to_device_async = cpu_copy_async;
+	be->to_host_async = cpu_copy_async;
 	be->copy = cpu_copy;
 	be->zero = cpu_zero;
 	be->sync = cpu_sync;
+	be->event_record = cpu_event;
+	be->event_wait = cpu_event;
 	be->gemm = cpu_gemm;
+	be->cast = cpu_cast;
 	be->embed_fwd = cpu_embed_fwd;
 	be->embed_bwd = cpu_embed_bwd;
 	be->layernorm_fwd = cpu_layernorm_fwd;
@@ -573,7 +816,6 @@ int lmt_backend_cpu_init(struct lmt_backend *be, int threads, struct lmt_err *er
 	be->xent_fwd_bwd = cpu_xent_fwd_bwd;
 	be->adamw = cpu_adamw;
 	be->sumsq = cpu_sumsq;
-	be->nonfinite = cpu_nonfinite;
 	be->scale = cpu_scale;
 	return 0;
 }

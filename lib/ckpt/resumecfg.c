@@ -42,6 +42,8 @@ const struct lmt_resumecfg_opt lmt_resumecfg_opts[] = {
 	{ "ckpt-every", "checkpoints", "every", WARN, 0 }, { "ckpt-minutes", "checkpoints", "minutes", WARN, 0 },
 	{ "keep", "checkpoints", "keep", WARN, 0 }, { "keep-every", "checkpoints", "keep_every", WARN, 0 },
 	{ "ckpt-sync", "checkpoints", "sync", WARN, 0 },
+	/* master weights and moments are fp32: a resume may change the precision */
+	{ "precision", "optimization", "precision", WARN, 1 },
 };
 
 const size_t lmt_resumecfg_nopts = LMT_ARRAY_SIZE(lmt_resumecfg_opts);

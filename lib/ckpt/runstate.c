@@ -267,7 +267,8 @@ int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, cons
 	lmt_json_bool(&j, "segment_mask", tc->seg_mask);
 	lmt_json_str(&j, "doc_targets", tc->cross_doc_targets ? "keep" : "drop");
 	lmt_json_u64(&j, "shuffle_window", tc->shuffle_window);
-	lmt_json_str(&j, "precision", "fp32");
+	lmt_json_str(&j, "precision", lmt_dtype_name(tc->precision));
+	lmt_json_u64(&j, "recompute_every", (uint64_t)tc->recompute_every);
 	lmt_json_obj_end(&j);
 	lmt_json_obj(&j, "eval");
 	lmt_json_u64(&j, "every", c->eval_every);
@@ -341,7 +342,9 @@ int lmt_run_write_params(const struct lmt_run *r, struct lmt_json *j, struct lmt
 void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, const struct lmt_step_stats *st,
 			   double data_wait, double wall, double fpt, double peak, int log_samples)
 {
-	size_t bytes_params = tr->g->nparams * 4, bytes_acts = tr->g->nacts * 4;
+	const struct lmt_gpt *g = tr->g;
+	size_t bytes_params = g->nparams * 4, bytes_acts = g->nacts;
+	size_t bytes_work = g->wparams != g->params ? g->nparams * lmt_dtype_size(g->dtype) : 0;
 	lmt_json_begin(j);
 	lmt_json_str(j, "event", "update");
 	lmt_json_u64(j, "update", st->update);
@@ -354,6 +357,9 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 	lmt_json_bool(j, "clipped", st->clipped);
 	lmt_json_num(j, "clipped_fraction", (double)tr->clipped_updates / (double)tr->update);
 	lmt_json_bool(j, "skipped", st->skipped);
+	lmt_json_str(j, "precision", lmt_dtype_name(g->dtype));
+	lmt_json_num(j, "loss_scale", st->loss_scale);
+	lmt_json_bool(j, "overflow", st->overflow);
 	lmt_json_num(j, "tokens_per_s", st->valid_tokens / st->t_total);
 	lmt_json_num(j, "flops_per_s", fpt * (double)st->positions / st->t_total);
 	lmt_json_num(j, "mfu", fpt * (double)st->positions / st->t_total / peak);
@@ -365,6 +371,11 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 	lmt_json_num(j, "optimizer", st->t_optimizer);
 	lmt_json_num(j, "comm", st->t_comm);
 	lmt_json_num(j, "step", st->t_total);
+	/* the backend's own time by kind of operation (the step-time breakdown) */
+	lmt_json_obj(j, "ops");
+	for (int k = 0; k < LMT_OPK_COUNT; k++)
+		lmt_json_num(j, lmt_op_kind_names[k], st->t_ops[k]);
+	lmt_json_obj_end(j);
 	lmt_json_obj_end(j);
 	lmt_json_obj(j, "clocks");
 	lmt_json_num(j, "wall_s", wall);
@@ -374,10 +385,21 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 	lmt_json_obj_end(j);
 	lmt_json_obj(j, "memory");
 	lmt_json_u64(j, "params", bytes_params);
+	lmt_json_u64(j, "weights_working", bytes_work);
 	lmt_json_u64(j, "grads", bytes_params);
 	lmt_json_u64(j, "optimizer", 2 * bytes_params);
 	lmt_json_u64(j, "activations", bytes_acts);
 	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
+	/* bytes by dtype: master weights, gradients and moments are fp32; the working
+	 * copy and the GEMMs' inputs among the activations are in the compute dtype */
+	lmt_json_obj(j, "by_dtype");
+	for (int d = 0; d < LMT_DTYPE_COUNT; d++) {
+		size_t b = g->act_bytes.by_dtype[d] + (d == LMT_DTYPE_F32 ? 4 * bytes_params : 0) +
+			   (d == g->dtype ? bytes_work : 0);
+		if (b)
+			lmt_json_u64(j, lmt_dtype_name(d), b);
+	}
+	lmt_json_obj_end(j);
 	lmt_json_obj_end(j);
 	if (log_samples) {
 		/* the stable ids (shard, sequence) of the samples this update consumed */
@@ -826,10 +848,23 @@ int lmt_run_resume(struct lmt_run *r, const struct lmt_ckpt *c, struct lmt_train
 	int rc;
 	memset(out, 0, sizeof *out);
 	if ((rc = lmt_trainstate_restore(tr->g, c, err)) || (rc = lmt_run_state_u64(c, "update", &tr->update, err)) ||
-	    (rc = lmt_run_state_u64(c, "opt_steps", &tr->opt_steps, err)) ||
+	    (rc = lmt_run_state_u64(c, "opt_steps", &tr->opt.steps, err)) ||
 	    (rc = lmt_run_state_u64(c, "tokens", &tr->tokens, err)) ||
 	    (rc = lmt_run_state_u64(c, "clipped_updates", &tr->clipped_updates, err)))
 		return rc;
+	lmt_gpt_sync_weights(tr->g);
+	/* the loss scaler, when the checkpoint's run had one and this one has too (a
+	 * run resumed in another precision starts its scaler afresh) */
+	json_t *ls = lmt_ckpt_state(c, "loss_scaler");
+	if (tr->scaler.enabled && json_is_true(json_object_get(ls, "enabled"))) {
+		json_t *sc = json_object_get(ls, "scale"), *gd = json_object_get(ls, "good"),
+		       *ov = json_object_get(ls, "overflows");
+		if (!json_is_number(sc) || !(json_number_value(sc) > 0) || !json_is_integer(gd) || !json_is_integer(ov))
+			return lmt_err_set(err, LMT_EFORMAT, "'%s': the loss scaler's state is damaged", c->dir);
+		tr->scaler.scale = json_number_value(sc);
+		tr->scaler.good = (uint64_t)json_integer_value(gd);
+		tr->scaler.overflows = (uint64_t)json_integer_value(ov);
+	}
 	json_t *clk = lmt_ckpt_state(c, "clocks");
 	out->wall_offset = json_number_value(json_object_get(clk, "wall_s"));
 	double last_wall;
@@ -909,9 +944,16 @@ static char *state_json(struct lmt_run_saver *k, double wall)
 	lmt_json_init(&j);
 	lmt_json_begin(&j);
 	lmt_json_u64(&j, "update", tr->update);
-	lmt_json_u64(&j, "opt_steps", tr->opt_steps);
+	lmt_json_u64(&j, "opt_steps", tr->opt.steps);
 	lmt_json_u64(&j, "tokens", tr->tokens);
 	lmt_json_u64(&j, "clipped_updates", tr->clipped_updates);
+	lmt_json_str(&j, "precision", lmt_dtype_name(tr->g->dtype));
+	lmt_json_obj(&j, "loss_scaler");
+	lmt_json_bool(&j, "enabled", tr->scaler.enabled);
+	lmt_json_num(&j, "scale", tr->scaler.scale);
+	lmt_json_u64(&j, "good", tr->scaler.good);
+	lmt_json_u64(&j, "overflows", tr->scaler.overflows);
+	lmt_json_obj_end(&j);
 	lmt_json_obj(&j, "clocks");
 	lmt_json_num(&j, "wall_s", wall);
 	lmt_json_num(&j, "device_s", wall * comm->world);

@@ -12,14 +12,8 @@
 
 #include <stddef.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
-
-enum lmt_dtype {
-	LMT_DTYPE_F32 = 0,
-	LMT_DTYPE_F64,
-	LMT_DTYPE_I64,
-	LMT_DTYPE_U8,
-};
 
 struct lmt_comm {
 	const char *name;        /* "self", "mpi", "nccl" */
@@ -39,7 +33,6 @@ struct lmt_comm {
 	void (*release)(struct lmt_comm *c);
 };
 
-size_t lmt_dtype_size(int dtype);
 /* Open the communicator called name ("self"; NULL or "auto" choose: one process
  * is "self"); an unknown name is an LMT_EINVAL naming the ones this build has. */
 int lmt_comm_open(struct lmt_comm *c, const char *name, struct lmt_err *err);

@@ -6,17 +6,6 @@
 
 #include <string.h>
 
-size_t lmt_dtype_size(int dtype)
-{
-	switch (dtype) {
-	case LMT_DTYPE_F32: return 4;
-	case LMT_DTYPE_F64: return 8;
-	case LMT_DTYPE_I64: return 8;
-	case LMT_DTYPE_U8: return 1;
-	}
-	return 0;
-}
-
 static int self_allreduce(struct lmt_comm *c, void *buf, size_t n, int dtype, struct lmt_err *err)
 {
 	(void)c, (void)buf, (void)n, (void)dtype, (void)err;

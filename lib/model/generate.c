@@ -20,16 +20,13 @@ void lmt_kv_release(struct lmt_kv *kv)
 {
 	struct lmt_backend *be = kv->g ? kv->g->be : NULL;
 	if (be) {
-		float *dev[] = { kv->x, kv->ln, kv->mean, kv->rstd, kv->qkv, kv->atty, kv->r2, kv->fch, kv->fchg, kv->logits };
+		for (int l = 0; kv->qkv && l < kv->g->cfg.L; l++)
+			be->free(be, kv->qkv[l]);
+		void *dev[] = { kv->slot_mem, kv->x, kv->y, kv->ln, kv->logits, kv->tok };
 		for (size_t i = 0; i < LMT_ARRAY_SIZE(dev); i++)
 			be->free(be, dev[i]);
-		be->free(be, kv->tok);
 	}
-	free(kv->k);
-	free(kv->v);
-	free(kv->h_qkv);
-	free(kv->h_atty);
-	free(kv->s);
+	free(kv->qkv);
 	memset(kv, 0, sizeof *kv);
 }
 
@@ -39,133 +36,73 @@ int lmt_kv_init(struct lmt_kv *kv, struct lmt_gpt *g, struct lmt_err *err)
 	kv->g = g;
 	struct lmt_backend *be = g->be;
 	size_t C = (size_t)g->cfg.C, L = (size_t)g->cfg.L, T = (size_t)g->cfg.max_T;
-	kv->k = malloc(L * T * C * sizeof(float));
-	kv->v = malloc(L * T * C * sizeof(float));
-	kv->h_qkv = malloc(3 * C * sizeof(float));
-	kv->h_atty = malloc(C * sizeof(float));
-	kv->s = malloc(T * sizeof(float));
-	kv->x = be->alloc(be, C * 4);
-	kv->ln = be->alloc(be, C * 4);
-	kv->mean = be->alloc(be, 4);
-	kv->rstd = be->alloc(be, 4);
-	kv->qkv = be->alloc(be, 3 * C * 4);
-	kv->atty = be->alloc(be, C * 4);
-	kv->r2 = be->alloc(be, C * 4);
-	kv->fch = be->alloc(be, 4 * C * 4);
-	kv->fchg = be->alloc(be, 4 * C * 4);
-	kv->logits = be->alloc(be, (size_t)g->cfg.Vp * 4);
-	kv->tok = be->alloc(be, 4);
-	if (!kv->k || !kv->v || !kv->h_qkv || !kv->h_atty || !kv->s || !kv->x || !kv->ln || !kv->mean || !kv->rstd ||
-	    !kv->qkv || !kv->atty || !kv->r2 || !kv->fch || !kv->fchg || !kv->logits || !kv->tok) {
+	int rc = lmt_gpt_slot_alloc(g, &kv->slot, T, &kv->slot_mem, NULL, err);
+	if (rc) {
+		lmt_kv_release(kv);
+		return rc;
+	}
+	kv->qkv = calloc(L, sizeof *kv->qkv);
+	int ok = kv->qkv != NULL;
+	for (size_t l = 0; ok && l < L; l++)
+		ok = (kv->qkv[l] = be->alloc(be, T * 3 * C * sizeof(float))) != NULL;
+	kv->x = be->alloc(be, T * C * sizeof(float));
+	kv->y = be->alloc(be, T * C * sizeof(float));
+	kv->ln = be->alloc(be, C * lmt_dtype_size(g->dtype));
+	kv->logits = be->alloc(be, (size_t)g->cfg.Vp * sizeof(float));
+	kv->tok = be->alloc(be, T * sizeof(int32_t));
+	if (!ok || !kv->x || !kv->y || !kv->ln || !kv->logits || !kv->tok) {
 		lmt_kv_release(kv);
 		return lmt_err_set(err, LMT_ENOMEM, "cannot allocate a key/value cache of %d positions (%.1f MB)",
-				   g->cfg.max_T, 2.0 * L * T * C * 4 / 1e6);
+				   g->cfg.max_T, 3.0 * L * T * C * 4 / 1e6);
 	}
 	return 0;
 }
 
-/* y (1, OC) = x W^T + b (+ y when beta = 1) */
-static void linear1(struct lmt_backend *be, float *y, const float *x, const float *w, const float *b, int IC, int OC,
-		    float beta)
+/* rows q0..T-1 through every block (x holds their embeddings), then the head on
+ * the last row */
+static int run_rows(struct lmt_kv *kv, int T, int q0, float *logits, struct lmt_err *err)
 {
-	be->gemm(be, 0, 1, 1, OC, IC, 1.0f, x, IC, 0, w, IC, 0, beta, y, OC, 0, 1);
-	if (b)
-		be->bias_add(be, y, b, 1, OC);
+	struct lmt_gpt *g = kv->g;
+	struct lmt_backend *be = g->be;
+	int C = g->cfg.C, n = T - q0;
+	float *x = kv->x, *y = kv->y;
+	for (int l = 0; l < g->cfg.L; l++) {
+		lmt_gpt_block_fwd(g, l, &kv->slot, kv->qkv[l], x, y, NULL, 1, T, q0);
+		float *t = x;
+		x = y;
+		y = t;
+	}
+	lmt_gpt_head_fwd(g, kv->logits, x + (size_t)(n - 1) * C, kv->ln, NULL, NULL, 1);
+	be->to_host(be, logits, kv->logits, (size_t)g->cfg.V * sizeof *logits);
+	return be->status(be, err);
 }
 
 int lmt_kv_prefill(struct lmt_kv *kv, const int32_t *tok, int n, float *logits, struct lmt_err *err)
 {
 	struct lmt_gpt *g = kv->g;
 	struct lmt_backend *be = g->be;
-	int C = g->cfg.C, L = g->cfg.L, T = g->cfg.max_T, rc;
+	int T = g->cfg.max_T, rc;
 	if (n < 1 || n > T)
 		return lmt_err_set(err, LMT_EINVAL, "a prompt of %d tokens for a context of %d", n, T);
-	if (!g->acts_mem || g->acts_N < (size_t)n)
-		if ((rc = lmt_gpt_alloc_acts(g, 1, T, err)))
-			return rc;
-	if ((rc = lmt_gpt_reshape_acts(g, 1, n, err)))
+	be->to_device(be, kv->tok, tok, (size_t)n * sizeof *tok);
+	be->embed_fwd(be, kv->x, kv->tok, P(g, "wte"), P(g, "wpe"), 1, n, g->cfg.C);
+	if ((rc = run_rows(kv, n, 0, logits, err)))
 		return rc;
-	float *h = malloc((size_t)n * 3 * C * sizeof *h);
-	if (!h)
-		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
-	be->to_device(be, g->tok, tok, (size_t)n * sizeof *tok);
-	lmt_gpt_logits(g, 0);
-	for (int l = 0; l < L; l++) {
-		be->to_host(be, h, g->a.qkv + (size_t)l * n * 3 * C, (size_t)n * 3 * C * sizeof *h);
-		for (int p = 0; p < n; p++) {
-			memcpy(kv->k + ((size_t)l * T + p) * C, h + (size_t)p * 3 * C + C, (size_t)C * sizeof *h);
-			memcpy(kv->v + ((size_t)l * T + p) * C, h + (size_t)p * 3 * C + 2 * C, (size_t)C * sizeof *h);
-		}
-	}
-	free(h);
-	be->to_host(be, logits, g->a.logits + (size_t)(n - 1) * g->cfg.Vp, (size_t)g->cfg.V * sizeof *logits);
 	kv->len = n;
 	return 0;
-}
-
-/* the new query's attention over cached positions 0..p of layer l, head by head */
-static void attend(struct lmt_kv *kv, int l, int p)
-{
-	const struct lmt_gpt_config *c = &kv->g->cfg;
-	int C = c->C, NH = c->NH, HS = C / NH, T = c->max_T;
-	float scale = 1.0f / sqrtf((float)HS), *s = kv->s;
-	const float *K = kv->k + (size_t)l * T * C, *V = kv->v + (size_t)l * T * C;
-	for (int h = 0; h < NH; h++) {
-		const float *q = kv->h_qkv + h * HS;
-		float mx = -INFINITY;
-		for (int j = 0; j <= p; j++) {
-			const float *k = K + (size_t)j * C + h * HS;
-			float d = 0;
-			for (int e = 0; e < HS; e++)
-				d += q[e] * k[e];
-			s[j] = d;
-			mx = d > mx ? d : mx;
-		}
-		float sum = 0;
-		for (int j = 0; j <= p; j++) {
-			s[j] = expf(s[j] * scale - mx * scale);
-			sum += s[j];
-		}
-		float inv = 1.0f / sum, *o = kv->h_atty + h * HS;
-		memset(o, 0, (size_t)HS * sizeof *o);
-		for (int j = 0; j <= p; j++) {
-			const float *v = V + (size_t)j * C + h * HS;
-			float a = s[j] * inv;
-			for (int e = 0; e < HS; e++)
-				o[e] += a * v[e];
-		}
-	}
 }
 
 int lmt_kv_step(struct lmt_kv *kv, int32_t tok, float *logits, struct lmt_err *err)
 {
 	struct lmt_gpt *g = kv->g;
 	struct lmt_backend *be = g->be;
-	const struct lmt_gpt_config *c = &g->cfg;
-	int C = c->C, L = c->L, T = c->max_T, p = kv->len;
+	int C = g->cfg.C, T = g->cfg.max_T, p = kv->len, rc;
 	if (p >= T)
 		return lmt_err_set(err, LMT_EINVAL, "the cache is full: %d positions, the model's context", T);
 	be->to_device(be, kv->tok, &tok, sizeof tok);
 	be->embed_fwd(be, kv->x, kv->tok, P(g, "wte"), P(g, "wpe") + (size_t)p * C, 1, 1, C);
-	for (int l = 0; l < L; l++) {
-		be->layernorm_fwd(be, kv->ln, kv->mean, kv->rstd, kv->x, P(g, "ln1w") + l * C, P(g, "ln1b") + l * C, 1, C);
-		linear1(be, kv->qkv, kv->ln, P(g, "qkvw") + (size_t)l * 3 * C * C, P(g, "qkvb") + l * 3 * C, C, 3 * C, 0);
-		be->to_host(be, kv->h_qkv, kv->qkv, (size_t)3 * C * sizeof(float));
-		memcpy(kv->k + ((size_t)l * T + p) * C, kv->h_qkv + C, (size_t)C * sizeof(float));
-		memcpy(kv->v + ((size_t)l * T + p) * C, kv->h_qkv + 2 * C, (size_t)C * sizeof(float));
-		attend(kv, l, p);
-		be->to_device(be, kv->atty, kv->h_atty, (size_t)C * sizeof(float));
-		be->copy(be, kv->r2, kv->x, (size_t)C * sizeof(float));
-		linear1(be, kv->r2, kv->atty, P(g, "attprojw") + (size_t)l * C * C, P(g, "attprojb") + l * C, C, C, 1);
-		be->layernorm_fwd(be, kv->ln, kv->mean, kv->rstd, kv->r2, P(g, "ln2w") + l * C, P(g, "ln2b") + l * C, 1, C);
-		linear1(be, kv->fch, kv->ln, P(g, "fcw") + (size_t)l * 4 * C * C, P(g, "fcb") + l * 4 * C, C, 4 * C, 0);
-		be->gelu_fwd(be, kv->fchg, kv->fch, (size_t)4 * C);
-		be->copy(be, kv->x, kv->r2, (size_t)C * sizeof(float));
-		linear1(be, kv->x, kv->fchg, P(g, "fcprojw") + (size_t)l * 4 * C * C, P(g, "fcprojb") + l * C, 4 * C, C, 1);
-	}
-	be->layernorm_fwd(be, kv->ln, kv->mean, kv->rstd, kv->x, P(g, "lnfw"), P(g, "lnfb"), 1, C);
-	linear1(be, kv->logits, kv->ln, c->untied ? P(g, "lm_head") : P(g, "wte"), NULL, C, c->Vp, 0);
-	be->to_host(be, logits, kv->logits, (size_t)c->V * sizeof *logits);
+	if ((rc = run_rows(kv, p + 1, p, logits, err)))
+		return rc;
 	kv->len = p + 1;
 	return 0;
 }

@@ -8,12 +8,11 @@
  * attention of one query over the cached keys: O(T C) per layer instead of
  * O(T^2 C).
  *
- * The weights are applied through the backend, as in model.c (GEMMs of one row,
- * LayerNorm, GELU); the cache lives in host memory and the attention of the one new
- * query is computed on the host, in the order of the backend's own attention (max-
- * shifted exponentials, normalised, then the weighted sum of values), so no
- * operation is added to the backend table. A prompt is run through the batched
- * forward pass (lmt_gpt_logits) once and its keys and values copied into the cache.
+ * Everything runs through the backend, with the model's own block function
+ * (lmt_gpt_block_fwd): the cache is each layer's (max_T, 3C) qkv rows on the
+ * device, a prompt is one block pass over its n rows (queries 0..n-1), and a step
+ * is the same pass for one new row (query p over keys 0..p). There is no second
+ * copy of the block here.
  *
  * lmt_generate has lmt_sample_tokens' contract and draws the same random numbers
  * the same way, so for the same seed, temperature and top-k it picks the same
@@ -36,12 +35,13 @@
 struct lmt_kv {
 	struct lmt_gpt *g;
 	int len;                 /* positions cached: the next token goes at position len */
-	float *k, *v;            /* host: (L, max_T, C) each */
-	/* device scratch for one position */
-	float *x, *ln, *mean, *rstd, *qkv, *atty, *r2, *fch, *fchg, *logits;
-	int32_t *tok;
-	/* host scratch */
-	float *h_qkv, *h_atty, *s;
+	float **qkv;             /* device, per layer: (max_T, 3C), the cache */
+	struct lmt_gpt_slot slot;    /* one block's activations for max_T rows */
+	void *slot_mem;
+	float *x, *y;            /* device (max_T, C): a block's input and output */
+	void *ln;                /* device (C) in the compute dtype: the final norm of the last row */
+	float *logits;           /* device (Vp) */
+	int32_t *tok;            /* device (max_T) */
 };
 
 /* Cache and scratch for g (g must outlive it). */
@@ -49,10 +49,9 @@ int lmt_kv_init(struct lmt_kv *kv, struct lmt_gpt *g, struct lmt_err *err);
 void lmt_kv_release(struct lmt_kv *kv);
 
 /*
- * Start over with n tokens (1 <= n <= max_T) at positions 0 .. n-1: one batched
- * forward pass (g's activations are reallocated if they hold fewer than n positions,
- * and left reshaped to (1, n)), its keys and values cached; the logits of the last
- * position (V floats) into logits.
+ * Start over with n tokens (1 <= n <= max_T) at positions 0 .. n-1: one block pass
+ * per layer over the n rows, their keys and values cached; the logits of the last
+ * position (V floats) into logits. g's training activations are not touched.
  */
 int lmt_kv_prefill(struct lmt_kv *kv, const int32_t *tok, int n, float *logits, struct lmt_err *err);
 /* Append one token at position kv->len (< max_T); its logits (V floats) into logits. */

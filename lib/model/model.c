@@ -2,13 +2,25 @@
  * model.c: GPT-2's forward and backward passes as a sequence of backend calls.
  *
  * Activations for a (B, T) micro-batch, N = B*T, in one allocation:
- *	encoded (N, C); per layer l: ln1 (N, C), ln1_mean/ln1_rstd (N), qkv (N, 3C),
- *	atty (N, C), att_lse (B, NH, T), residual2 (N, C), ln2 (N, C), ln2_mean/rstd (N),
- *	fch (N, 4C), fch_gelu (N, 4C), residual3 (N, C); then lnf (N, C), lnf_mean/rstd
- *	(N), logits (N, Vp), losses (N); and backward scratch dres (N, C), dbig (N, 4C),
- *	dsmall (N, C), dqkv (N, 3C).
+ *	encoded (N, C); residual3 (L, N, C), each block's output; per kept block a slot
+ *	(model.h: ln1, ln1_mean/rstd, qkv (N, 3C), atty (+ its copy in the compute
+ *	dtype), att_lse (B, NH, T), residual2, ln2, ln2_mean/rstd, fch (N, 4C), fch_gelu
+ *	(N, 4C)); one shared slot for the recomputed blocks; then lnf (N, C), lnf_mean/
+ *	rstd (N), logits (N, Vp), losses (N); backward scratch dres (N, C), dbig (N, 4C),
+ *	dsmall (N, C), dqkv (N, 3C), and dlp (N, max(4C, Vp)) in the compute dtype.
  * Residual adds are folded into the projection GEMMs (beta = 1 on a copy of the
- * stream), so no separate projection output is stored.
+ * stream), and biases into their epilogues, so no separate projection output is
+ * stored.
+ *
+ * Mixed precision: in bf16 or fp16 the GEMMs read a working copy of the weights in
+ * that dtype (wparams, written by the optimizer as it updates the fp32 master
+ * weights) and GEMM inputs stored in it; the products accumulate in fp32 into fp32
+ * outputs; layer norm statistics, softmax, the loss and every gradient stay fp32,
+ * and a gradient is cast to the dtype only to enter a GEMM.
+ *
+ * Recompute: a recomputed block keeps only its input (the previous block's output,
+ * always kept); backward runs its forward again into the shared slot, with the same
+ * operations on the same inputs, so the gradients are bitwise those of no recompute.
  */
 #include "model/model.h"
 
@@ -50,6 +62,18 @@ const struct lmt_tensor *lmt_gpt_tensor(const struct lmt_gpt *g, const char *nam
 
 #define P(g, name) ((g)->params + lmt_gpt_tensor((g), name)->offset)
 #define G(g, name) ((g)->grads + lmt_gpt_tensor((g), name)->offset)
+/* the working copy (the GEMMs' weights), element offset off within tensor name */
+#define W(g, name, off) ((const char *)(g)->wparams + (lmt_gpt_tensor((g), name)->offset + (size_t)(off)) * dsz(g))
+
+static size_t dsz(const struct lmt_gpt *g)
+{
+	return lmt_dtype_size(g->dtype);
+}
+
+const void *lmt_gpt_wparam(const struct lmt_gpt *g, const char *name)
+{
+	return W(g, name, 0);
+}
 
 int lmt_gpt_layout(struct lmt_gpt *g, const struct lmt_gpt_config *cfg, struct lmt_err *err)
 {
@@ -94,15 +118,63 @@ int lmt_gpt_init(struct lmt_gpt *g, const struct lmt_gpt_config *cfg, struct lmt
 		return lmt_err_set(err, LMT_ENOMEM, "cannot allocate %zu parameters and their gradients (%.1f MB)",
 				   g->nparams, 2.0 * g->nparams * 4 / 1e6);
 	}
+	g->dtype = LMT_DTYPE_F32;
+	g->wparams = g->params;
 	return 0;
+}
+
+int lmt_gpt_set_precision(struct lmt_gpt *g, int dtype, struct lmt_err *err)
+{
+	struct lmt_backend *be = g->be;
+	if (dtype != LMT_DTYPE_F32 && dtype != LMT_DTYPE_BF16 && dtype != LMT_DTYPE_F16)
+		return lmt_err_set(err, LMT_EINVAL, "precision '%s': the model computes in fp32, bf16 or fp16",
+				   lmt_dtype_name(dtype));
+	if (g->wparams != g->params)
+		be->free(be, g->wparams);
+	g->wparams = g->params;
+	g->dtype = dtype;
+	if (dtype != LMT_DTYPE_F32) {
+		g->wparams = be->alloc(be, g->nparams * lmt_dtype_size(dtype));
+		if (!g->wparams) {
+			g->wparams = g->params;
+			g->dtype = LMT_DTYPE_F32;
+			return lmt_err_set(err, LMT_ENOMEM, "cannot allocate the %s copy of %zu weights", lmt_dtype_name(dtype),
+					   g->nparams);
+		}
+	}
+	lmt_gpt_sync_weights(g);
+	return 0;
+}
+
+void lmt_gpt_sync_weights(struct lmt_gpt *g)
+{
+	if (g->wparams != g->params)
+		g->be->cast(g->be, g->wparams, g->dtype, g->params, LMT_DTYPE_F32, g->nparams, 0, 0);
+}
+
+int lmt_gpt_set_recompute(struct lmt_gpt *g, int every, struct lmt_err *err)
+{
+	if (every < 0)
+		return lmt_err_set(err, LMT_EINVAL, "recompute every %d blocks: K must be 0 (none) or more", every);
+	g->recompute = every ? LMT_RECOMPUTE_EVERY : LMT_RECOMPUTE_NONE;
+	g->recompute_every = every;
+	return 0;
+}
+
+int lmt_gpt_recomputed(const struct lmt_gpt *g, int l)
+{
+	return g->recompute == LMT_RECOMPUTE_EVERY && l % g->recompute_every == 0;
 }
 
 void lmt_gpt_release(struct lmt_gpt *g)
 {
 	struct lmt_backend *be = g->be;
 	if (be) {
+		if (g->wparams != g->params)
+			be->free(be, g->wparams);
 		be->free(be, g->params);
 		be->free(be, g->grads);
+		free(g->a.slot);
 		be->free(be, g->m);
 		be->free(be, g->v);
 		be->free(be, g->acts_mem);
@@ -163,7 +235,74 @@ int lmt_gpt_init_weights(struct lmt_gpt *g, uint64_t seed, struct lmt_err *err)
 		memset(h + lmt_gpt_tensor(g, "lm_head")->offset + (size_t)g->cfg.V * C, 0,
 		       (size_t)(g->cfg.Vp - g->cfg.V) * C * sizeof *h);
 	g->be->to_device(g->be, g->params, h, g->nparams * sizeof *h);
+	lmt_gpt_sync_weights(g);
 	free(h);
+	return 0;
+}
+
+/* A region of the activations: n elements of dtype dt, 64-byte aligned. */
+struct part {
+	void **p;
+	size_t n;
+	int dt;
+};
+
+static size_t carve(struct part *parts, int np, char *base, size_t by_dtype[LMT_DTYPE_COUNT])
+{
+	size_t off = 0;
+	for (int i = 0; i < np; i++) {
+		size_t b = parts[i].n * lmt_dtype_size(parts[i].dt);
+		if (base)
+			*parts[i].p = base + off;
+		if (by_dtype)
+			by_dtype[parts[i].dt] += b;
+		off += (b + 63) & ~(size_t)63;
+	}
+	return off;
+}
+
+/* the parts of one slot for `rows` positions */
+static int slot_parts(const struct lmt_gpt *g, struct lmt_gpt_slot *s, size_t rows, struct part *pt)
+{
+	size_t C = (size_t)g->cfg.C, NH = (size_t)g->cfg.NH;
+	int dt = g->dtype, n = 0;
+	pt[n++] = (struct part){ &s->ln1, rows * C, dt };
+	pt[n++] = (struct part){ (void **)&s->ln1_mean, rows, LMT_DTYPE_F32 };
+	pt[n++] = (struct part){ (void **)&s->ln1_rstd, rows, LMT_DTYPE_F32 };
+	pt[n++] = (struct part){ (void **)&s->qkv, rows * 3 * C, LMT_DTYPE_F32 };
+	pt[n++] = (struct part){ (void **)&s->atty, rows * C, LMT_DTYPE_F32 };
+	if (dt != LMT_DTYPE_F32)
+		pt[n++] = (struct part){ &s->atty_lp, rows * C, dt };
+	pt[n++] = (struct part){ (void **)&s->att_lse, rows * NH, LMT_DTYPE_F32 };
+	pt[n++] = (struct part){ (void **)&s->residual2, rows * C, LMT_DTYPE_F32 };
+	pt[n++] = (struct part){ &s->ln2, rows * C, dt };
+	pt[n++] = (struct part){ (void **)&s->ln2_mean, rows, LMT_DTYPE_F32 };
+	pt[n++] = (struct part){ (void **)&s->ln2_rstd, rows, LMT_DTYPE_F32 };
+	pt[n++] = (struct part){ (void **)&s->fch, rows * 4 * C, LMT_DTYPE_F32 };
+	pt[n++] = (struct part){ &s->fchg, rows * 4 * C, dt };
+	return n;
+}
+
+static void slot_fix(const struct lmt_gpt *g, struct lmt_gpt_slot *s)
+{
+	if (g->dtype == LMT_DTYPE_F32)
+		s->atty_lp = s->atty;
+}
+
+int lmt_gpt_slot_alloc(struct lmt_gpt *g, struct lmt_gpt_slot *s, size_t rows, void **mem, size_t *bytes,
+		       struct lmt_err *err)
+{
+	struct part pt[16];
+	int n = slot_parts(g, s, rows, pt);
+	size_t total = carve(pt, n, NULL, NULL);
+	*mem = g->be->alloc(g->be, total);
+	if (!*mem)
+		return lmt_err_set(err, LMT_ENOMEM, "cannot allocate one block's activations for %zu positions (%.1f MB)",
+				   rows, total / 1e6);
+	carve(pt, n, *mem, NULL);
+	slot_fix(g, s);
+	if (bytes)
+		*bytes = total;
 	return 0;
 }
 
@@ -179,32 +318,61 @@ int lmt_gpt_alloc_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err)
 	be->free(be, g->tok);
 	be->free(be, g->tgt);
 	be->free(be, g->seg);
-	size_t N = (size_t)B * T, C = (size_t)g->cfg.C, L = (size_t)g->cfg.L, NH = (size_t)g->cfg.NH,
-	       Vp = (size_t)g->cfg.Vp;
-	struct { float **p; size_t n; } parts[] = {
-		{ &g->a.encoded, N * C }, { &g->a.ln1, L * N * C }, { &g->a.ln1_mean, L * N },
-		{ &g->a.ln1_rstd, L * N }, { &g->a.qkv, L * N * 3 * C }, { &g->a.atty, L * N * C },
-		{ &g->a.att_lse, L * N * NH }, { &g->a.residual2, L * N * C }, { &g->a.ln2, L * N * C },
-		{ &g->a.ln2_mean, L * N }, { &g->a.ln2_rstd, L * N }, { &g->a.fch, L * N * 4 * C },
-		{ &g->a.fch_gelu, L * N * 4 * C }, { &g->a.residual3, L * N * C }, { &g->a.lnf, N * C },
-		{ &g->a.lnf_mean, N }, { &g->a.lnf_rstd, N }, { &g->a.logits, N * Vp }, { &g->a.losses, N },
-		{ &g->a.dres, N * C }, { &g->a.dbig, N * 4 * C }, { &g->a.dsmall, N * C }, { &g->a.dqkv, N * 3 * C },
-	};
-	size_t total = 0;
-	for (size_t i = 0; i < LMT_ARRAY_SIZE(parts); i++)
-		total += (parts[i].n + 15) & ~(size_t)15;
-	g->acts_mem = be->alloc(be, total * sizeof(float));
+	g->acts_mem = NULL;
+	free(g->a.slot);
+	int L = g->cfg.L, dt = g->dtype;
+	size_t N = (size_t)B * T, C = (size_t)g->cfg.C, Vp = (size_t)g->cfg.Vp;
+	struct lmt_gpt_acts *a = &g->a;
+	a->slot = calloc((size_t)L, sizeof *a->slot);
+	struct part *pt = malloc(((size_t)L + 1) * 16 * sizeof *pt + 32 * sizeof *pt);
+	if (!a->slot || !pt) {
+		free(pt);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	int np = 0, any_rc = 0;
+	pt[np++] = (struct part){ (void **)&a->encoded, N * C, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->residual3, (size_t)L * N * C, LMT_DTYPE_F32 };
+	for (int l = 0; l < L; l++) {
+		if (lmt_gpt_recomputed(g, l))
+			any_rc = 1;
+		else
+			np += slot_parts(g, &a->slot[l], N, pt + np);
+	}
+	if (any_rc)
+		np += slot_parts(g, &a->rc, N, pt + np);
+	pt[np++] = (struct part){ &a->lnf, N * C, dt };
+	pt[np++] = (struct part){ (void **)&a->lnf_mean, N, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->lnf_rstd, N, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->logits, N * Vp, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->losses, N, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->dres, N * C, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->dbig, N * 4 * C, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->dsmall, N * C, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->dqkv, N * 3 * C, LMT_DTYPE_F32 };
+	if (dt != LMT_DTYPE_F32)
+		pt[np++] = (struct part){ &a->dlp, N * LMT_MAX(4 * C, Vp), dt };
+	pt[np++] = (struct part){ (void **)&a->scalars, LMT_GPT_SCALARS * 2, LMT_DTYPE_F32 };
+	memset(&g->act_bytes, 0, sizeof g->act_bytes);
+	size_t total = carve(pt, np, NULL, g->act_bytes.by_dtype);
+	g->acts_mem = be->alloc(be, total);
 	g->tok = be->alloc(be, N * sizeof(int32_t));
 	g->tgt = be->alloc(be, N * sizeof(int32_t));
 	g->seg = be->alloc(be, N * sizeof(int32_t));
-	if (!g->acts_mem || !g->tok || !g->tgt || !g->seg)
+	if (!g->acts_mem || !g->tok || !g->tgt || !g->seg) {
+		free(pt);
 		return lmt_err_set(err, LMT_ENOMEM, "cannot allocate activations for %d x %d tokens (%.1f MB)", B, T,
-				   total * 4 / 1e6);
-	float *p = g->acts_mem;
-	for (size_t i = 0; i < LMT_ARRAY_SIZE(parts); i++) {
-		*parts[i].p = p;
-		p += (parts[i].n + 15) & ~(size_t)15;
+				   total / 1e6);
 	}
+	carve(pt, np, g->acts_mem, NULL);
+	free(pt);
+	for (int l = 0; l < L; l++) {
+		if (lmt_gpt_recomputed(g, l))
+			a->slot[l] = a->rc;
+		slot_fix(g, &a->slot[l]);
+	}
+	if (dt == LMT_DTYPE_F32)
+		a->dlp = NULL;
+	g->act_bytes.total = total;
 	g->nacts = total;
 	g->B = B;
 	g->T = T;
@@ -222,78 +390,108 @@ int lmt_gpt_reshape_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err)
 	return 0;
 }
 
-/* y (N, OC) = x (N, IC) W^T + b, with beta = 1 adding onto what y holds */
-static void linear(struct lmt_backend *be, float *y, const float *x, const float *w, const float *b, int N, int IC,
-		   int OC, float beta)
+/* y (N, OC) = x (N, IC) W^T + b (fp32 out), with beta = 1 adding onto what y holds;
+ * x and w in the compute dtype */
+static void linear(struct lmt_gpt *g, float *y, const void *x, const void *w, const float *b, int N, int IC, int OC,
+		   float beta)
 {
-	be->gemm(be, 0, 1, N, OC, IC, 1.0f, x, IC, 0, w, IC, 0, beta, y, OC, 0, 1);
-	if (b)
-		be->bias_add(be, y, b, N, OC);
+	struct lmt_gemm m = { .ta = 0, .tb = 1, .M = N, .N = OC, .K = IC, .alpha = 1.0f, .beta = beta, .A = x,
+			      .lda = IC, .B = w, .ldb = IC, .C = y, .ldc = OC, .batch = 1, .ab_dtype = g->dtype,
+			      .c_dtype = LMT_DTYPE_F32, .bias = b };
+	g->be->gemm(g->be, &m);
 }
 
-/* given dy (N, OC): dw += dy^T x, db += sum dy, dx = dy W */
-static void linear_bwd(struct lmt_backend *be, float *dx, float *dw, float *db, const float *dy, const float *x,
-		       const float *w, int N, int IC, int OC)
+/* dy as the GEMMs read it: itself in fp32, else cast into the dlp scratch */
+static const void *lowp(struct lmt_gpt *g, const float *dy, size_t n)
 {
-	be->gemm(be, 1, 0, OC, IC, N, 1.0f, dy, OC, 0, x, IC, 0, 1.0f, dw, IC, 0, 1);
+	if (g->dtype == LMT_DTYPE_F32)
+		return dy;
+	g->be->cast(g->be, g->a.dlp, g->dtype, dy, LMT_DTYPE_F32, n, 0, 0);
+	return g->a.dlp;
+}
+
+/* given dy (N, OC): dw += dy^T x, db += sum dy, dx = dy W (x, w in the compute dtype) */
+static void linear_bwd(struct lmt_gpt *g, float *dx, float *dw, float *db, const float *dy, const void *x,
+		       const void *w, int N, int IC, int OC)
+{
+	struct lmt_backend *be = g->be;
+	const void *d = lowp(g, dy, (size_t)N * OC);
+	struct lmt_gemm m = { .ta = 1, .tb = 0, .M = OC, .N = IC, .K = N, .alpha = 1.0f, .beta = 1.0f, .A = d,
+			      .lda = OC, .B = x, .ldb = IC, .C = dw, .ldc = IC, .batch = 1, .ab_dtype = g->dtype,
+			      .c_dtype = LMT_DTYPE_F32 };
+	be->gemm(be, &m);
 	if (db)
 		be->bias_grad(be, db, dy, N, OC);
-	if (dx)
-		be->gemm(be, 0, 0, N, IC, OC, 1.0f, dy, OC, 0, w, IC, 0, 0.0f, dx, IC, 0, 1);
+	if (dx) {
+		struct lmt_gemm x2 = { .ta = 0, .tb = 0, .M = N, .N = IC, .K = OC, .alpha = 1.0f, .beta = 0.0f, .A = d,
+				       .lda = OC, .B = w, .ldb = IC, .C = dx, .ldc = IC, .batch = 1, .ab_dtype = g->dtype,
+				       .c_dtype = LMT_DTYPE_F32 };
+		be->gemm(be, &x2);
+	}
 }
 
+void lmt_gpt_block_fwd(struct lmt_gpt *g, int l, const struct lmt_gpt_slot *s, float *qkv, const float *x_in,
+		       float *x_out, const int32_t *seg, int B, int T, int q0)
+{
+	struct lmt_backend *be = g->be;
+	const struct lmt_gpt_config *c = &g->cfg;
+	int C = c->C, NH = c->NH, HS = C / NH, dt = g->dtype, TQ = T - q0, N = B * TQ;
+	size_t NC = (size_t)N * C, ds = dsz(g);
+	be->layernorm_fwd(be, s->ln1, dt, s->ln1_mean, s->ln1_rstd, x_in, P(g, "ln1w") + l * C, P(g, "ln1b") + l * C,
+			  N, C);
+	/* the new rows of qkv: with q0 > 0 (B = 1) they follow the cached ones */
+	linear(g, qkv + (size_t)q0 * 3 * C, s->ln1, W(g, "qkvw", (size_t)l * 3 * C * C), P(g, "qkvb") + l * 3 * C, N,
+	       C, 3 * C, 0);
+	be->attention_fwd(be, s->atty, s->att_lse, qkv, seg, B, T, NH, HS, q0);
+	if (dt != LMT_DTYPE_F32)
+		be->cast(be, s->atty_lp, dt, s->atty, LMT_DTYPE_F32, NC, 0, 0);
+	be->copy(be, s->residual2, x_in, NC * sizeof(float)); /* the stream, which the projection adds onto */
+	linear(g, s->residual2, s->atty_lp, W(g, "attprojw", (size_t)l * C * C), P(g, "attprojb") + l * C, N, C, C, 1);
+	be->layernorm_fwd(be, s->ln2, dt, s->ln2_mean, s->ln2_rstd, s->residual2, P(g, "ln2w") + l * C,
+			  P(g, "ln2b") + l * C, N, C);
+	linear(g, s->fch, s->ln2, W(g, "fcw", (size_t)l * 4 * C * C), P(g, "fcb") + l * 4 * C, N, C, 4 * C, 0);
+	be->gelu_fwd(be, s->fchg, dt, s->fch, 4 * NC);
+	if (x_out) {
+		be->copy(be, x_out, s->residual2, NC * sizeof(float));
+		linear(g, x_out, s->fchg, W(g, "fcprojw", (size_t)l * 4 * C * C), P(g, "fcprojb") + l * C, N, 4 * C, C,
+		       1);
+	}
+	(void)ds;
+}
+
+static const float *block_in(const struct lmt_gpt *g, int l)
+{
+	size_t NC = (size_t)g->B * g->T * g->cfg.C;
+	return l ? g->a.residual3 + (l - 1) * NC : g->a.encoded;
+}
+
+static void forward_to_logits(struct lmt_gpt *g, int use_seg);
 static void forward_to_logits(struct lmt_gpt *g, int use_seg)
 {
 	struct lmt_backend *be = g->be;
 	const struct lmt_gpt_config *c = &g->cfg;
-	int B = g->B, T = g->T, N = B * T, C = c->C, L = c->L, NH = c->NH, HS = C / NH;
+	int B = g->B, T = g->T, N = B * T, C = c->C, L = c->L;
 	size_t NC = (size_t)N * C;
 	struct lmt_gpt_acts *a = &g->a;
 	be->embed_fwd(be, a->encoded, g->tok, P(g, "wte"), P(g, "wpe"), B, T, C);
-	for (int l = 0; l < L; l++) {
-		const float *res = l ? a->residual3 + (l - 1) * NC : a->encoded;
-		float *ln1 = a->ln1 + l * NC, *qkv = a->qkv + l * 3 * NC, *atty = a->atty + l * NC;
-		float *r2 = a->residual2 + l * NC, *ln2 = a->ln2 + l * NC, *r3 = a->residual3 + l * NC;
-		float *fch = a->fch + l * 4 * NC, *fchg = a->fch_gelu + l * 4 * NC;
-		be->layernorm_fwd(be, ln1, a->ln1_mean + l * N, a->ln1_rstd + l * N, res, P(g, "ln1w") + l * C,
-				  P(g, "ln1b") + l * C, N, C);
-		linear(be, qkv, ln1, P(g, "qkvw") + (size_t)l * 3 * C * C, P(g, "qkvb") + l * 3 * C, N, C, 3 * C, 0);
-		be->attention_fwd(be, atty, a->att_lse + (size_t)l * N * NH, qkv, use_seg ? g->seg : NULL, B, T, NH, HS);
-		be->copy(be, r2, res, NC * sizeof(float)); /* the stream, which the projection adds onto */
-		linear(be, r2, atty, P(g, "attprojw") + (size_t)l * C * C, P(g, "attprojb") + l * C, N, C, C, 1);
-		be->layernorm_fwd(be, ln2, a->ln2_mean + l * N, a->ln2_rstd + l * N, r2, P(g, "ln2w") + l * C,
-				  P(g, "ln2b") + l * C, N, C);
-		linear(be, fch, ln2, P(g, "fcw") + (size_t)l * 4 * C * C, P(g, "fcb") + l * 4 * C, N, C, 4 * C, 0);
-		be->gelu_fwd(be, fchg, fch, 4 * NC);
-		be->copy(be, r3, r2, NC * sizeof(float));
-		linear(be, r3, fchg, P(g, "fcprojw") + (size_t)l * 4 * C * C, P(g, "fcprojb") + l * C, N, 4 * C, C, 1);
-	}
-	be->layernorm_fwd(be, a->lnf, a->lnf_mean, a->lnf_rstd, a->residual3 + (L - 1) * NC, P(g, "lnfw"),
-			  P(g, "lnfb"), N, C);
-	const float *head = c->untied ? P(g, "lm_head") : P(g, "wte");
-	linear(be, a->logits, a->lnf, head, NULL, N, C, c->Vp, 0);
+	for (int l = 0; l < L; l++)
+		lmt_gpt_block_fwd(g, l, &a->slot[l], a->slot[l].qkv, block_in(g, l), a->residual3 + l * NC,
+				  use_seg ? g->seg : NULL, B, T, 0);
+	lmt_gpt_head_fwd(g, a->logits, a->residual3 + (L - 1) * NC, a->lnf, a->lnf_mean, a->lnf_rstd, N);
 }
 
-static double loss_sum_host(struct lmt_gpt *g)
+void lmt_gpt_head_fwd(struct lmt_gpt *g, float *logits, const float *x, void *lnf, float *mean, float *rstd, int N)
 {
-	size_t N = (size_t)g->B * g->T;
-	float *h = malloc(N * sizeof *h);
-	if (!h)
-		return NAN;
-	g->be->to_host(g->be, h, g->a.losses, N * sizeof *h);
-	double s = 0;
-	for (size_t i = 0; i < N; i++)
-		s += h[i];
-	free(h);
-	return s;
+	const struct lmt_gpt_config *c = &g->cfg;
+	g->be->layernorm_fwd(g->be, lnf, g->dtype, mean, rstd, x, P(g, "lnfw"), P(g, "lnfb"), N, c->C);
+	linear(g, logits, lnf, c->untied ? W(g, "lm_head", 0) : W(g, "wte", 0), NULL, N, c->C, c->Vp, 0);
 }
 
-int lmt_gpt_forward(struct lmt_gpt *g, int use_seg, float dscale, double *loss_sum)
+void lmt_gpt_forward(struct lmt_gpt *g, int use_seg, float dscale, double *loss_acc)
 {
 	forward_to_logits(g, use_seg);
-	g->be->xent_fwd_bwd(g->be, g->a.losses, g->a.logits, g->tgt, g->B * g->T, g->cfg.V, g->cfg.Vp, dscale);
-	*loss_sum = loss_sum_host(g);
-	return 0;
+	g->be->xent_fwd_bwd(g->be, g->a.losses, loss_acc, g->a.logits, g->tgt, g->B * g->T, g->cfg.V, g->cfg.Vp,
+			    dscale);
 }
 
 void lmt_gpt_logits(struct lmt_gpt *g, int use_seg)
@@ -303,7 +501,12 @@ void lmt_gpt_logits(struct lmt_gpt *g, int use_seg)
 
 int lmt_gpt_eval(struct lmt_gpt *g, int use_seg, double *loss_sum)
 {
-	return lmt_gpt_forward(g, use_seg, 0.0f, loss_sum);
+	struct lmt_backend *be = g->be;
+	double zero = 0;
+	be->to_device(be, g->a.scalars, &zero, sizeof zero);
+	lmt_gpt_forward(g, use_seg, 0.0f, g->a.scalars);
+	be->to_host(be, loss_sum, g->a.scalars, sizeof *loss_sum);
+	return 0;
 }
 
 void lmt_gpt_backward(struct lmt_gpt *g, int use_seg)
@@ -313,35 +516,35 @@ void lmt_gpt_backward(struct lmt_gpt *g, int use_seg)
 	int B = g->B, T = g->T, N = B * T, C = c->C, L = c->L, NH = c->NH, HS = C / NH;
 	size_t NC = (size_t)N * C;
 	struct lmt_gpt_acts *a = &g->a;
+	const int32_t *seg = use_seg ? g->seg : NULL;
 	/* the logits hold d(loss)/d(logits) after xent_fwd_bwd */
-	const float *head = c->untied ? P(g, "lm_head") : P(g, "wte");
+	const void *head = c->untied ? W(g, "lm_head", 0) : W(g, "wte", 0);
 	float *dhead = c->untied ? G(g, "lm_head") : G(g, "wte");
-	linear_bwd(be, a->dsmall, dhead, NULL, a->logits, a->lnf, head, N, C, c->Vp);
+	linear_bwd(g, a->dsmall, dhead, NULL, a->logits, a->lnf, head, N, C, c->Vp);
 	be->zero(be, a->dres, NC * sizeof(float));
 	be->layernorm_bwd(be, a->dres, G(g, "lnfw"), G(g, "lnfb"), a->dsmall, a->residual3 + (L - 1) * NC,
 			  P(g, "lnfw"), a->lnf_mean, a->lnf_rstd, N, C);
 	for (int l = L - 1; l >= 0; l--) {
-		const float *res = l ? a->residual3 + (l - 1) * NC : a->encoded;
-		float *ln1 = a->ln1 + l * NC, *qkv = a->qkv + l * 3 * NC, *atty = a->atty + l * NC;
-		float *r2 = a->residual2 + l * NC, *ln2 = a->ln2 + l * NC;
-		float *fch = a->fch + l * 4 * NC, *fchg = a->fch_gelu + l * 4 * NC;
+		const float *res = block_in(g, l);
+		const struct lmt_gpt_slot *s = &a->slot[l];
+		if (lmt_gpt_recomputed(g, l))
+			lmt_gpt_block_fwd(g, l, s, s->qkv, res, NULL, seg, B, T, 0);
 		/* MLP: r3 = r2 + fcproj(gelu(fc(ln2(r2)))) */
-		linear_bwd(be, a->dbig, G(g, "fcprojw") + (size_t)l * 4 * C * C, G(g, "fcprojb") + l * C, a->dres, fchg,
-			   P(g, "fcprojw") + (size_t)l * 4 * C * C, N, 4 * C, C);
-		be->gelu_bwd(be, a->dbig, fch, a->dbig, 4 * NC);
-		linear_bwd(be, a->dsmall, G(g, "fcw") + (size_t)l * 4 * C * C, G(g, "fcb") + l * 4 * C, a->dbig, ln2,
-			   P(g, "fcw") + (size_t)l * 4 * C * C, N, C, 4 * C);
-		be->layernorm_bwd(be, a->dres, G(g, "ln2w") + l * C, G(g, "ln2b") + l * C, a->dsmall, r2,
-				  P(g, "ln2w") + l * C, a->ln2_mean + l * N, a->ln2_rstd + l * N, N, C);
+		linear_bwd(g, a->dbig, G(g, "fcprojw") + (size_t)l * 4 * C * C, G(g, "fcprojb") + l * C, a->dres, s->fchg,
+			   W(g, "fcprojw", (size_t)l * 4 * C * C), N, 4 * C, C);
+		be->gelu_bwd(be, a->dbig, s->fch, a->dbig, 4 * NC);
+		linear_bwd(g, a->dsmall, G(g, "fcw") + (size_t)l * 4 * C * C, G(g, "fcb") + l * 4 * C, a->dbig, s->ln2,
+			   W(g, "fcw", (size_t)l * 4 * C * C), N, C, 4 * C);
+		be->layernorm_bwd(be, a->dres, G(g, "ln2w") + l * C, G(g, "ln2b") + l * C, a->dsmall, s->residual2,
+				  P(g, "ln2w") + l * C, s->ln2_mean, s->ln2_rstd, N, C);
 		/* attention: r2 = res + attproj(attention(qkv(ln1(res)))) */
-		linear_bwd(be, a->dsmall, G(g, "attprojw") + (size_t)l * C * C, G(g, "attprojb") + l * C, a->dres, atty,
-			   P(g, "attprojw") + (size_t)l * C * C, N, C, C);
-		be->attention_bwd(be, a->dqkv, a->dsmall, qkv, atty, a->att_lse + (size_t)l * N * NH,
-				  use_seg ? g->seg : NULL, B, T, NH, HS);
-		linear_bwd(be, a->dsmall, G(g, "qkvw") + (size_t)l * 3 * C * C, G(g, "qkvb") + l * 3 * C, a->dqkv, ln1,
-			   P(g, "qkvw") + (size_t)l * 3 * C * C, N, C, 3 * C);
+		linear_bwd(g, a->dsmall, G(g, "attprojw") + (size_t)l * C * C, G(g, "attprojb") + l * C, a->dres,
+			   s->atty_lp, W(g, "attprojw", (size_t)l * C * C), N, C, C);
+		be->attention_bwd(be, a->dqkv, a->dsmall, s->qkv, s->atty, s->att_lse, seg, B, T, NH, HS);
+		linear_bwd(g, a->dsmall, G(g, "qkvw") + (size_t)l * 3 * C * C, G(g, "qkvb") + l * 3 * C, a->dqkv, s->ln1,
+			   W(g, "qkvw", (size_t)l * 3 * C * C), N, C, 3 * C);
 		be->layernorm_bwd(be, a->dres, G(g, "ln1w") + l * C, G(g, "ln1b") + l * C, a->dsmall, res,
-				  P(g, "ln1w") + l * C, a->ln1_mean + l * N, a->ln1_rstd + l * N, N, C);
+				  P(g, "ln1w") + l * C, s->ln1_mean, s->ln1_rstd, N, C);
 	}
 	be->embed_bwd(be, G(g, "wte"), G(g, "wpe"), a->dres, g->tok, B, T, C);
 }
@@ -437,6 +640,7 @@ int lmt_gpt_load_llmc(struct lmt_gpt *g, const char *path, struct lmt_backend *b
 		return rc;
 	}
 	be->to_device(be, g->params, data + sizeof h, g->nparams * 4);
+	lmt_gpt_sync_weights(g);
 	free(data);
 	return 0;
 }

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "backend/backend.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 struct lmt_gpt_config {
@@ -55,12 +56,37 @@ struct lmt_tensor {
 
 #define LMT_GPT_MAX_TENSORS 17
 
+/*
+ * One block's activations for `rows` positions: what its backward pass reads. The
+ * inputs of GEMMs (ln1, atty_lp, ln2, fchg) are in the model's compute dtype
+ * (act_dtype); the rest is fp32. atty_lp is atty itself when that dtype is fp32.
+ */
+struct lmt_gpt_slot {
+	void *ln1, *ln2, *fchg, *atty_lp;
+	float *ln1_mean, *ln1_rstd, *qkv, *atty, *att_lse, *residual2, *ln2_mean, *ln2_rstd, *fch;
+};
+
+/* Recompute policies (lmt_gpt_set_recompute). */
+enum lmt_recompute { LMT_RECOMPUTE_NONE = 0, LMT_RECOMPUTE_EVERY };
+
 /* Activations kept for the backward pass (see model.c for their layout). */
 struct lmt_gpt_acts {
-	float *encoded, *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att_lse, *residual2, *ln2, *ln2_mean,
-	      *ln2_rstd, *fch, *fch_gelu, *residual3, *lnf, *lnf_mean, *lnf_rstd, *logits, *losses;
-	/* backward scratch */
+	float *encoded;          /* block 0's input */
+	float *residual3;        /* (L, N, C): block l's output (block l+1's input) */
+	struct lmt_gpt_slot *slot;   /* per layer; recomputed layers share one */
+	struct lmt_gpt_slot rc;      /* the recompute slot */
+	void *lnf;
+	float *lnf_mean, *lnf_rstd, *logits, *losses;
+	/* backward scratch; dlp: a gradient cast to the compute dtype for the GEMMs */
 	float *dres, *dbig, *dsmall, *dqkv;
+	void *dlp;
+	double *scalars;         /* device: the loss sum and other accumulators (LMT_GPT_SCALARS) */
+};
+#define LMT_GPT_SCALARS 8
+
+/* Activation bytes by dtype (index enum lmt_dtype) and in all. */
+struct lmt_gpt_act_bytes {
+	size_t by_dtype[LMT_DTYPE_COUNT], total;
 };
 
 struct lmt_gpt {
@@ -70,11 +96,18 @@ struct lmt_gpt {
 	int nt;
 	size_t nparams;
 	float *params, *grads, *m, *v;   /* device; m, v allocated by lmt_gpt_alloc_optimizer */
+	/* compute precision: the GEMMs read wparams (a copy of params in dtype; params
+	 * itself for fp32) and GEMM inputs are stored in dtype */
+	int dtype;
+	void *wparams;
+	int recompute;                   /* enum lmt_recompute */
+	int recompute_every;             /* K: block l is recomputed when l % K == 0 */
 	/* activations for a (B, T) micro-batch */
 	int B, T;
 	size_t acts_N;                   /* positions the activations were sized for (B*T at allocation) */
-	float *acts_mem;
-	size_t nacts;
+	void *acts_mem;
+	size_t nacts;                    /* bytes */
+	struct lmt_gpt_act_bytes act_bytes;
 	struct lmt_gpt_acts a;
 	int32_t *tok, *tgt, *seg;        /* device inputs: N tokens, N targets (-1: none), N segment ids */
 };
@@ -93,6 +126,19 @@ void lmt_gpt_release(struct lmt_gpt *g);
  * rows of wte zero. Deterministic from seed. */
 int lmt_gpt_init_weights(struct lmt_gpt *g, uint64_t seed, struct lmt_err *err);
 int lmt_gpt_alloc_optimizer(struct lmt_gpt *g, struct lmt_err *err);
+/*
+ * Compute in dtype (fp32, bf16, fp16): allocates the working copy of the weights and
+ * fills it from params. Call before lmt_gpt_alloc_acts. After writing params
+ * directly (loading, initialising), call lmt_gpt_sync_weights; the optimizer
+ * refreshes the copy as it updates.
+ */
+int lmt_gpt_set_precision(struct lmt_gpt *g, int dtype, struct lmt_err *err);
+void lmt_gpt_sync_weights(struct lmt_gpt *g);
+/* Keep only each block's input and recompute it in backward: every K-th block
+ * (K = 1: every block; 0: none). Call before lmt_gpt_alloc_acts. */
+int lmt_gpt_set_recompute(struct lmt_gpt *g, int every, struct lmt_err *err);
+/* Would block l be recomputed? */
+int lmt_gpt_recomputed(const struct lmt_gpt *g, int l);
 /* Size the activations for micro-batches of B sequences of T positions. */
 int lmt_gpt_alloc_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err);
 /*
@@ -106,16 +152,38 @@ int lmt_gpt_reshape_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err);
 /*
  * Forward and backward on the current inputs (g->tok, g->tgt, g->seg: device, B*T
  * each; seg may be ignored with use_seg = 0). Per-position losses land in
- * g->a.losses; gradients are accumulated into g->grads scaled by dscale (1 /
- * valid target tokens of the whole logical batch). Returns the sum of the losses
- * of this micro-batch's valid targets (in *loss_sum) on the host.
+ * g->a.losses and their sum is added to the device accumulator *loss_acc (NULL:
+ * none); gradients are accumulated into g->grads scaled by dscale (1 / valid target
+ * tokens of the whole logical batch, times the loss scale). Errors surface in the
+ * backend's status.
  */
-int lmt_gpt_forward(struct lmt_gpt *g, int use_seg, float dscale, double *loss_sum);
+void lmt_gpt_forward(struct lmt_gpt *g, int use_seg, float dscale, double *loss_acc);
 void lmt_gpt_backward(struct lmt_gpt *g, int use_seg);
-/* Forward only, for evaluation: losses computed, no gradient. */
+/* Forward only, for evaluation: losses computed, no gradient; their sum read back
+ * into *loss_sum (host). */
 int lmt_gpt_eval(struct lmt_gpt *g, int use_seg, double *loss_sum);
 /* Forward to the logits only (g->a.logits, (B*T, Vp)), for sampling. */
 void lmt_gpt_logits(struct lmt_gpt *g, int use_seg);
+
+/*
+ * One block's forward pass: the one function behind training's forward, recompute
+ * and the sampler's key/value-cache step. x_in holds the block's input for rows
+ * q0..T-1 of each of B sequences ((T - q0) rows each); qkv is (B, T, 3C) and rows
+ * q0.. of it are computed here (the rows before q0 are a cache filled earlier);
+ * attention runs for queries q0..T-1 over keys 0..i. x_out (NULL: not computed, as
+ * in recompute) gets the block's output. seg: segment ids (B*T) or NULL.
+ */
+void lmt_gpt_block_fwd(struct lmt_gpt *g, int l, const struct lmt_gpt_slot *s, float *qkv, const float *x_in,
+		       float *x_out, const int32_t *seg, int B, int T, int q0);
+/* The final layer norm of x (N rows) into lnf (dtype; mean, rstd may be NULL) and
+ * the output head: logits (N, Vp) fp32. */
+void lmt_gpt_head_fwd(struct lmt_gpt *g, float *logits, const float *x, void *lnf, float *mean, float *rstd, int N);
+/* A slot for `rows` positions in dtype, carved from one allocation (*mem, which the
+ * caller frees with be->free); *bytes gets its size. */
+int lmt_gpt_slot_alloc(struct lmt_gpt *g, struct lmt_gpt_slot *s, size_t rows, void **mem, size_t *bytes,
+		       struct lmt_err *err);
+/* The device pointer of tensor name in the working copy (dtype g->dtype). */
+const void *lmt_gpt_wparam(const struct lmt_gpt *g, const char *name);
 
 /* Parameter counts by kind and total (the lm_head counts only when untied). */
 struct lmt_gpt_counts {

@@ -69,9 +69,11 @@ int lmt_trainer_init(struct lmt_trainer *tr, const struct lmt_train_cfg *cfg, st
 	if (g->B != cfg->B || g->T != tr->T)
 		return lmt_err_set(err, LMT_EINVAL, "model activations are for %d x %d, the step needs %d x %d", g->B,
 				   g->T, cfg->B, tr->T);
-	int rc = lmt_gpt_alloc_optimizer(g, err);
+	struct lmt_adamw_cfg ac = { cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay, cfg->decay_embeddings };
+	int rc = lmt_optim_init(&tr->opt, g, &ac, 0, 0, err);
 	if (rc)
 		return rc;
+	lmt_loss_scaler_init(&tr->scaler, g->dtype == LMT_DTYPE_F16);
 	size_t ns = (size_t)cfg->B * cfg->accum, N = (size_t)cfg->B * tr->T * cfg->accum;
 	tr->samples = calloc(ns, sizeof *tr->samples);
 	tr->h_tok = malloc(N * sizeof *tr->h_tok);
@@ -109,13 +111,15 @@ void lmt_trainer_release(struct lmt_trainer *tr)
 	memset(tr, 0, sizeof *tr);
 }
 
-/* The first tensor holding a non-finite value in buf (params or grads). */
-static const char *find_nonfinite(struct lmt_gpt *g, const float *buf)
+/* Test hook: LMT_TEST_OVERFLOW=U puts an infinity into one gradient at update U
+ * (1-based), as an fp16 overflow would, to test what the loss scaler does. */
+static void test_overflow(struct lmt_trainer *tr)
 {
-	for (int i = 0; i < g->nt; i++)
-		if (g->be->nonfinite(g->be, buf + g->t[i].offset, g->t[i].numel))
-			return g->t[i].name;
-	return NULL;
+	const char *v = getenv("LMT_TEST_OVERFLOW");
+	if (!v || strtoull(v, NULL, 10) != tr->update + 1)
+		return;
+	float inf = INFINITY;
+	tr->be->to_device(tr->be, tr->g->grads + tr->g->nparams / 2, &inf, sizeof inf);
 }
 
 int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct lmt_err *err)
@@ -146,11 +150,15 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 		return lmt_err_set(err, LMT_EFORMAT,
 			"update %llu: the batch has no valid target tokens (all padding or masked)",
 			(unsigned long long)tr->update + 1);
-	float dscale = (float)(1.0 / (double)gvalid);
 
-	/* 3: forward and backward per micro-batch */
+	/* 3: forward and backward per micro-batch, the loss scaled */
+	double S = tr->scaler.scale;
+	float dscale = (float)(S / (double)gvalid);
+	double *acc = g->a.scalars, zero[4] = { 0, 0, 0, 0 }, h[4];
+	double ops0[LMT_OPK_COUNT];
+	memcpy(ops0, be->op_s, sizeof ops0);
+	be->to_device(be, acc, zero, sizeof zero);
 	be->zero(be, g->grads, g->nparams * sizeof(float));
-	double loss_sum = 0;
 	for (int m = 0; m < A; m++) {
 		t = lmt_now();
 		be->to_device(be, g->tok, tr->h_tok + m * N, N * sizeof(int32_t));
@@ -158,60 +166,72 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 		be->to_device(be, g->seg, tr->h_seg + m * N, N * sizeof(int32_t));
 		st->t_data += lmt_now() - t;
 		t = lmt_now();
-		double ls;
-		lmt_gpt_forward(g, c->seg_mask, dscale, &ls);
-		loss_sum += ls;
+		lmt_gpt_forward(g, c->seg_mask, dscale, &acc[0]);
 		st->t_forward += lmt_now() - t;
 		t = lmt_now();
 		lmt_gpt_backward(g, c->seg_mask);
 		st->t_backward += lmt_now() - t;
 	}
+	test_overflow(tr);
 
-	/* 4: sum gradients and loss over ranks */
+	/* 4: sum gradients over ranks; the loss sum rides with the scalars */
 	t = lmt_now();
-	if ((rc = tr->comm->allreduce_sum(tr->comm, g->grads, g->nparams, LMT_DTYPE_F32, err)) ||
-	    (rc = tr->comm->allreduce_sum(tr->comm, &loss_sum, 1, LMT_DTYPE_F64, err)))
+	if ((rc = tr->comm->allreduce_sum(tr->comm, g->grads, g->nparams, LMT_DTYPE_F32, err)))
 		return rc;
 	st->t_comm += lmt_now() - t;
 
 	/* 5-6: norm, checks, clipping, AdamW */
 	t = lmt_now();
+	be->sumsq(be, acc + 1, g->grads, g->nparams);   /* acc[1] sum of squares, acc[2] non-finite count */
+	be->to_host(be, h, acc, 3 * sizeof *h);
+	if ((rc = be->status(be, err)))
+		return lmt_err_prefix(err, "update %llu", (unsigned long long)tr->update + 1), rc;
+	double loss_sum = h[0];
+	t = lmt_now();
+	if ((rc = tr->comm->allreduce_sum(tr->comm, &loss_sum, 1, LMT_DTYPE_F64, err)))
+		return rc;
+	st->t_comm += lmt_now() - t;
 	st->update = tr->update + 1;
 	st->valid_tokens = (uint64_t)gvalid;
 	st->positions = (uint64_t)N * A * tr->comm->world;
-	st->loss = loss_sum / (double)gvalid;
-	st->grad_norm = sqrt(be->sumsq(be, g->grads, g->nparams));
+	st->loss = loss_sum / (double)gvalid; /* the losses themselves are unscaled */
+	st->loss_scale = S;
+	st->grad_norm = h[2] > 0 ? NAN : sqrt(h[1]) / S;
 	st->lr = lmt_lr_at(c, tr->update);
 	if (!isfinite(st->loss) || !isfinite(st->grad_norm)) {
 		st->nonfinite_what = !isfinite(st->loss) ? "loss" : "gradient";
-		st->nonfinite_tensor = find_nonfinite(g, g->grads);
+		st->nonfinite_tensor = lmt_optim_find_nonfinite(&tr->opt, g->grads);
 	}
-	float gscale = 1.0f;
+	/* fp16: a non-finite gradient with a finite loss is the scale's overflow */
+	if (tr->scaler.enabled && st->nonfinite_what && isfinite(st->loss) && !strcmp(st->nonfinite_what, "gradient"))
+		st->overflow = 1;
+	float gscale = (float)(1.0 / S);
 	if (!st->nonfinite_what && c->clip > 0 && st->grad_norm > c->clip) {
-		gscale = (float)(c->clip / st->grad_norm);
+		gscale = (float)(c->clip / st->grad_norm / S);
 		st->clipped = 1;
 	}
 	if (!st->nonfinite_what) {
-		tr->opt_steps++;
-		double b1 = c->beta1, b2 = c->beta2;
-		float bc1 = (float)(1.0 - pow(b1, (double)tr->opt_steps)), bc2 = (float)(1.0 - pow(b2, (double)tr->opt_steps));
-		for (int i = 0; i < g->nt; i++) {
-			const struct lmt_tensor *x = &g->t[i];
-			int decay = x->kind == LMT_PARAM_MATRIX || (c->decay_embeddings && x->kind == LMT_PARAM_EMBEDDING);
-			size_t bad = be->adamw(be, g->params + x->offset, g->grads + x->offset, g->m + x->offset,
-					       g->v + x->offset, x->numel, (float)st->lr, (float)b1, (float)b2, (float)c->eps,
-					       decay ? (float)c->weight_decay : 0.0f, bc1, bc2, gscale);
-			if (bad && !st->nonfinite_what) {
-				st->nonfinite_what = "parameter";
-				st->nonfinite_tensor = x->name;
-			}
+		lmt_optim_step(&tr->opt, st->lr, gscale, &acc[3]);
+		be->to_host(be, &h[3], &acc[3], sizeof h[3]);
+		if ((rc = be->status(be, err)))
+			return lmt_err_prefix(err, "update %llu", (unsigned long long)tr->update + 1), rc;
+		if (h[3] > 0) {
+			st->nonfinite_what = "parameter";
+			st->nonfinite_tensor = lmt_optim_find_nonfinite(&tr->opt, g->params);
 		}
 	}
+	lmt_loss_scaler_update(&tr->scaler, st->overflow);
 	st->t_optimizer = lmt_now() - t;
+	for (int k = 0; k < LMT_OPK_COUNT; k++)
+		st->t_ops[k] = be->op_s[k] - ops0[k];
 	tr->update++;
 	tr->tokens += (uint64_t)gvalid;
 	tr->clipped_updates += st->clipped;
 	st->t_total = lmt_now() - t0;
+	if (st->overflow) {
+		st->skipped = 1;
+		return 0;
+	}
 	if (st->nonfinite_what) {
 		/* a non-finite parameter is already in the weights and moments: skipping
 		 * cannot undo it, so it stops the run under either policy */

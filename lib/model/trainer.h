@@ -18,9 +18,14 @@
  *   5. computes the global gradient norm, checks loss, gradients and (after the
  *      step) parameters for non-finite values, clips the norm to clip once; a
  *      non-finite loss or gradient skips the update under the skip policy, a
- *      non-finite parameter (already applied) always stops;
- *   6. applies AdamW at the scheduler's learning rate for this update. The
- *      scheduler advances once per update, whatever accum is.
+ *      non-finite parameter (already applied) always stops. In fp16 the loss is
+ *      scaled (optim.h) and a non-finite gradient is an overflow: the update is
+ *      skipped and the scale backed off, under either policy;
+ *   6. applies AdamW (optim.c) at the scheduler's learning rate for this update.
+ *      The scheduler advances once per update, whatever accum is.
+ * The loss sum, the gradients' sum of squares and the non-finite counts are added
+ * into device accumulators and read by the host once after backward and once after
+ * the optimizer; the backend's sticky status is checked at both points.
  *
  * Learning rate at update u (0-based), with lr_min = lr * min_lr_frac, W warm-up
  * updates and U total updates:
@@ -45,6 +50,7 @@
 #include "core/error.h"
 #include "data/loader.h"
 #include "model/model.h"
+#include "model/optim.h"
 
 enum lmt_schedule { LMT_SCHED_COSINE = 0, LMT_SCHED_LINEAR, LMT_SCHED_CONSTANT };
 enum lmt_nonfinite { LMT_NONFINITE_STOP = 0, LMT_NONFINITE_SKIP };
@@ -63,6 +69,8 @@ struct lmt_train_cfg {
 	int on_nonfinite;        /* enum lmt_nonfinite */
 	uint64_t seed;           /* data order (and initialisation, done by the caller) */
 	uint64_t shuffle_window;
+	int precision;           /* the model's compute dtype, as recorded (the model holds it) */
+	int recompute_every;     /* 0: none; K: every K-th block recomputed in backward */
 };
 
 struct lmt_step_stats {
@@ -71,6 +79,9 @@ struct lmt_step_stats {
 	double loss, lr, grad_norm;
 	int clipped, skipped;
 	double t_data, t_forward, t_backward, t_optimizer, t_comm, t_total;
+	double t_ops[LMT_OPK_COUNT];   /* the backend's time by kind of operation */
+	double loss_scale;             /* the scale this update ran with (1 without scaling) */
+	int overflow;                  /* fp16: a non-finite gradient, the update skipped and the scale backed off */
 	const char *nonfinite_tensor;  /* set when a non-finite value was found */
 	const char *nonfinite_what;    /* "loss", "gradient" or "parameter" */
 };
@@ -83,7 +94,8 @@ struct lmt_trainer {
 	struct lmt_loader loader;
 	int T;
 	uint64_t update;         /* updates done */
-	uint64_t opt_steps;      /* AdamW steps taken (skipped updates excluded) */
+	struct lmt_optim opt;
+	struct lmt_loss_scaler scaler;   /* enabled when the model computes in fp16 */
 	uint64_t tokens;         /* valid target tokens consumed */
 	uint64_t clipped_updates;
 	struct lmt_sample *samples;      /* B * accum */

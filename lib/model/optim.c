@@ -1,0 +1,98 @@
+/*
+ * optim.c: AdamW over flat ranges of fp32 master weights, and the loss scaler
+ * (optim.h).
+ */
+#include "model/optim.h"
+
+#include <math.h>
+#include <string.h>
+
+int lmt_optim_init(struct lmt_optim *o, struct lmt_gpt *g, const struct lmt_adamw_cfg *cfg, size_t lo, size_t hi,
+		   struct lmt_err *err)
+{
+	memset(o, 0, sizeof *o);
+	o->g = g;
+	o->cfg = *cfg;
+	o->lo = lo;
+	o->hi = hi ? hi : g->nparams;
+	if (o->lo > o->hi || o->hi > g->nparams)
+		return lmt_err_set(err, LMT_EINVAL, "optimizer shard [%zu, %zu) outside the %zu parameters", lo, hi,
+				   g->nparams);
+	int rc = lmt_gpt_alloc_optimizer(g, err);
+	if (rc)
+		return rc;
+	o->m = g->m;
+	o->v = g->v;
+	for (int i = 0; i < g->nt; i++) {
+		const struct lmt_tensor *t = &g->t[i];
+		size_t a = t->offset > o->lo ? t->offset : o->lo, b = t->offset + t->numel < o->hi ? t->offset + t->numel : o->hi;
+		if (a >= b)
+			continue;
+		int decay = t->kind == LMT_PARAM_MATRIX || (cfg->decay_embeddings && t->kind == LMT_PARAM_EMBEDDING);
+		o->r[o->nr++] = (struct lmt_optim_range){ a, b - a, decay, t->name };
+	}
+	return 0;
+}
+
+void lmt_optim_step(struct lmt_optim *o, double lr, float gscale, double *nonfinite_acc)
+{
+	struct lmt_gpt *g = o->g;
+	struct lmt_backend *be = g->be;
+	o->steps++;
+	double b1 = o->cfg.beta1, b2 = o->cfg.beta2;
+	struct lmt_adamw a = { (float)lr, (float)b1, (float)b2, (float)o->cfg.eps, 0.0f,
+			       (float)(1.0 - pow(b1, (double)o->steps)), (float)(1.0 - pow(b2, (double)o->steps)), gscale };
+	size_t ds = lmt_dtype_size(g->dtype);
+	int low = g->wparams != g->params;
+	for (int i = 0; i < o->nr; i++) {
+		const struct lmt_optim_range *r = &o->r[i];
+		a.wd = r->decay ? (float)o->cfg.weight_decay : 0.0f;
+		be->adamw(be, g->params + r->offset, low ? (char *)g->wparams + r->offset * ds : NULL, g->dtype,
+			  g->grads + r->offset, o->m + r->offset, o->v + r->offset, r->count, &a, nonfinite_acc);
+	}
+}
+
+const char *lmt_optim_find_nonfinite(const struct lmt_optim *o, const float *buf)
+{
+	struct lmt_gpt *g = o->g;
+	struct lmt_backend *be = g->be;
+	double *acc = g->a.scalars + LMT_GPT_SCALARS; /* the second half: scratch */
+	for (int i = 0; i < g->nt; i++) {
+		double h[2] = { 0, 0 };
+		be->to_device(be, acc, h, sizeof h);
+		be->sumsq(be, acc, buf + g->t[i].offset, g->t[i].numel);
+		be->to_host(be, h, acc, sizeof h);
+		if (h[1] > 0)
+			return g->t[i].name;
+	}
+	return NULL;
+}
+
+void lmt_loss_scaler_init(struct lmt_loss_scaler *s, int enabled)
+{
+	memset(s, 0, sizeof *s);
+	s->enabled = enabled;
+	s->scale = enabled ? 65536.0 : 1.0;
+	s->growth = 2.0;
+	s->backoff = 0.5;
+	s->interval = 2000;
+}
+
+int lmt_loss_scaler_update(struct lmt_loss_scaler *s, int overflow)
+{
+	if (!s->enabled)
+		return 0;
+	if (overflow) {
+		s->overflows++;
+		s->good = 0;
+		s->scale *= s->backoff;
+		if (s->scale < 1.0 / 65536)
+			s->scale = 1.0 / 65536; /* a floor: a run that always overflows stops on its own counters */
+		return 1;
+	}
+	if (++s->good < s->interval)
+		return 0;
+	s->good = 0;
+	s->scale *= s->growth;
+	return 1;
+}
