@@ -4,6 +4,7 @@
 #   make check      every test that needs no GPU (installs missing packages first)
 #   make demo       the main job on the built-in corpus
 #   make config     what this machine's build includes (cuda, nccl, mpi, pmix)
+#   make bench-gemm the GEMM benchmark driver (scripts/bench/gemm runs it)
 #   make -j         works; CUDA objects are built only where nvcc exists
 #
 # Variables: CC, CFLAGS_OPT (default -O2), CUDA_HOME (default /usr/local/cuda),
@@ -17,7 +18,8 @@ CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(wildcard $(CUDA_HOME)/bin/nvcc)
 CFLAGS_OPT ?= -O2
 
-PKGS := libpcre2-8 jansson libarchive libcrypto openblas
+# oneDNN (libdnnl-dev) has no pkg-config file in Debian: -ldnnl below
+PKGS := libpcre2-8 jansson libarchive libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 REVISION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
@@ -31,7 +33,7 @@ WARN += -Wno-pass-failed
 endif
 CFLAGS := -std=c11 -D_GNU_SOURCE -g $(CFLAGS_OPT) $(WARN) -fopenmp -pthread -Ilib -Itools/common \
 	$(PKG_CFLAGS) $(EXTRA_CFLAGS)
-LDLIBS := $(PKG_LIBS) -fopenmp -pthread -lmvec -lm $(EXTRA_LDFLAGS)
+LDLIBS := $(PKG_LIBS) -ldnnl -fopenmp -pthread -lmvec -lm $(EXTRA_LDFLAGS)
 
 # The library, plane by plane (lib/<plane>/; see README "Layout").
 PLANES := core data model backend comm ckpt report
@@ -128,6 +130,14 @@ $(B)/tests/%: tests/unit/%.c tests/unit/tap.h tests/unit/fixtures.h $(B)/liblmt.
 	$(call say,TEST,$@)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(B)/liblmt.a $(LDLIBS)
 
 tests: $(B)/config.txt $(TOOLS) $(UNIT_BIN)
+
+# scripts/bench/gemm's driver: linked from the GEMM objects alone
+BENCH_GEMM_OBJ := $(addprefix $(B)/lib/,backend/cpu_gemm.o backend/peak.o core/dtype.o core/error.o)
+.PHONY: bench-gemm
+bench-gemm: $(B)/bench/gemm-bench
+$(B)/bench/gemm-bench: scripts/bench/gemm-bench.c $(BENCH_GEMM_OBJ)
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)$(CC) $(CFLAGS) -o $@ $< $(BENCH_GEMM_OBJ) $(LDLIBS)
 
 deps:
 	@scripts/install-deps
