@@ -156,36 +156,42 @@ static void cpu_gemm(struct lmt_backend *be, const struct lmt_gemm *g)
 
 /* ---- dtypes ---- */
 
-/* n fp32 values stored as dtype (round to nearest even) */
-HOT static void store_f32(void *dst, int dt, size_t at, const float *src, size_t n)
+/* n fp32 values stored as dtype (round to nearest even); the conversions are
+ * selects, not branches (core/dtype.h), so these loops vectorise */
+HOT static void store_f32(void *dst, int dt, size_t at, const float *restrict src, size_t n)
 {
 	if (dt == LMT_DTYPE_F32) {
 		memcpy((float *)dst + at, src, n * sizeof *src);
 	} else if (dt == LMT_DTYPE_BF16) {
-		uint16_t *d = (uint16_t *)dst + at;
+		uint16_t *restrict d = (uint16_t *)dst + at;
+#pragma omp simd
 		for (size_t i = 0; i < n; i++)
 			d[i] = lmt_f32_to_bf16(src[i]);
 	} else {
-		uint16_t *d = (uint16_t *)dst + at;
+		uint16_t *restrict d = (uint16_t *)dst + at;
+#pragma omp simd
 		for (size_t i = 0; i < n; i++)
 			d[i] = lmt_f32_to_f16(src[i]);
 	}
 }
 
-HOT static void load_f32(float *dst, const void *src, int dt, size_t at, size_t n)
+HOT static void load_f32(float *restrict dst, const void *src, int dt, size_t at, size_t n)
 {
 	if (dt == LMT_DTYPE_F32) {
 		memcpy(dst, (const float *)src + at, n * sizeof *dst);
 	} else if (dt == LMT_DTYPE_BF16) {
-		const uint16_t *s = (const uint16_t *)src + at;
+		const uint16_t *restrict s = (const uint16_t *)src + at;
+#pragma omp simd
 		for (size_t i = 0; i < n; i++)
 			dst[i] = lmt_bf16_to_f32(s[i]);
 	} else if (dt == LMT_DTYPE_F16) {
-		const uint16_t *s = (const uint16_t *)src + at;
+		const uint16_t *restrict s = (const uint16_t *)src + at;
+#pragma omp simd
 		for (size_t i = 0; i < n; i++)
 			dst[i] = lmt_f16_to_f32(s[i]);
 	} else {
-		const int32_t *s = (const int32_t *)src + at;
+		const int32_t *restrict s = (const int32_t *)src + at;
+#pragma omp simd
 		for (size_t i = 0; i < n; i++)
 			dst[i] = (float)s[i];
 	}
