@@ -180,7 +180,7 @@ int lmt_release_write(const struct lmt_runcard *c, const struct lmt_runcard_file
 			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 			goto out;
 		}
-	struct lmt_st_opts so = { paths[0], paths[1], o->dtype, -1, -1 };
+	struct lmt_st_opts so = { paths[0], paths[1], o->dtype, -1, -1, 0 };
 	if (tok.bos != LMT_NO_TOKEN)
 		so.bos_id = tok.bos;
 	if (tok.eos != LMT_NO_TOKEN)

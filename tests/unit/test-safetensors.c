@@ -561,7 +561,7 @@ static void model_case(int untied)
 		char path[1100], cfgp[1100];
 		snprintf(path, sizeof path, "%s/%s-%s.safetensors", dir, label, dn);
 		snprintf(cfgp, sizeof cfgp, "%s/%s-%s.json", dir, label, dn);
-		struct lmt_st_opts o = { path, cfgp, dt, -1, k == 2 ? 299 : -1 };
+		struct lmt_st_opts o = { path, cfgp, dt, -1, k == 2 ? 299 : -1, 0 };
 		struct lmt_st_result r;
 		if (!tap_ok(lmt_safetensors_export_gpt2(&c, &o, &r, &err) == 0, "%s %s: export %s", label, dn, err.msg))
 			continue;
@@ -713,7 +713,7 @@ static void test_mismatch(void)
 	if (save(&g, run, L + 1, ck, sizeof ck) == 0) {
 		struct lmt_ckpt c;
 		if (lmt_ckpt_open(&c, ck, 0, &err) == 0) {
-			struct lmt_st_opts o = { path, NULL, LMT_ST_DTYPE_F32, -1, -1 };
+			struct lmt_st_opts o = { path, NULL, LMT_ST_DTYPE_F32, -1, -1, 0 };
 			struct lmt_st_result r;
 			int rc = lmt_safetensors_export_gpt2(&c, &o, &r, &err);
 			tap_ok(rc == LMT_EFORMAT && strstr(err.msg, "'param/ln1w' has shape [2 32], state.model implies [3 32]") &&
