@@ -546,10 +546,8 @@ static int export_dir(const struct opts *o)
 		if (lmt_export_llmc_tokenizer(&tok, path, &err))
 			die_err(&err);
 	} else {
-		/* documents start after the end-of-text token (tok-encode --eos, shard-pack's
-		 * packing), so it is also what a prompt starts after: GPT-2's bos = eos */
-		int64_t eos = have_tok && tok.eos != LMT_NO_TOKEN ? (int64_t)tok.eos : -1;
-		int64_t bos = have_tok && tok.bos != LMT_NO_TOKEN ? (int64_t)tok.bos : eos;
+		int64_t bos, eos;
+		lmt_export_bos_eos(have_tok ? &tok : NULL, &bos, &eos);
 		path_fmt(path, sizeof path, "%s/model.safetensors", export_staging);
 		path_fmt(cfg, sizeof cfg, "%s/config.json", export_staging);
 		struct lmt_st_opts so = { path, cfg, o->dtype, bos, eos, o->max_shard };

@@ -429,6 +429,12 @@ int lmt_export_hf_extras(const char *dir, const struct lmt_ckpt *c, const struct
 	return write_card(dir, c, &m, dtype, name, tok != NULL, err);
 }
 
+void lmt_export_bos_eos(const struct lmt_tokenizer *tok, int64_t *bos, int64_t *eos)
+{
+	*eos = tok && tok->eos != LMT_NO_TOKEN ? (int64_t)tok->eos : -1;
+	*bos = tok && tok->bos != LMT_NO_TOKEN ? (int64_t)tok->bos : *eos;
+}
+
 /* ---- llm.c ---- */
 
 /* llm.c's parameter order, which is lmt's (model.h) */

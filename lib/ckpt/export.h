@@ -72,6 +72,12 @@ int lmt_export_commit(const char *staging, const char *out, int earlier, struct 
 int lmt_export_hf_extras(const char *dir, const struct lmt_ckpt *c, const struct lmt_tokenizer *tok, int64_t bos,
 			 int64_t eos, int dtype, const char *name, struct lmt_err *err);
 
+/* The ids HF's files give as bos and eos for tok (NULL: -1, none): documents
+ * start after the end-of-text token in training (tok-encode, shard-pack put the
+ * EOS between them), so a prompt starts after it too: bos is the tokenizer's BOS
+ * where it has one, else its EOS, as in GPT-2. */
+void lmt_export_bos_eos(const struct lmt_tokenizer *tok, int64_t *bos, int64_t *eos);
+
 /* llm.c's model file of c at path (atomically); a model with an untied head is
  * refused (llm.c has none). */
 int lmt_export_llmc_model(const struct lmt_ckpt *c, const char *path, struct lmt_err *err);
