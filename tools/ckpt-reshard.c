@@ -1,9 +1,11 @@
 /*
  * ckpt-reshard: a checkpoint rewritten for another world size, or its model
- * exported as a Hugging Face GPT-2 in safetensors.
+ * exported as a directory: a Hugging Face GPT-2 in safetensors, or llm.c's files
+ * (lib/ckpt/export.h).
  *
  *	ckpt-reshard --world 3 run/ckpt/step-00001000 run3/step-00001000
- *	ckpt-reshard --export safetensors --dtype bf16 run/ckpt/step-00001000 hf/
+ *	ckpt-reshard --export safetensors --dtype bf16 run/ckpt/step-00001000 hf
+ *	ckpt-reshard --export llmc run/ckpt/step-00001000 llmc
  *
  * Resharding copies every value bit for bit into the chunks of the new world
  * (ckpt.h: rank r holds [r*n/W, (r+1)*n/W) of each tensor), recomputes the
@@ -30,6 +32,7 @@
 #include "core/atomicfile.h"
 #include "core/pathcheck.h"
 #include "ckpt/ckpt.h"
+#include "ckpt/export.h"
 #include "ckpt/runlock.h"
 #include "core/json.h"
 #include "data/loader.h"
@@ -41,7 +44,13 @@
 enum {
 	OPT_EXPORT = OPT_TOOL_BASE,
 	OPT_DTYPE,
+	OPT_MAX_SHARD,
 };
+
+enum { EXPORT_NONE, EXPORT_ST, EXPORT_LLMC };
+
+/* transformers' save_pretrained: max_shard_size="5GB" */
+#define DEFAULT_MAX_SHARD 5000000000ull
 
 static const struct option longopts[] = {
 	{ "help", no_argument, NULL, 'h' },
@@ -49,6 +58,7 @@ static const struct option longopts[] = {
 	{ "world", required_argument, NULL, 'w' },
 	{ "export", required_argument, NULL, OPT_EXPORT },
 	{ "dtype", required_argument, NULL, OPT_DTYPE },
+	{ "max-shard-size", required_argument, NULL, OPT_MAX_SHARD },
 	{ "tokenizer", required_argument, NULL, 't' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ NULL, 0, NULL, 0 },
@@ -57,31 +67,40 @@ static const struct option longopts[] = {
 static void usage(void)
 {
 	printf("usage: ckpt-reshard [-q] -w N SRC OUT\n"
-	       "       ckpt-reshard [-q] --export safetensors [--dtype T] [-t TOKENIZER] SRC OUT\n"
+	       "       ckpt-reshard [-q] --export safetensors [--dtype T] [--max-shard-size SIZE]\n"
+	       "                    [-t TOKENIZER] SRC OUTDIR\n"
+	       "       ckpt-reshard [-q] --export llmc [-t TOKENIZER] SRC OUTDIR\n"
 	       "\n"
 	       "Rewrite the checkpoint SRC (a step-NNNNNNNN directory) for N ranks into the new\n"
 	       "directory OUT, every value bit for bit and the training state remapped; or\n"
-	       "export its model as a Hugging Face GPT-2 (safetensors and config.json).\n"
+	       "export its model as a directory: Hugging Face's (as save_pretrained writes it)\n"
+	       "or llm.c's model and tokenizer files.\n"
 	       "\n"
 	       "  -w, --world N           ranks of the new checkpoint (1 for one unsharded file)\n"
-	       "      --export FORMAT     safetensors: write the model's weights to OUT (a file,\n"
-	       "                          or a directory to hold model.safetensors) and\n"
-	       "                          config.json next to it\n"
+	       "      --export FORMAT     safetensors: OUTDIR gets model.safetensors (or shards and\n"
+	       "                          an index), config.json, generation_config.json,\n"
+	       "                          tokenizer.json, tokenizer_config.json, README.md;\n"
+	       "                          llmc: OUTDIR gets model.bin and gpt2_tokenizer.bin;\n"
+	       "                          both: lmt-export.json, the files and their SHA-256\n"
 	       "      --dtype T           fp32 (default), bf16 or fp16, rounded to nearest even\n"
-	       "  -t, --tokenizer FILE    the checkpoint's tokenizer: its BOS and EOS ids go into\n"
-	       "                          config.json\n"
+	       "      --max-shard-size SIZE  tensor bytes per safetensors file, as HF's: 5GB\n"
+	       "                          (default), 500MB, 2GiB, or bytes\n"
+	       "  -t, --tokenizer FILE    the checkpoint's tokenizer (default: the one its run\n"
+	       "                          recorded); its SHA-256 must be the checkpoint's\n"
 	       "  -q, --quiet             no messages on stderr but errors and warnings\n"
 	       "  -h, --help              this help\n"
 	       "  -V, --version           version and backends\n"
 	       "\n"
 	       "SRC is verified (every file's SHA-256 and every chunk's CRC-32C) before use;\n"
-	       "OUT must not exist when resharding.\n"
+	       "OUT must not exist when resharding; OUTDIR may be an earlier export, which is\n"
+	       "replaced as a whole.\n"
 	       "\n"
 	       "Exit status: 0 success, 1 error, 2 usage error. See ckpt-reshard(1).\n");
 }
 
 struct opts {
-	int world, export_st, dtype, dtype_given;
+	int world, export_fmt, dtype, dtype_given, shard_given;
+	uint64_t max_shard;
 	const char *tokenizer, *src, *out;
 };
 
@@ -423,84 +442,168 @@ static int reshard(const struct opts *o)
 
 /* ---- export ---- */
 
-static int export_st(const struct opts *o)
+/* The tokenizer: -t, else the one the run recorded (the checkpoint's copy of the
+ * run's configuration, then RUN/config.json), which must be the checkpoint's. */
+static int find_tokenizer(const struct opts *o, const struct lmt_ckpt *c, struct lmt_tokenizer *tok, char *used,
+			  size_t cap)
+{
+	struct lmt_err err = { 0 };
+	const char *ts = json_string_value(lmt_ckpt_state(c, "tokenizer_sha256"));
+	char cand[3][PATH_MAX];
+	int nc = 0;
+	if (o->tokenizer) {
+		path_fmt(cand[nc++], sizeof cand[0], "%s", o->tokenizer);
+	} else {
+		json_t *cfg = lmt_ckpt_state(c, "config");
+		const char *t = json_string_value(json_object_get(json_object_get(cfg, "data"), "tokenizer"));
+		if (t)
+			path_fmt(cand[nc++], sizeof cand[0], "%s", t);
+		char run[PATH_MAX], rc[PATH_MAX];
+		if (lmt_run_of_ckpt(o->src, run, sizeof run)) {
+			path_fmt(rc, sizeof rc, "%s/config.json", run);
+			json_t *r = json_load_file(rc, 0, NULL);
+			t = json_string_value(json_object_get(json_object_get(r, "data"), "tokenizer"));
+			if (t && (!nc || strcmp(t, cand[0])))
+				path_fmt(cand[nc++], sizeof cand[0], "%s", t);
+			json_decref(r);
+		}
+	}
+	for (int i = 0; i < nc; i++) {
+		if (!o->tokenizer && access(cand[i], R_OK))
+			continue;
+		char hex[LMT_SHA256_HEX];
+		if (lmt_tok_load(tok, cand[i], &err))
+			die_err(&err);
+		lmt_sha256_hex(tok->sha256, hex);
+		if (!ts || strcmp(ts, hex))
+			die("'%s' is not the checkpoint's tokenizer: sha256 %.16s..., '%s' was trained with %.16s...",
+			    cand[i], hex, o->src, ts ? ts : "an unrecorded one");
+		path_fmt(used, cap, "%s", cand[i]);
+		return 1;
+	}
+	return 0;
+}
+
+static char export_staging[PATH_MAX];
+
+static void cleanup_export(void)
+{
+	if (export_staging[0])
+		lmt_remove_dir(export_staging);
+}
+
+static int export_dir(const struct opts *o)
 {
 	struct lmt_err err = { 0 };
 	double t0 = lmt_now();
-	char path[PATH_MAX], cfg[PATH_MAX];
-	struct stat st;
-	if (stat(o->out, &st) == 0 && S_ISDIR(st.st_mode))
-		path_fmt(path, sizeof path, "%s%smodel.safetensors", o->out,
-			 o->out[strlen(o->out) - 1] == '/' ? "" : "/");
-	else
-		path_fmt(path, sizeof path, "%s", o->out);
-	const char *sl = strrchr(path, '/');
-	if (sl)
-		path_fmt(cfg, sizeof cfg, "%.*s/config.json", (int)(sl - path), path);
-	else
-		path_fmt(cfg, sizeof cfg, "config.json");
-	if (!strcmp(path, cfg) || (sl && !strcmp(sl + 1, "config.json")))
-		usage_error("'%s': the weights cannot be named config.json (the config goes next to them)", path);
+	char out[PATH_MAX], path[PATH_MAX], cfg[PATH_MAX], run[PATH_MAX], tokpath[PATH_MAX] = "";
+	size_t ol = strlen(o->out);
+	while (ol > 1 && o->out[ol - 1] == '/')
+		ol--;
+	path_fmt(out, sizeof out, "%.*s", (int)ol, o->out);
 	const char *inputs[] = { o->src, o->tokenizer };
-	if (lmt_path_check_output(path, "the weights", inputs, 2, &err) ||
-	    lmt_path_check_output(cfg, "the config", inputs, 2, &err))
+	if (lmt_path_check_output(out, "the export", inputs, o->tokenizer ? 2 : 1, &err))
+		die_err(&err);
+	if (lmt_run_of_ckpt(out, run, sizeof run))
+		die("'%s' lies in the checkpoints of the run '%s': export into a directory of its own", out, run);
+	int earlier;
+	if (lmt_export_target(out, &earlier, &err))
 		die_err(&err);
 
 	struct lmt_ckpt c;
 	info("verifying '%s'", o->src);
 	if (lmt_ckpt_open(&c, o->src, 1, &err))
 		die_err(&err);
-	struct lmt_st_opts so = { path, cfg, o->dtype, -1, -1 };
-	if (o->tokenizer) {
-		struct lmt_tokenizer tok;
-		char hex[LMT_SHA256_HEX];
-		if (lmt_tok_load(&tok, o->tokenizer, &err))
-			die_err(&err);
-		const char *ts = json_string_value(lmt_ckpt_state(&c, "tokenizer_sha256"));
-		lmt_sha256_hex(tok.sha256, hex);
-		if (!ts || strcmp(ts, hex))
-			die("'%s' is not the checkpoint's tokenizer: sha256 %.16s..., '%s' was trained with %.16s...",
-			    o->tokenizer, hex, o->src, ts ? ts : "an unrecorded one");
-		if (tok.bos != LMT_NO_TOKEN)
-			so.bos_id = tok.bos;
-		if (tok.eos != LMT_NO_TOKEN)
-			so.eos_id = tok.eos;
-		lmt_tok_release(&tok);
-	}
-	struct lmt_st_result r;
-	if (lmt_safetensors_export_gpt2(&c, &so, &r, &err))
-		die_err(&err);
-	if (r.overflow)
-		warn("%llu finite values are beyond %s's range and became infinite", (unsigned long long)r.overflow,
-		     lmt_st_dtype_torch(o->dtype));
-	if (r.nan)
-		warn("%llu values are NaN (written as NaN)", (unsigned long long)r.nan);
+	struct lmt_tokenizer tok;
+	int have_tok = find_tokenizer(o, &c, &tok, tokpath, sizeof tokpath);
+	if (!have_tok && o->export_fmt == EXPORT_LLMC)
+		die("'%s': no tokenizer recorded for this checkpoint's run: give -t FILE (llm.c's export writes "
+		    "gpt2_tokenizer.bin)", o->src);
+	if (!have_tok)
+		warn("'%s': no tokenizer recorded for this checkpoint's run (give -t FILE): no tokenizer.json, "
+		     "tokenizer_config.json, bos or eos in the export", o->src);
 
-	char hex[LMT_SHA256_HEX];
-	double secs = lmt_now() - t0;
+	if (lmt_export_stage(out, export_staging, sizeof export_staging, &err))
+		die_err(&err);
+	atexit(cleanup_export);
+	tool_defer_signals();
+
 	struct lmt_json j;
 	lmt_json_init(&j);
 	lmt_json_begin(&j);
 	lmt_json_str(&j, "event", "export");
-	lmt_json_str(&j, "format", "safetensors");
+	lmt_json_str(&j, "format", o->export_fmt == EXPORT_LLMC ? "llmc" : "safetensors");
 	lmt_json_str(&j, "source", o->src);
-	lmt_json_str(&j, "output", path);
-	lmt_json_str(&j, "config", cfg);
+	lmt_json_str(&j, "output", out);
+	lmt_json_bool(&j, "replaced", earlier);
 	lmt_json_u64(&j, "update", c.update);
-	lmt_json_str(&j, "dtype", lmt_st_dtype_name(o->dtype));
-	lmt_json_u64(&j, "tensors", (uint64_t)r.tensors);
-	lmt_json_u64(&j, "elements", r.elements);
-	lmt_json_u64(&j, "bytes", r.bytes);
-	lmt_json_u64(&j, "header_bytes", r.header_bytes);
-	lmt_json_str(&j, "sha256", lmt_sha256_hex(r.sha256, hex));
-	lmt_json_u64(&j, "overflow", r.overflow);
-	lmt_json_u64(&j, "nan", r.nan);
-	lmt_json_u64(&j, "peak_buffer_bytes", r.peak_buffer);
+	lmt_json_str(&j, "tokenizer", have_tok ? tokpath : NULL);
+	if (o->export_fmt == EXPORT_LLMC) {
+		path_fmt(path, sizeof path, "%s/model.bin", export_staging);
+		if (lmt_export_llmc_model(&c, path, &err))
+			die_err(&err);
+		path_fmt(path, sizeof path, "%s/gpt2_tokenizer.bin", export_staging);
+		if (lmt_export_llmc_tokenizer(&tok, path, &err))
+			die_err(&err);
+	} else {
+		int64_t bos, eos;
+		lmt_export_bos_eos(have_tok ? &tok : NULL, &bos, &eos);
+		path_fmt(path, sizeof path, "%s/model.safetensors", export_staging);
+		path_fmt(cfg, sizeof cfg, "%s/config.json", export_staging);
+		struct lmt_st_opts so = { path, cfg, o->dtype, bos, eos, o->max_shard };
+		struct lmt_st_result r;
+		if (lmt_safetensors_export_gpt2(&c, &so, &r, &err))
+			die_err(&err);
+		if (r.overflow)
+			warn("%llu finite values are beyond %s's range and became infinite", (unsigned long long)r.overflow,
+			     lmt_st_dtype_torch(o->dtype));
+		if (r.nan)
+			warn("%llu values are NaN (written as NaN)", (unsigned long long)r.nan);
+		const char *name = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
+		if (lmt_export_hf_extras(export_staging, &c, have_tok ? &tok : NULL, bos, eos, o->dtype, name, &err))
+			die_err(&err);
+		lmt_json_str(&j, "dtype", lmt_st_dtype_name(o->dtype));
+		lmt_json_u64(&j, "tensors", (uint64_t)r.tensors);
+		lmt_json_u64(&j, "elements", r.elements);
+		lmt_json_u64(&j, "shards", (uint64_t)r.shards);
+		lmt_json_u64(&j, "max_shard_size", o->max_shard);
+		lmt_json_u64(&j, "total_size", r.data_bytes);
+		lmt_json_u64(&j, "overflow", r.overflow);
+		lmt_json_u64(&j, "nan", r.nan);
+		lmt_json_u64(&j, "peak_buffer_bytes", r.peak_buffer);
+	}
+	tool_check_interrupt();
+	struct lmt_export_file *f;
+	int nf;
+	if (lmt_export_seal(export_staging, o->export_fmt == EXPORT_LLMC ? "llmc" : "safetensors", &c, &f, &nf, &err))
+		die_err(&err);
+	tool_check_interrupt();
+	if (lmt_export_commit(export_staging, out, earlier, &err))
+		die_err(&err);
+	export_staging[0] = 0;
+	uint64_t bytes = 0;
+	char hex[LMT_SHA256_HEX];
+	lmt_json_arr(&j, "files");
+	for (int i = 0; i < nf; i++) {
+		lmt_json_obj(&j, NULL);
+		lmt_json_str(&j, "path", f[i].name);
+		lmt_json_u64(&j, "bytes", f[i].bytes);
+		lmt_json_str(&j, "sha256", lmt_sha256_hex(f[i].sha256, hex));
+		lmt_json_obj_end(&j);
+		bytes += f[i].bytes;
+	}
+	lmt_json_arr_end(&j);
+	lmt_json_u64(&j, "bytes", bytes);
+	double secs = lmt_now() - t0;
 	lmt_json_num(&j, "seconds", secs);
 	emit_line(&j);
 	lmt_json_release(&j);
-	info("'%s': %d tensors, %llu parameters as %s, %.1f MB in %.2f s; '%s'", path, r.tensors,
-	     (unsigned long long)r.elements, lmt_st_dtype_name(o->dtype), r.bytes / 1e6, secs, cfg);
+	info("'%s': %s export of update %llu, %d files, %.1f MB in %.2f s%s", out,
+	     o->export_fmt == EXPORT_LLMC ? "llm.c" : "Hugging Face", (unsigned long long)c.update, nf, bytes / 1e6, secs,
+	     earlier ? " (the earlier export replaced)" : "");
+	free(f);
+	if (have_tok)
+		lmt_tok_release(&tok);
 	lmt_ckpt_close(&c);
 	return 0;
 }
@@ -517,10 +620,21 @@ int main(int argc, char **argv)
 		case 'V': print_version(); return 0;
 		case 'w': o.world = (int)opt_int("world", optarg, 1, 1 << 20); break;
 		case OPT_EXPORT:
-			if (strcmp(optarg, "safetensors"))
-				usage_error("option '--export': '%s' is not a format this tool writes (safetensors)", optarg);
-			o.export_st = 1;
+			if (!strcmp(optarg, "safetensors"))
+				o.export_fmt = EXPORT_ST;
+			else if (!strcmp(optarg, "llmc"))
+				o.export_fmt = EXPORT_LLMC;
+			else
+				usage_error("option '--export': '%s' is not a format this tool writes (safetensors, llmc)",
+					    optarg);
 			break;
+		case OPT_MAX_SHARD: {
+			struct lmt_err err = { 0 };
+			if (lmt_st_parse_size(optarg, &o.max_shard, &err))
+				usage_error("option '--max-shard-size': %s", err.msg);
+			o.shard_given = 1;
+			break;
+		}
 		case OPT_DTYPE:
 			if ((o.dtype = lmt_st_dtype_parse(optarg)) < 0)
 				usage_error("option '--dtype': '%s' is not fp32, bf16 or fp16", optarg);
@@ -531,12 +645,17 @@ int main(int argc, char **argv)
 		default: bad_option(argv);
 		}
 	}
-	if (!o.world && !o.export_st)
-		usage_error("nothing to do: give --world N or --export safetensors");
-	if (o.world && o.export_st)
+	if (!o.world && !o.export_fmt)
+		usage_error("nothing to do: give --world N or --export safetensors|llmc");
+	if (o.world && o.export_fmt)
 		usage_error("--world and --export are separate runs: reshard, or export");
-	if (o.world && (o.dtype_given || o.tokenizer))
-		usage_error("--dtype and --tokenizer apply to --export (a checkpoint keeps fp32 and has no config)");
+	if (o.world && (o.dtype_given || o.tokenizer || o.shard_given))
+		usage_error("--dtype, --max-shard-size and --tokenizer apply to --export (a checkpoint keeps fp32 and has "
+			    "no config)");
+	if (o.export_fmt == EXPORT_LLMC && (o.dtype_given || o.shard_given))
+		usage_error("--dtype and --max-shard-size apply to --export safetensors (llm.c's file is one, in fp32)");
+	if (!o.shard_given)
+		o.max_shard = DEFAULT_MAX_SHARD;
 	if (argc - optind != 2)
 		usage_error("give SRC (a checkpoint directory) and OUT%s",
 			    argc - optind > 2 ? ", nothing more" : "");
@@ -544,5 +663,5 @@ int main(int argc, char **argv)
 	o.out = argv[optind + 1];
 	if (!*o.out)
 		usage_error("OUT is empty");
-	return o.export_st ? export_st(&o) : reshard(&o);
+	return o.export_fmt ? export_dir(&o) : reshard(&o);
 }

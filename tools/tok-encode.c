@@ -68,7 +68,8 @@ static void usage(void)
 	       "\n"
 	       "  -t, --tokenizer FILE    the lmt tokenizer (required)\n"
 	       "  -o, --output FILE       the token stream (default: stdout, if redirected)\n"
-	       "      --format F          lmt (default), llmc (llm.c's uint16 token file), or\n"
+	       "      --format F          lmt (default), llmc (llm.c's token file: uint16, or\n"
+	       "                          version 2's uint32 for vocabularies over 65536), or\n"
 	       "                          ids (text: one line of space-separated ids per document)\n"
 	       "      --bos               start each document with the tokenizer's BOS token\n"
 	       "      --eos               end each document with the tokenizer's EOS token\n"
@@ -101,19 +102,23 @@ struct opts {
 	struct lmt_corpus_opts corpus;
 };
 
-/* ---- llm.c's token file: 256 int32 header (20240520, 1, ntok), then uint16 ---- */
+/* ---- llm.c's token file: 256 int32 header (20240520, version, ntok), then the
+ * tokens: version 1 uint16 (GPT-2's vocabularies), version 2 uint32 (llm.c's
+ * dev/data/data_common.py writes 2 for LLaMA 3's 128256), chosen by the vocabulary ---- */
 
 struct llmc {
 	struct lmt_atomicfile af;
 	uint64_t ntok;
 	uint16_t *conv;
 	size_t cap;
+	int version;
 };
 
-static void llmc_open(struct llmc *l, const char *path)
+static void llmc_open(struct llmc *l, const char *path, uint32_t n_vocab)
 {
 	struct lmt_err err = { 0 };
 	memset(l, 0, sizeof *l);
+	l->version = n_vocab > 65536 ? 2 : 1;
 	if (lmt_atomicfile_open(&l->af, path, &err))
 		die_err(&err);
 	int32_t hdr[256] = { 0 };
@@ -123,6 +128,12 @@ static void llmc_open(struct llmc *l, const char *path)
 
 static void llmc_write(struct llmc *l, const uint32_t *t, size_t n)
 {
+	if (l->version == 2) {
+		if (n && fwrite(t, 4, n, l->af.fp) != n)
+			die_write(l->af.path);
+		l->ntok += n;
+		return;
+	}
 	if (LMT_GROW(l->conv, l->cap, n + 1))
 		die("out of memory");
 	for (size_t i = 0; i < n; i++)
@@ -137,7 +148,7 @@ static void llmc_finish(struct llmc *l)
 	struct lmt_err err = { 0 };
 	int32_t hdr[256] = { 0 };
 	hdr[0] = 20240520;
-	hdr[1] = 1;
+	hdr[1] = l->version;
 	if (l->ntok > INT32_MAX)
 		die("'%s': %llu tokens do not fit llm.c's int32 count", l->af.path, (unsigned long long)l->ntok);
 	hdr[2] = (int32_t)l->ntok;
@@ -182,8 +193,6 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		die("'%s': the tokenizer has no BOS token (tok-train --bos)", o->tokenizer);
 	if ((o->eos || (o->llmc && !o->no_eos)) && (eos = tok.eos) == LMT_NO_TOKEN)
 		die("'%s': the tokenizer has no EOS token (tok-train --eos)", o->tokenizer);
-	if (o->llmc && tok.n_vocab > 65536)
-		die("'%s': vocabulary of %u does not fit llm.c's uint16 tokens", o->tokenizer, tok.n_vocab);
 	int llmc_first = o->llmc && !o->no_eos && !o->eos; /* llm.c: EOT before each document */
 	int to_stdout = !o->out || !strcmp(o->out, "-");
 	if (to_stdout && isatty(STDOUT_FILENO) && !o->ids)
@@ -208,7 +217,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	tsinfo.bos = tok.bos;
 	tsinfo.eos = tok.eos;
 	if (o->llmc) {
-		llmc_open(&l, o->out);
+		llmc_open(&l, o->out, tok.n_vocab);
 	} else if (o->ids) {
 		if (!to_stdout) {
 			if (lmt_atomicfile_open(&idf, o->out, &err))
@@ -348,7 +357,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		lmt_json_u64(&j, "bytes", bytes);
 		lmt_json_u64(&j, "tokens", ntok);
 		if (!o->ids)
-			lmt_json_u64(&j, "token_bytes", o->llmc ? 2 : tsinfo.token_bytes);
+			lmt_json_u64(&j, "token_bytes", o->llmc ? (l.version == 2 ? 4 : 2) : tsinfo.token_bytes);
 		lmt_json_num(&j, "bytes_per_token", ntok ? (double)bytes / ntok : 0);
 		lmt_json_u64(&j, "threads", (uint64_t)nt);
 		lmt_json_num(&j, "seconds", secs);

@@ -20,11 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
 #include "ckpt/ckpt.h"
 #include "ckpt/resumecfg.h"
+#include "ckpt/rundir.h"
 #include "ckpt/runlock.h"
 #include "ckpt/runstate.h"
 #include "comm/comm.h"
@@ -46,7 +48,7 @@ enum {
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
-	OPT_STOP_AT, OPT_JSONL, OPT_PRECISION, OPT_RECOMPUTE,
+	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE,
 };
 
 static const struct option longopts[] = {
@@ -54,6 +56,7 @@ static const struct option longopts[] = {
 	{ "version", no_argument, NULL, 'V' },
 	{ "data", required_argument, NULL, OPT_DATA },
 	{ "out", required_argument, NULL, 'o' },
+	{ "no-save", no_argument, NULL, OPT_NO_SAVE },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "tokenizer", required_argument, NULL, 't' },
 	{ "layers", required_argument, NULL, OPT_LAYERS },
@@ -115,7 +118,10 @@ static void usage(void)
 	       "Train a GPT-2 model on a shard-pack dataset; one JSONL record per update.\n"
 	       "\n"
 	       "  --data DIR              the dataset (shard-pack's output)\n"
-	       "  -o, --out RUN           run directory: config, parameters, metrics, events\n"
+	       "  -o, --out RUN           run directory: config, parameters, metrics, events,\n"
+	       "                          checkpoints (default: a new runs/STAMP-TAG, and\n"
+	       "                          runs/latest links to it)\n"
+	       "  --no-save               no run directory: stdout and stderr only\n"
 	       "  --config FILE           'key = value' lines, keys as the long options, or\n"
 	       "                          a run's config.json (read where it appears: later\n"
 	       "                          options win)\n"
@@ -151,7 +157,8 @@ static void usage(void)
 	       "                          a background writer)\n"
 	       "  --resume RUN|auto       continue RUN from its newest valid checkpoint (auto:\n"
 	       "                          -o's run, or a fresh start if it has none), with its\n"
-	       "                          recorded options (train(1), Resuming)\n"
+	       "                          recorded options (train(1), Resuming); the newest\n"
+	       "                          default run is runs/latest\n"
 	       "  --mtbf SECONDS          report the checkpoint interval sqrt(2 C MTBF)\n"
 	       "  --log-samples           each update record lists its sample ids\n"
 	       "  --stop-at N             stop after update N as on SIGTERM (save, exit 0)\n"
@@ -178,7 +185,7 @@ static void usage(void)
 struct opts {
 	const char *data, *out, *tokenizer, *init_llmc, *export_llmc, *prompt, *backend;
 	const char *precision;   /* NULL: the backend's best */
-	int jsonl;
+	int jsonl, no_save;
 	struct lmt_gpt_config model;
 	struct lmt_train_cfg tc;
 	int context, threads;
@@ -343,6 +350,7 @@ static void set_option(struct opts *o, int c, const char *arg)
 		else
 			usage_error("option '--recompute': '%s' is not none, block or every:K", arg);
 		break;
+	case OPT_NO_SAVE: o->no_save = 1; break;
 	}
 }
 
@@ -624,10 +632,15 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
+	if (o->no_save && o->out)
+		usage_error("--no-save writes no run directory, but -o names one");
+	if (o->no_save && o->resume)
+		usage_error("--resume continues a run directory; --no-save has none");
 	/* --resume RUN, --resume RUN/ckpt/step-N, or --resume auto (with -o RUN) */
 	if (o->resume && !strcmp(o->resume, "auto")) {
 		if (!o->out)
-			usage_error("--resume auto continues the run in -o RUN: give -o");
+			usage_error("--resume auto continues the run in -o RUN: give -o (-o runs/latest: the newest run train "
+				    "named itself)");
 		o->resume_auto = 1;
 	} else if (o->resume) {
 		struct lmt_err err = { 0 };
@@ -665,8 +678,38 @@ static void finish_args(struct opts *o)
 		usage_error("--prompt is text: give the tokenizer with -t");
 	if (!o->init_llmc && o->model.C % o->model.NH)
 		usage_error("--channels %d is not a multiple of --heads %d", o->model.C, o->model.NH);
-	if ((o->ckpt_every || o->ckpt_minutes > 0 || o->keep_every || o->stop_at) && !o->out)
-		usage_error("checkpoints are written into the run directory: give -o RUN");
+	if ((o->ckpt_every || o->ckpt_minutes > 0 || o->keep_every || o->stop_at) && o->no_save)
+		usage_error("checkpoints are written into the run directory, and --no-save has none (--ckpt-every, "
+			    "--ckpt-minutes, --keep-every, --stop-at)");
+}
+
+/* A run given no -o (nor --no-save) gets a new directory of its own, runs/STAMP-TAG
+ * (ckpt/rundir.h), named on stderr and in a "run" record on stdout (not in the
+ * run's files: they stay the same wherever the run lives), and runs/latest
+ * points at it. Made once the model is built, so a run refused for its data or
+ * model leaves none behind, and locked at once, as -o's is before it is read. */
+static void default_run(struct opts *o, const struct lmt_gpt *g)
+{
+	struct lmt_err err = { 0 };
+	static char dir[PATH_MAX];
+	char tag[64];
+	snprintf(tag, sizeof tag, "d%d-h%d-c%d", g->cfg.L, g->cfg.NH, g->cfg.C);
+	if (lmt_rundir_new("runs", time(NULL), tag, dir, sizeof dir, &err) || lmt_run_lock(dir, 0, &run_lock, &err))
+		die_err(&err);
+	o->out = dir;
+	int linked = !lmt_rundir_link_latest("runs", dir + strlen("runs/"), &err);
+	if (!linked)
+		warn("runs/latest not updated: %s (the run goes on in '%s')", err.msg, dir);
+	info("run directory '%s'", dir);
+	struct lmt_json j;
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_str(&j, "event", "run");
+	lmt_json_str(&j, "dir", dir);
+	if (linked)
+		lmt_json_str(&j, "latest", "runs/latest");
+	emit(&j, 0);
+	lmt_json_release(&j);
 }
 
 /* The run directory and --export-llmc stay apart from every input, and the
@@ -903,6 +946,10 @@ int main(int argc, char **argv)
 		die_err(&err);
 	struct lmt_gpt g;
 	open_model(&o, &d, &be, &g);
+	if (!o.out && !o.no_save) {
+		default_run(&o, &g);
+		check_paths(&o);
+	}
 	if (o.out && !o.resume && lmt_run_open(&run, o.out, 0, &err))
 		die_err(&err);
 	if (o.out)

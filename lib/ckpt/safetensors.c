@@ -10,6 +10,7 @@
 #include "ckpt/safetensors.h"
 #include "ckpt/trainstate.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -120,7 +121,8 @@ struct item {
 	uint64_t rows, cols;       /* the slice as (rows, cols) of the source (cols 1: a vector) */
 	int ndim;
 	uint64_t shape[2];         /* as written */
-	uint64_t begin, end;       /* data_offsets */
+	uint64_t begin, end;       /* data_offsets, within its shard */
+	int shard;
 };
 
 struct out {
@@ -206,6 +208,159 @@ static int write_config(const struct lmt_st_opts *o, const struct cfg *m, struct
 	return rc;
 }
 
+/* Shards as consecutive runs of items (whose begin/end are offsets in the data as
+ * one file): made relative to their shard here. Returns the count. */
+static int shard_layout(struct item *it, int n, uint64_t max)
+{
+	int s = 0;
+	uint64_t used = 0;
+	for (int i = 0; i < n; i++) {
+		uint64_t sz = it[i].end - it[i].begin;
+		if (max && used && (used + sz > max || sz > max))
+			s++, used = 0;
+		it[i].shard = s;
+		it[i].begin = used;
+		used += sz;
+		it[i].end = used;
+		if (max && sz > max && i + 1 < n)
+			s++, used = 0; /* alone in its shard */
+	}
+	return s + 1;
+}
+
+/* Open shard s (out->path set) and write its header; *want: the bytes it will hold. */
+static int shard_begin(struct out *out, const struct lmt_ckpt *c, const struct lmt_st_opts *o, const struct item *items,
+		       int n, int s, uint64_t *want, struct lmt_st_result *r, struct lmt_err *err)
+{
+	struct lmt_json j;
+	char upd[32];
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_obj(&j, "__metadata__");
+	lmt_json_str(&j, "format", "pt");
+	lmt_json_str(&j, "producer", "lmt " LMT_VERSION);
+	snprintf(upd, sizeof upd, "%llu", (unsigned long long)c->update);
+	lmt_json_str(&j, "lmt_update", upd);
+	json_t *ts = lmt_ckpt_state(c, "tokenizer_sha256");
+	if (json_is_string(ts))
+		lmt_json_str(&j, "lmt_tokenizer_sha256", json_string_value(ts));
+	lmt_json_obj_end(&j);
+	uint64_t data = 0;
+	for (int i = 0; i < n; i++) {
+		if (items[i].shard != s)
+			continue;
+		lmt_json_obj(&j, items[i].name);
+		lmt_json_str(&j, "dtype", lmt_st_dtype_name(o->dtype));
+		lmt_json_arr(&j, "shape");
+		for (int d = 0; d < items[i].ndim; d++)
+			lmt_json_u64(&j, NULL, items[i].shape[d]);
+		lmt_json_arr_end(&j);
+		lmt_json_arr(&j, "data_offsets");
+		lmt_json_u64(&j, NULL, items[i].begin);
+		lmt_json_u64(&j, NULL, items[i].end);
+		lmt_json_arr_end(&j);
+		lmt_json_obj_end(&j);
+		data = items[i].end;
+	}
+	lmt_json_end(&j);
+	while (!j.out.oom && j.out.len % 8 && !LMT_GROW(j.out.buf, j.out.cap, j.out.len + 1))
+		j.out.buf[j.out.len++] = ' ';
+	int rc = 0;
+	out->bytes = 0;
+	if (j.out.oom || j.out.len % 8)
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	else if (!(rc = lmt_atomicfile_open(&out->af, out->path, err))) {
+		if (lmt_sha256_init(&out->sha)) {
+			lmt_atomicfile_abort(&out->af);
+			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		} else {
+			uint8_t len8[8];
+			lmt_store_u64(len8, (uint64_t)j.out.len);
+			if (!(rc = out_write(out, len8, 8, err)))
+				rc = out_write(out, j.out.buf, j.out.len, err);
+		}
+	}
+	if (s == 0)
+		r->header_bytes = j.out.len;
+	*want = 8 + j.out.len + data;
+	lmt_json_release(&j);
+	return rc;
+}
+
+/* Check a shard's size and finish it (its temporary kept for the commit). */
+static int shard_end(struct out *out, uint64_t want, struct lmt_st_result *r, struct lmt_err *err)
+{
+	if (out->bytes != want)
+		return lmt_err_set(err, LMT_EINVAL, "'%s': wrote %llu bytes, the header accounts for %llu", out->path,
+				   (unsigned long long)out->bytes, (unsigned long long)want);
+	uint8_t sha[LMT_SHA256_LEN];
+	lmt_sha256_final(&out->sha, sha);
+	memcpy(r->sha256, sha, sizeof sha);
+	r->bytes += out->bytes;
+	return lmt_atomicfile_finish(&out->af, err);
+}
+
+/* PATH.index.json, as transformers writes it: json.dumps(index, indent=2,
+ * sort_keys=True) + "\n" (jansson's JSON_INDENT(2) | JSON_SORT_KEYS is that form
+ * for these ASCII names). */
+static int write_index(const char *path, const struct item *items, int n, const char *names, size_t stride,
+		       uint64_t total, struct lmt_atomicfile *af, uint8_t *sha, struct lmt_err *err)
+{
+	char ip[4200];
+	if (snprintf(ip, sizeof ip, "%s.index.json", path) >= (int)sizeof ip)
+		return lmt_err_set(err, LMT_ERANGE, "'%s': path too long", path);
+	json_t *idx = json_object(), *md = json_object(), *wm = json_object();
+	json_object_set_new(md, "total_size", json_integer((json_int_t)total));
+	json_object_set_new(idx, "metadata", md);
+	json_object_set_new(idx, "weight_map", wm);
+	for (int i = 0; i < n; i++) {
+		const char *f = names + (size_t)items[i].shard * stride, *sl = strrchr(f, '/');
+		json_object_set_new(wm, items[i].name, json_string(sl ? sl + 1 : f));
+	}
+	char *text = json_dumps(idx, JSON_INDENT(2) | JSON_SORT_KEYS);
+	json_decref(idx);
+	size_t len = text ? strlen(text) : 0;
+	char *nl = text ? realloc(text, len + 2) : NULL;
+	if (!nl) {
+		free(text);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	text = nl;
+	text[len++] = '\n';
+	lmt_sha256(text, len, sha);
+	int rc = lmt_atomicfile_open(af, ip, err);
+	if (!rc && fwrite(text, 1, len, af->fp) != len) {
+		rc = lmt_err_errno(err, "'%s': write", ip);
+		lmt_atomicfile_abort(af);
+	}
+	free(text);
+	if (!rc)
+		rc = lmt_atomicfile_finish(af, err);
+	return rc;
+}
+
+int lmt_st_parse_size(const char *s, uint64_t *bytes, struct lmt_err *err)
+{
+	static const struct { const char *u; double m; } units[] = {
+		{ "", 1 }, { "B", 1 }, { "KB", 1e3 }, { "MB", 1e6 }, { "GB", 1e9 }, { "TB", 1e12 },
+		{ "KiB", 1024.0 }, { "MiB", 1048576.0 }, { "GiB", 1073741824.0 }, { "TiB", 1099511627776.0 },
+	};
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || !(v > 0) || *s == '-' || *s == '+' || *s == ' ')
+		return lmt_err_set(err, LMT_EINVAL, "'%s' is not a size (bytes, or a number with KB, MB, GB, KiB, MiB, GiB)", s);
+	for (size_t k = 0; k < LMT_ARRAY_SIZE(units); k++)
+		if (!strcmp(end, units[k].u)) {
+			double b = v * units[k].m;
+			if (b < 1 || b > 1e18)
+				break;
+			*bytes = (uint64_t)b;
+			return 0;
+		}
+	return lmt_err_set(err, LMT_EINVAL, "'%s' is not a size (bytes, or a number with KB, MB, GB, KiB, MiB, GiB)", s);
+}
+
 int lmt_safetensors_export_gpt2(const struct lmt_ckpt *c, const struct lmt_st_opts *o, struct lmt_st_result *r,
 				struct lmt_err *err)
 {
@@ -276,72 +431,71 @@ int lmt_safetensors_export_gpt2(const struct lmt_ckpt *c, const struct lmt_st_op
 				it->shape[0] = it->cols, it->shape[1] = it->rows;
 			else
 				it->shape[0] = it->rows, it->shape[1] = it->cols;
-			it->begin = off;
+			it->begin = off; /* of the data as one file; shard_layout makes them the shards' */
 			off += it->rows * it->cols * es;
 			it->end = off;
 			max_slice = LMT_MAX(max_slice, it->rows * it->cols);
 		}
 	}
 
-	/* the header */
-	struct lmt_json j;
-	char upd[32];
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_obj(&j, "__metadata__");
-	lmt_json_str(&j, "format", "pt");
-	lmt_json_str(&j, "producer", "lmt " LMT_VERSION);
-	snprintf(upd, sizeof upd, "%llu", (unsigned long long)c->update);
-	lmt_json_str(&j, "lmt_update", upd);
-	json_t *ts = lmt_ckpt_state(c, "tokenizer_sha256");
-	if (json_is_string(ts))
-		lmt_json_str(&j, "lmt_tokenizer_sha256", json_string_value(ts));
-	lmt_json_obj_end(&j);
-	for (int i = 0; i < n; i++) {
-		lmt_json_obj(&j, items[i].name);
-		lmt_json_str(&j, "dtype", lmt_st_dtype_name(o->dtype));
-		lmt_json_arr(&j, "shape");
-		for (int d = 0; d < items[i].ndim; d++)
-			lmt_json_u64(&j, NULL, items[i].shape[d]);
-		lmt_json_arr_end(&j);
-		lmt_json_arr(&j, "data_offsets");
-		lmt_json_u64(&j, NULL, items[i].begin);
-		lmt_json_u64(&j, NULL, items[i].end);
-		lmt_json_arr_end(&j);
-		lmt_json_obj_end(&j);
+	r->data_bytes = off;
+	int nsh = shard_layout(items, n, o->max_shard);
+	if (nsh > LMT_ST_SHARD_MAX) {
+		free(items);
+		return lmt_err_set(err, LMT_ERANGE, "'%s': %d shards, more than the %d that HF's names number",
+				   o->path, nsh, LMT_ST_SHARD_MAX);
 	}
-	lmt_json_end(&j);
-	while (!j.out.oom && j.out.len % 8 && !LMT_GROW(j.out.buf, j.out.cap, j.out.len + 1))
-		j.out.buf[j.out.len++] = ' ';
+	size_t pl = strlen(o->path);
+	const char *ext = ".safetensors";
+	size_t stem = pl >= strlen(ext) && !strcmp(o->path + pl - strlen(ext), ext) ? pl - strlen(ext) : pl;
+	char *names = calloc((size_t)nsh, pl + 32);
+	if (!names) {
+		free(items);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	for (int s = 0; s < nsh; s++) {
+		char *nm = names + (size_t)s * (pl + 32);
+		if (nsh == 1)
+			memcpy(nm, o->path, pl + 1);
+		else
+			snprintf(nm, pl + 32, "%.*s-%05d-of-%05d.safetensors", (int)stem, o->path, s + 1, nsh);
+	}
+
 	float *buf = malloc((size_t)max_src * 4 + 4);
 	uint8_t *cv = malloc((size_t)max_slice * es + 4);
-	struct out out = { .path = o->path };
-	out.af.slot = -1;
-	if (j.out.oom || j.out.len % 8 || !buf || !cv) {
+	struct lmt_atomicfile *afs = calloc((size_t)nsh + 2, sizeof *afs);
+	struct out out = { .af.slot = -1 };
+	struct lmt_json j;
+	lmt_json_init(&j);
+	if (!buf || !cv || !afs) {
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		goto done;
 	}
-	r->header_bytes = j.out.len;
+	for (int s = 0; s < nsh + 2; s++)
+		afs[s].slot = -1;
 	r->peak_buffer = max_src * 4 + max_slice * es;
-	if ((rc = lmt_atomicfile_open(&out.af, o->path, err)))
-		goto done;
-	if (lmt_sha256_init(&out.sha)) {
-		lmt_atomicfile_abort(&out.af);
-		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
-		goto done;
-	}
-	uint8_t len8[8];
-	lmt_store_u64(len8, (uint64_t)j.out.len);
-	if ((rc = out_write(&out, len8, 8, err)) || (rc = out_write(&out, j.out.buf, j.out.len, err)))
-		goto fail;
 
-	/* the tensors, one source tensor at a time */
+	/* the tensors, one source tensor at a time, into the shard each belongs to */
+	int cur = -1;
+	uint64_t want = 0;
 	for (int i = 0; i < n;) {
 		int p = items[i].p;
 		if ((rc = lmt_ckpt_read(c, src[p], buf, err)))
 			goto fail;
 		for (; i < n && items[i].p == p; i++) {
 			const struct item *it = &items[i];
+			if (it->shard != cur) {
+				if (cur >= 0) {
+					if ((rc = shard_end(&out, want, r, err)))
+						goto fail;
+					afs[cur] = out.af;
+					out.af = (struct lmt_atomicfile){ .slot = -1 };
+				}
+				cur = it->shard;
+				out.path = names + (size_t)cur * (pl + 32);
+				if ((rc = shard_begin(&out, c, o, items, n, cur, &want, r, err)))
+					goto fail;
+			}
 			uint64_t slice = src[p]->numel / (params[p].layered ? (uint64_t)m.L : 1);
 			convert(buf + (uint64_t)it->layer * slice, it->rows, it->cols, params[p].transpose, o->dtype, cv, r);
 			if ((rc = out_write(&out, cv, (size_t)(it->end - it->begin), err)))
@@ -349,28 +503,40 @@ int lmt_safetensors_export_gpt2(const struct lmt_ckpt *c, const struct lmt_st_op
 			r->elements += it->rows * it->cols;
 		}
 	}
-	if (out.bytes != 8 + j.out.len + off) {
-		rc = lmt_err_set(err, LMT_EINVAL, "'%s': wrote %llu bytes, the header accounts for %llu", o->path,
-				 (unsigned long long)out.bytes, (unsigned long long)(8 + j.out.len + off));
+	if ((rc = shard_end(&out, want, r, err)))
+		goto fail;
+	afs[cur] = out.af; /* finished: its temporary kept for the commit */
+	out.af = (struct lmt_atomicfile){ .slot = -1 };
+	r->tensors = n;
+	r->shards = nsh;
+	if (nsh > 1) {
+		if ((rc = write_index(o->path, items, n, names, pl + 32, off, &afs[nsh], r->sha256, err)))
+			goto fail;
+	}
+	if (o->config_path && (rc = write_config(o, &m, &afs[nsh + 1], err)))
+		goto fail;
+	/* the weights, the index and the config are committed together, so they never disagree */
+	struct lmt_atomicfile **ptrs = calloc((size_t)nsh + 2, sizeof *ptrs);
+	if (!ptrs) {
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		goto fail;
 	}
-	lmt_sha256_final(&out.sha, r->sha256);
-	r->bytes = out.bytes;
-	r->tensors = n;
-	/* the weights and the config are committed together, so the two never disagree */
-	struct lmt_atomicfile cfgf = { .slot = -1 };
-	if (o->config_path && (rc = write_config(o, &m, &cfgf, err)))
-		goto fail;
-	struct lmt_atomicfile *outs[] = { &out.af, &cfgf };
-	rc = lmt_atomicfile_commit_all(outs, 2, err);
+	for (int s = 0; s < nsh + 2; s++)
+		ptrs[s] = &afs[s];
+	rc = lmt_atomicfile_commit_all(ptrs, (size_t)nsh + 2, err);
+	free(ptrs);
 	goto done;
 fail:
 	lmt_sha256_release(&out.sha);
 	lmt_atomicfile_abort(&out.af);
+	for (int s = 0; afs && s < nsh + 2; s++)
+		lmt_atomicfile_abort(&afs[s]);
 done:
 	lmt_json_release(&j);
 	free(buf);
 	free(cv);
+	free(afs);
+	free(names);
 	free(items);
 	return rc;
 }

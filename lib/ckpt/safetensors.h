@@ -69,7 +69,25 @@ struct lmt_st_opts {
 	const char *config_path;    /* config.json (written atomically), or NULL */
 	int dtype;                  /* enum lmt_st_dtype */
 	int64_t bos_id, eos_id;     /* token ids for config.json; -1: unknown, omitted */
+	uint64_t max_shard;         /* bytes of tensor data a file holds at most; 0: no limit */
 };
+
+/*
+ * Sharding, as transformers' save_pretrained does it: where the tensor data
+ * exceeds max_shard, PATH (say DIR/model.safetensors) is not written; instead
+ * DIR/model-00001-of-0000N.safetensors ... (each a complete safetensors file with
+ * the same __metadata__) and DIR/model.safetensors.index.json,
+ *	{"metadata": {"total_size": BYTES}, "weight_map": {"NAME": "FILE", ...}}
+ * (keys sorted, two-space indent, as Python's json.dumps(indent=2, sort_keys=True)
+ * writes it; total_size: the bytes of tensor data, headers excluded). Tensors fill
+ * shards in file order; one that would take a shard past max_shard starts the
+ * next, and one larger than max_shard has a shard of its own.
+ */
+#define LMT_ST_SHARD_MAX 99999
+
+/* "5GB" (10^9), "500MiB" (2^20), "1KB", plain bytes "123": HF's sizes. 0 or
+ * LMT_EINVAL with a message naming what. */
+int lmt_st_parse_size(const char *s, uint64_t *bytes, struct lmt_err *err);
 
 struct lmt_st_result {
 	uint64_t bytes;             /* the .safetensors file */
@@ -79,7 +97,9 @@ struct lmt_st_result {
 	uint64_t overflow;          /* finite values that became infinite */
 	uint64_t nan;               /* NaN values (kept NaN) */
 	uint64_t peak_buffer;       /* bytes of tensor data held at once */
-	uint8_t sha256[LMT_SHA256_LEN]; /* of the whole file */
+	uint8_t sha256[LMT_SHA256_LEN]; /* of the whole file (unsharded), of the index (sharded) */
+	int shards;                 /* 1: PATH; N > 1: N shard files and the index */
+	uint64_t data_bytes;        /* tensor data, headers excluded (the index's total_size) */
 };
 
 /*

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,9 @@ int lmt_pack_init(struct lmt_pack *pk, const struct lmt_pack_params *params, con
 		if (!pk->S[s].buf)
 			return lmt_err_set(err, LMT_ENOMEM, "out of memory for sequences of %u tokens",
 					   params->seq_len + 1);
+		pk->vocab = r->info.vocab_size;
+		if (!(pk->S[s].freq = calloc(pk->vocab ? pk->vocab : 1, sizeof *pk->S[s].freq)))
+			return oom(err);
 	}
 	pk->sources = calloc(r->info.n_sources ? r->info.n_sources : 1, sizeof *pk->sources);
 	if (!pk->sources)
@@ -140,6 +144,7 @@ void lmt_pack_release(struct lmt_pack *pk)
 			lmt_shardw_abort(&pk->S[s].w);
 		free(pk->S[s].buf);
 		free(pk->S[s].segs);
+		free(pk->S[s].freq);
 	}
 	free(pk->sources);
 	free(pk->shards);
@@ -234,7 +239,10 @@ static int pack_doc(struct lmt_pack *pk, struct lmt_pack_split *p, const struct 
 		uint64_t take = LMT_MIN((uint64_t)room, total - done);
 		for (uint64_t k = 0; k < take; k++) {
 			uint64_t t = done + k;
-			p->buf[p->fill + k] = t < d->n_tok ? lmt_tokstream_reader_token(r, d->tok_off + t) : eos;
+			uint32_t id = t < d->n_tok ? lmt_tokstream_reader_token(r, d->tok_off + t) : eos;
+			p->buf[p->fill + k] = id;
+			if (id < pk->vocab) /* always: the stream's ids are below its vocab_size */
+				p->freq[id]++;
 		}
 		if (add_segment(p, p->fill, (uint32_t)take, docno))
 			return oom(err);
@@ -353,6 +361,25 @@ static int write_documents(const struct lmt_pack *pk, const struct lmt_tokstream
 	return lmt_atomicfile_commit(&af, err);
 }
 
+/* -sum p ln p over the split's token frequencies: the cross-entropy, on the split
+ * itself, of a model that predicts every token by its frequency there and ignores
+ * the context. For the train split it is the unigram baseline a trained model's
+ * loss should fall below. Summed in id order, so the same dataset gives the same
+ * bits. NaN (null in the manifest) for an empty split. */
+static double unigram_nats(const struct lmt_pack *pk, const struct lmt_pack_split *p)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < pk->vocab; i++)
+		n += p->freq[i];
+	double h = 0;
+	for (uint32_t i = 0; i < pk->vocab; i++)
+		if (p->freq[i]) {
+			double q = (double)p->freq[i] / (double)n;
+			h -= q * log(q);
+		}
+	return n ? h : NAN;
+}
+
 static void manifest_splits(struct lmt_json *j, const struct lmt_pack *pk)
 {
 	lmt_json_obj(j, "splits");
@@ -367,6 +394,7 @@ static void manifest_splits(struct lmt_json *j, const struct lmt_pack *pk)
 		lmt_json_u64(j, "pad_tokens", p->pad_tokens);
 		lmt_json_u64(j, "tail_dropped", p->tail_dropped);
 		lmt_json_u64(j, "shards", p->shard_no);
+		lmt_json_num(j, "unigram_nats_per_token", unigram_nats(pk, p)); /* null when empty */
 		lmt_json_obj_end(j);
 	}
 	lmt_json_obj_end(j);

@@ -53,6 +53,7 @@ struct lmt_pack_shard {
 struct lmt_pack_split {
 	uint64_t docs, doc_tokens, eos_added, pad_tokens, tail_dropped, sequences;
 	uint32_t shard_no;       /* shards written so far */
+	uint64_t *freq;          /* vocab_size counts: its document tokens by id, for the unigram entropy */
 	/* the pipeline's */
 	int split;
 	uint32_t *buf;           /* the sequence being filled: seq_len + 1 tokens */
@@ -72,6 +73,7 @@ struct lmt_pack {
 	struct lmt_pack_params p;
 	const char *dir;         /* the staging directory (the caller's string) */
 	uint32_t token_bytes;
+	uint32_t vocab;          /* the stream's vocab_size */
 	int add_eos;             /* an EOS is appended to every document */
 	uint64_t seqs_per_shard;
 	struct lmt_pack_split S[3];

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "ckpt/ckpt.h"
+#include "ckpt/export.h"
 #include "ckpt/safetensors.h"
 #include "core/atomicfile.h"
 #include "core/strbuf.h"
@@ -180,11 +181,8 @@ int lmt_release_write(const struct lmt_runcard *c, const struct lmt_runcard_file
 			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 			goto out;
 		}
-	struct lmt_st_opts so = { paths[0], paths[1], o->dtype, -1, -1 };
-	if (tok.bos != LMT_NO_TOKEN)
-		so.bos_id = tok.bos;
-	if (tok.eos != LMT_NO_TOKEN)
-		so.eos_id = tok.eos;
+	struct lmt_st_opts so = { paths[0], paths[1], o->dtype, -1, -1, 0 };
+	lmt_export_bos_eos(&tok, &so.bos_id, &so.eos_id); /* as ckpt-reshard's export */
 	struct lmt_st_result sr;
 	if ((rc = lmt_safetensors_export_gpt2(&ck, &so, &sr, err)))
 		goto out;

@@ -679,6 +679,13 @@ static void card_data(struct lmt_runcard *c, json_t *R, struct rec U)
 			    "the summary has no evaluation_documents: dedup-minhash ran without --against");
 		}
 	}
+	/* the unigram baseline: what a model that knows only the train split's token
+	 * frequencies scores; shard-pack records it (older manifests do not) */
+	if (load(c, S_DATASET) && !lmt_jsonptr_get(c->src[S_DATASET].doc, "/splits/train/unigram_nats_per_token"))
+		say(c, d, "data", "unigram_baseline_nats_per_token", json_null(),
+		    "the manifest has no /splits/train/unigram_nats_per_token: packed by an older shard-pack");
+	else
+		take(c, d, "data", "unigram_baseline_nats_per_token", whole(S_DATASET), "/splits/train/unigram_nats_per_token");
 	/* the corpus's entropy floor: from gen-corpus's summary, if given */
 	if (!c->o.corpus) {
 		say(c, d, "data", "corpus", json_null(), "not given: --corpus FILE, gen-corpus's summary");
@@ -1324,6 +1331,8 @@ static void render(struct lmt_runcard *c, struct lmt_runcard_plot *pf, const cha
 		c->err = err;
 }
 
+static const char *val(json_t *R, const char *ptr, char tmp[64]);
+
 /* The five plots, from metrics.jsonl's update and eval records. */
 static void make_plots(struct lmt_runcard *c, struct lmt_runcard_plot pf[LMT_RUNCARD_NPLOTS])
 {
@@ -1337,6 +1346,7 @@ static void make_plots(struct lmt_runcard *c, struct lmt_runcard_plot pf[LMT_RUN
 			if (is_event(l, "update")) {
 				double u = jnum(l, "/update"), t = jnum(l, "/tokens_total");
 				sadd(&s[LOSS], t, jnum(l, "/loss"));
+				sadd(&s[UPD], t, u); /* tokens by update, for the resume markers */
 				sadd(&s[LR], u, jnum(l, "/lr"));
 				sadd(&s[GN], u, jnum(l, "/grad_norm"));
 				sadd(&s[CF], u, jnum(l, "/clipped_fraction"));
@@ -1375,10 +1385,55 @@ static void make_plots(struct lmt_runcard *c, struct lmt_runcard_plot pf[LMT_RUN
 		{ "train loss", s[LOSS].x, s[LOSS].y, s[LOSS].n, 0, 0, 1, 1 },
 		{ "val loss (train's estimate)", ev.x, ev.y, ev.n, 0, 1, 0, 0 },
 	};
+	/* the reference levels, named and valued as the card's text gives them */
+	char ub[64], fb[64], uname[128], fname[160];
+	struct lmt_plot_hline lh[2];
+	int nlh = 0;
+	json_t *R = c->root;
+	if (json_is_number(lmt_jsonptr_get(R, "/data/unigram_baseline_nats_per_token"))) {
+		snprintf(uname, sizeof uname, "unigram baseline: %s nats/token",
+			 val(R, "/data/unigram_baseline_nats_per_token", ub));
+		lh[nlh++] = (struct lmt_plot_hline){ uname, jnum(R, "/data/unigram_baseline_nats_per_token"), 0, 1 };
+	}
+	size_t k;
+	json_t *e;
+	json_array_foreach(lmt_jsonptr_get(R, "/evaluation"), k, e) {
+		if (!json_is_number(lmt_jsonptr_get(e, "/floor/nats_per_token")))
+			continue;
+		snprintf(fname, sizeof fname, "the evaluated documents' own entropy floor: %s nats/token",
+			 val(e, "/floor/nats_per_token", fb));
+		lh[nlh++] = (struct lmt_plot_hline){ fname, jnum(e, "/floor/nats_per_token"), 0, 1 };
+		break;
+	}
+	/* a marker where each process after the first began (a resume or a
+	 * restart), at the tokens trained by then: the update record of that update */
+	struct lmt_plot_vline *vl = NULL;
+	char (*vname)[64] = NULL;
+	int nvl = 0;
+	json_t *procs = lmt_jsonptr_get(R, "/history/processes");
+	size_t np = json_array_size(procs);
+	if (np > 1 && (!(vl = calloc(np, sizeof *vl)) || !(vname = calloc(np, sizeof *vname))))
+		oom(c);
+	for (size_t i = 1; vname && i < np; i++) {
+		json_t *pr = json_array_get(procs, i);
+		const char *how = json_string_value(lmt_jsonptr_get(pr, "/began"));
+		double u = jnum(pr, "/at_update"), x = u == 0 ? 0 : NAN;
+		for (size_t j = 0; j < s[UPD].n; j++)
+			if (s[UPD].y[j] == u)
+				x = s[UPD].x[j];
+		if (!how || !isfinite(x))
+			continue;
+		snprintf(vname[nvl], sizeof vname[nvl], "%s @ %.0f", how, u);
+		vl[nvl] = (struct lmt_plot_vline){ vname[nvl], x };
+		nvl++;
+	}
 	struct lmt_plot p = { .title = "Loss", .xlabel = "tokens trained (valid targets)",
-			      .ylabel = "loss (nats per token)", .series = ls, .nseries = 3 };
+			      .ylabel = "loss (nats per token)", .series = ls, .nseries = 3, .hlines = lh, .nhlines = nlh,
+			      .vlines = vl, .nvlines = nvl };
 	render(c, &pf[0], "loss", &p);
 	free(sm);
+	free(vl);
+	free(vname);
 
 	struct lmt_plot_series lr[] = { { "learning rate", s[LR].x, s[LR].y, s[LR].n, 0, 0, 0, 0 } };
 	struct lmt_plot p2 = { .title = "Learning rate", .xlabel = "update", .ylabel = "learning rate",
@@ -1389,7 +1444,7 @@ static void make_plots(struct lmt_runcard *c, struct lmt_runcard_plot pf[LMT_RUN
 		{ "gradient norm", s[GN].x, s[GN].y, s[GN].n, 0, 0, 0, 0 },
 		{ "clipped fraction", s[CF].x, s[CF].y, s[CF].n, 1, 0, 0, 0 },
 	};
-	struct lmt_plot_hline ch[] = { { "clip threshold", num(clip), 0 } };
+	struct lmt_plot_hline ch[] = { { "clip threshold", num(clip), 0, 0 } };
 	struct lmt_plot p3 = { .title = "Gradient norm and clipping", .xlabel = "update",
 			       .ylabel = "gradient L2 norm (before clipping)",
 			       .y2label = "fraction of updates clipped so far", .logy = 1, .y2range = { 0, 1 },
@@ -1591,7 +1646,8 @@ static void md_evaluation(struct lmt_strbuf *b, json_t *x)
 	}
 	if (json_is_object(json_object_get(x, "floor")))
 		tpl(b, x, "\nGap to the evaluated documents' own entropy floor (their exact information content, "
-			  "{/floor/bits_per_byte} bits per byte; not the whole corpus's figure): "
+			  "{/floor/bits_per_byte} bits per byte, {/floor/nats_per_token} nats per token; not the whole "
+			  "corpus's figure): "
 			  "{/floor/gap_bits_per_byte} bits per byte, {/floor/gap_nats_per_token} nats per token.\n");
 	size_t j;
 	json_t *m;
@@ -1660,6 +1716,10 @@ static void card_md(struct lmt_runcard *c, struct lmt_runcard_files *f)
 		   "| val | {/data/splits/val/documents} | {/data/splits/val/sequences} | {/data/splits/val/tokens} |\n"
 		   "| test | {/data/splits/test/documents} | {/data/splits/test/sequences} | "
 		   "{/data/splits/test/tokens} |\n");
+	if (json_is_number(lmt_jsonptr_get(R, "/data/unigram_baseline_nats_per_token")))
+		tpl(&b, R, "\nUnigram baseline: {/data/unigram_baseline_nats_per_token} nats per token, the loss of a "
+			   "model that predicts every token by its frequency in the train split, ignoring the context "
+			   "(a dashed line in the loss plot).\n");
 	json_t *srcs = lmt_jsonptr_get(R, "/data/sources");
 	if (json_array_size(srcs))
 		lmt_strbuf_printf(&b, "\n| source | train documents | train tokens | val documents | val tokens |\n"

@@ -165,7 +165,8 @@ static double text_w(const char *s, double size)
 
 int lmt_plot_svg(const struct lmt_plot *p, char **out, size_t *len, struct lmt_err *err)
 {
-	if (p->nseries < 0 || p->nhlines < 0 || (p->nseries && !p->series) || (p->nhlines && !p->hlines))
+	if (p->nseries < 0 || p->nhlines < 0 || p->nvlines < 0 || (p->nseries && !p->series) ||
+	    (p->nhlines && !p->hlines) || (p->nvlines && !p->vlines))
 		return lmt_err_set(err, LMT_EINVAL, "plot: bad series or reference-line list");
 	const double W = p->width > 0 ? p->width : 720, H = p->height > 0 ? p->height : 420;
 	struct axis ax = { 0 }, ay[2] = { { 0 }, { 0 } };
@@ -187,9 +188,20 @@ int lmt_plot_svg(const struct lmt_plot *p, char **out, size_t *len, struct lmt_e
 			anyx = anyy[r] = 1;
 		}
 	}
+	/* a near line counts when within one data range of the data (in log10 on a
+	 * log axis), so a baseline far above the curve does not flatten it */
+	double dlo[2], dhi[2];
+	for (int r = 0; r < 2; r++) {
+		dlo[r] = anyy[r] ? tf(&ay[r], ylo[r]) : 0, dhi[r] = anyy[r] ? tf(&ay[r], yhi[r]) : 0;
+		double span = dhi[r] - dlo[r] > 0 ? dhi[r] - dlo[r] : fabs(dhi[r]) * 0.1 + 1e-12;
+		dlo[r] -= span, dhi[r] += span;
+	}
 	for (int h = 0; h < p->nhlines; h++) {
-		int r = p->hlines[h].right != 0;
+		const struct lmt_plot_hline *L = &p->hlines[h];
+		int r = L->right != 0;
 		ay[r].used = 1;
+		if (L->near && anyy[r] && usable(L->y, ay[r].log) && (tf(&ay[r], L->y) < dlo[r] || tf(&ay[r], L->y) > dhi[r]))
+			continue;
 		if (usable(p->hlines[h].y, ay[r].log)) {
 			ylo[r] = fmin(ylo[r], p->hlines[h].y), yhi[r] = fmax(yhi[r], p->hlines[h].y);
 			anyy[r] = 1;
@@ -323,11 +335,36 @@ int lmt_plot_svg(const struct lmt_plot *p, char **out, size_t *len, struct lmt_e
 		if (!usable(L->y, a->log))
 			continue;
 		double Y = py0 + (tf(a, L->y) - a->lo) / (a->hi - a->lo) * (py1 - py0);
+		const char *col = palette[(p->nseries + h) % LMT_ARRAY_SIZE(palette)];
+		if (Y < py1 - 0.005 || Y > py0 + 0.005) { /* only a near line can lie beyond the axis */
+			int above = Y < py1;
+			lmt_strbuf_printf(&b, "<text class=\"hline-clipped\" data-name=\"");
+			xml_text(&b, L->name);
+			lmt_strbuf_printf(&b, "\" data-value=\"%.17g\" data-side=\"%s\" x=\"%.2f\" y=\"%.2f\" "
+				    "text-anchor=\"end\" font-size=\"10\" fill=\"%s\">%s ", L->y, above ? "above" : "below",
+				px1 - 4, above ? py1 + 12 : py0 - 5, col, above ? "\xe2\x86\x91" : "\xe2\x86\x93");
+			xml_text(&b, L->name);
+			lmt_strbuf_printf(&b, " (off the axis)</text>\n");
+			continue;
+		}
 		lmt_strbuf_printf(&b, "<line class=\"hline\" data-name=\"");
 		xml_text(&b, L->name);
-		lmt_strbuf_printf(&b, "\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"1.2\" "
-			    "stroke-dasharray=\"6 4\"/>\n", px0, Y, px1, Y,
-			palette[(p->nseries + h) % LMT_ARRAY_SIZE(palette)]);
+		lmt_strbuf_printf(&b, "\" data-value=\"%.17g\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" "
+			    "stroke-width=\"1.2\" stroke-dasharray=\"6 4\"/>\n", L->y, px0, Y, px1, Y, col);
+	}
+	for (int v = 0; v < p->nvlines; v++) {
+		const struct lmt_plot_vline *V = &p->vlines[v];
+		if (!isfinite(V->x) || V->x < ax.lo || V->x > ax.hi)
+			continue;
+		double X = px0 + (V->x - ax.lo) / (ax.hi - ax.lo) * (px1 - px0);
+		lmt_strbuf_printf(&b, "<line class=\"vline\" data-name=\"");
+		xml_text(&b, V->name);
+		lmt_strbuf_printf(&b, "\" data-value=\"%.17g\" x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" "
+			    "stroke=\"#555555\" stroke-width=\"0.8\" stroke-dasharray=\"3 3\"/>\n", V->x, X, py0, X, py1);
+		lmt_strbuf_printf(&b, "<text class=\"vline-label\" x=\"%.2f\" y=\"%.2f\" font-size=\"10\" "
+			    "fill=\"#555555\">", X + 3, py1 + 12 + 12 * (v % 2));
+		xml_text(&b, V->name);
+		lmt_strbuf_put(&b, "</text>\n", 8);
 	}
 	for (int s = 0; s < p->nseries; s++) {
 		const struct lmt_plot_series *S = &p->series[s];
@@ -376,7 +413,8 @@ int lmt_plot_svg(const struct lmt_plot *p, char **out, size_t *len, struct lmt_e
 	for (int i = 0; i < nleg; i++) {
 		int is_s = i < p->nseries;
 		const char *name = is_s ? p->series[i].name : p->hlines[i - p->nseries].name;
-		const char *col = palette[i % LMT_ARRAY_SIZE(palette)];
+		int k = is_s && p->series[i].color > 0 ? p->series[i].color - 1 : i; /* the colour it is drawn in */
+		const char *col = palette[k % LMT_ARRAY_SIZE(palette)];
 		int on_right = is_s ? p->series[i].right : p->hlines[i - p->nseries].right;
 		lmt_strbuf_printf(&b, "<line x1=\"%.2f\" y1=\"%.2f\" x2=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"2\"%s/>",
 			lx[i], ly[i] - 4, lx[i] + 22, ly[i] - 4, col, is_s ? "" : " stroke-dasharray=\"6 4\"");

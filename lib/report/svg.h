@@ -7,7 +7,8 @@
  * times a power of ten; powers of ten, and 2 and 5 times them when the range is
  * short, on a log axis), grid lines, axis labels, a legend, and any number of
  * series drawn as polylines (and, for sparse series, a marker at each point).
- * Horizontal reference lines (a clipping threshold) are dashed.
+ * Horizontal reference lines (a clipping threshold, a baseline) and vertical
+ * markers (a resume) are dashed.
  *
  * The document is well-formed XML (every text escaped) and says how to read the
  * data back: the plot area is a <g class="plot-area"> whose attributes give each
@@ -22,6 +23,11 @@
  * points are its data points in order, with 2 decimals. A point whose x or y is
  * not finite (or not positive on a log axis) is left out and breaks the line, so
  * a series with no such point is exactly one polyline of n points.
+ * A reference line is a <line class="hline" data-name="NAME" data-value="Y">
+ * across the plot area, or, a near line beyond the axis, a <text
+ * class="hline-clipped" data-name="NAME" data-value="Y" data-side="above|below">
+ * at the frame edge; a marker is a <line class="vline" data-name="NAME"
+ * data-value="X"> with its name as a <text class="vline-label"> beside it.
  */
 #ifndef LMT_SVG_H
 #define LMT_SVG_H
@@ -44,6 +50,16 @@ struct lmt_plot_hline {
 	const char *name;
 	double y;
 	int right;
+	/* a reference level (a baseline, a floor) that is not to stretch the axis:
+	 * taken into the y range only when within one data range of the data;
+	 * otherwise not drawn, and named at the frame edge it lies beyond */
+	int near;
+};
+
+/* A dashed vertical marker (a resume) at x, labelled with its name. */
+struct lmt_plot_vline {
+	const char *name;
+	double x;
 };
 
 struct lmt_plot {
@@ -54,6 +70,8 @@ struct lmt_plot {
 	int nseries;
 	const struct lmt_plot_hline *hlines;
 	int nhlines;
+	const struct lmt_plot_vline *vlines;
+	int nvlines;
 	int width, height; /* pixels; 0 for 720 x 420 */
 };
 

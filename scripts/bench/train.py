@@ -126,7 +126,7 @@ def build_data_here(tmp, which, a, corpus):
 
 
 def lmt_train(data, cfg, a, tmp):
-    cmd = [f'{BIN}/train', '-q', '--data', data, '--layers', str(cfg['layers']), '--heads', str(cfg['heads']),
+    cmd = [f'{BIN}/train', '-q', '--no-save', '--data', data, '--layers', str(cfg['layers']), '--heads', str(cfg['heads']),
            '--channels', str(cfg['channels']), '--micro-batch', str(cfg['batch']), '--updates', str(a.updates),
            '--eval-every', '0', '--shuffle-window', '1', '-j', str(a.threads)]
     # lmt caches its sgemm peak under $XDG_CACHE_HOME/lmt, keyed by CPU, threads and

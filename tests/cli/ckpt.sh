@@ -39,7 +39,7 @@ records() { whole "$@" | jq -c 'select(.event == "update") | [.update, .loss, .s
 has() { whole "$1" | jq -se "map(select($2)) | length > 0" > /dev/null; }
 
 # the uninterrupted reference
-check "the uninterrupted run" $TR $M --updates $N --export-llmc "$T/ref.bin"
+check "the uninterrupted run" $TR --no-save $M --updates $N --export-llmc "$T/ref.bin"
 records "$T/.out" > "$T/ref.rec"
 [ "$(wc -l < "$T/ref.rec")" = $N ] && ok "reference: $N update records, with their sample ids" \
 	|| notok "reference records" "$(wc -l < "$T/ref.rec")"
@@ -211,7 +211,7 @@ check "--keep 2 --keep-every 10" $TR $M --updates 40 --ckpt-every 5 --keep 2 --k
 [ "$(ls "$T/ret/ckpt" | tr '\n' ' ')" = "step-00000010 step-00000020 step-00000030 step-00000035 step-00000040 " ] \
 	&& ok "keeps exactly the two newest and the multiples of 10" || notok "milestones" "$(ls "$T/ret/ckpt")"
 check_fail "--keep 1 is a usage error" 2 "'--keep'" $TR $M --keep 1 -o "$T/k1"
-check_fail "checkpoint options need a run directory" 2 "give -o" $TR $M --ckpt-every 5
+check_fail "checkpoint options need a run directory" 2 "and --no-save has none" $TR --no-save $M --ckpt-every 5
 
 # --- refusals ---
 check_fail "resume refuses another tokenizer" 1 "made with tokenizer" \

@@ -362,6 +362,75 @@ else
 	notok "the SVG plots" "$(head -6 "$T/svg.out")"
 fi
 
+# The loss plot's reference levels and process markers. The unigram baseline is
+# the dataset manifest's, the same figure in runcard.yaml, RUNCARD.md and the
+# plot's legend, and its line sits at that value's pixel by the plot's own axis
+# mapping (or is named at the frame edge when it lies beyond the axis); one
+# marker per resume, at the tokens trained by the resumed update.
+cat > "$T/ref.py" << 'EOF'
+import json, re, sys, xml.etree.ElementTree as ET
+card, run, nresume = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ns = {"s": "http://www.w3.org/2000/svg"}
+root = ET.parse(card + "/plots/loss.svg").getroot()  # raises if not well-formed
+area = root.find(".//s:g[@class='plot-area']", ns)
+y0, y1, py0, py1 = map(float, area.get("data-y").split())
+x0, x1, px0, px1 = map(float, area.get("data-x").split())
+yaml = open(card + "/runcard.yaml").read()
+m = re.search(r"^  unigram_baseline_nats_per_token: (\S+)  # dataset#/splits/train/unigram_nats_per_token$", yaml, re.M)
+assert m, "runcard.yaml has no data.unigram_baseline_nats_per_token from the manifest"
+u = float(m.group(1))
+md = open(card + "/RUNCARD.md").read()
+mt = re.search(r"Unigram baseline: (\S+) nats per token", md)
+assert mt, "RUNCARD.md does not give the unigram baseline"
+assert abs(float(mt.group(1)) - u) <= 5e-4 * u, "RUNCARD.md says %s, runcard.yaml %r" % (mt.group(1), u)
+name = "unigram baseline: %s nats/token" % mt.group(1)
+legend = [t.text for t in root.findall(".//s:g[@class='legend']/s:text", ns)]
+assert name in legend, "no legend entry %r in %r" % (name, legend)
+els = [e for e in root.iter() if e.get("data-name") == name]
+assert len(els) == 1, "%d elements for the baseline" % len(els)
+e = els[0]
+assert float(e.get("data-value")) == u, "the plot's baseline %s is not the card's %r" % (e.get("data-value"), u)
+if e.get("class") == "hline":
+    want = py0 + (u - y0) / (y1 - y0) * (py1 - py0)
+    assert abs(float(e.get("y1")) - want) <= 0.005, "baseline at y %s, its value maps to %.2f" % (e.get("y1"), want)
+    where = "a line at y %s" % e.get("y1")
+else:
+    assert e.get("class") == "hline-clipped" and (u > y1) == (e.get("data-side") == "above"), "clipped wrongly"
+    where = "named %s the axis (%g..%g)" % (e.get("data-side"), y0, y1)
+tok = {}
+for l in open(run + "/metrics.jsonl"):
+    r = json.loads(l)
+    if r.get("event") == "update":
+        tok[r["update"]] = r["tokens_total"]
+resumes = [json.loads(l)["update"] for l in open(run + "/events.jsonl") if '"event":"resume"' in l]
+vl = root.findall(".//s:line[@class='vline']", ns)
+assert len(resumes) == nresume and len(vl) == nresume, "%d resume events, %d markers, expected %d" % (len(resumes), len(vl), nresume)
+for v, up in zip(vl, resumes):
+    assert v.get("data-name") == "resume @ %d" % up, v.get("data-name")
+    want = px0 + (tok[up] - x0) / (x1 - x0) * (px1 - px0)
+    assert abs(float(v.get("x1")) - want) <= 0.005, "marker at x %s, update %d maps to %.2f" % (v.get("x1"), up, want)
+labels = [t.text for t in root.findall(".//s:text[@class='vline-label']", ns)]
+assert labels == ["resume @ %d" % up for up in resumes], labels
+print("%s; %d marker(s)" % (where, nresume))
+EOF
+if python3 "$T/ref.py" "$T/card" "$T/run" 1 > "$T/ref.out" 2>&1; then
+	ok "loss plot: the unigram baseline of runcard.yaml and RUNCARD.md, $(cat "$T/ref.out") at the resume"
+else
+	notok "loss plot reference levels" "$(tail -3 "$T/ref.out")"
+fi
+M2="--data $T/d -t $T/t.lmtok --layers 1 --heads 2 --channels 16 --micro-batch 2 --threads 1 --eval-every 0 --updates 6 --ckpt-every 2"
+"$BIN/train" $M2 --stop-at 2 -o "$T/r2" > /dev/null 2> "$T/r2.err" \
+	&& "$BIN/train" $M2 --stop-at 4 --resume auto -o "$T/r2" > /dev/null 2>> "$T/r2.err" \
+	&& "$BIN/train" $M2 --resume auto -o "$T/r2" > /dev/null 2>> "$T/r2.err" \
+	&& "$BIN/train" $M2 --updates 4 -o "$T/r0" > /dev/null 2>> "$T/r2.err" \
+	&& $RC --allow-missing -o "$T/card2r" "$T/r2" > /dev/null 2>> "$T/r2.err" \
+	&& $RC --allow-missing -o "$T/card0r" "$T/r0" > /dev/null 2>> "$T/r2.err" \
+	|| notok "runs resumed twice and never, and their cards" "$(head -c 600 "$T/r2.err")"
+python3 "$T/ref.py" "$T/card2r" "$T/r2" 2 > "$T/ref.out" 2>&1 && ok "a run resumed twice: $(cat "$T/ref.out")" \
+	|| notok "markers, resumed twice" "$(tail -3 "$T/ref.out")"
+python3 "$T/ref.py" "$T/card0r" "$T/r0" 0 > "$T/ref.out" 2>&1 && ok "a run never resumed: $(cat "$T/ref.out")" \
+	|| notok "markers, never resumed" "$(tail -3 "$T/ref.out")"
+
 # ---- the model card ----
 
 missing_sec=

@@ -90,6 +90,23 @@ ntok=$(echo "$hdr" | cut -d' ' -f4)
 [ "$(wc -c < "$T/llmc.bin")" = $((1024 + 2 * ntok)) ] && ok "llm.c file is 1024 + 2 x $ntok bytes" || notok "llm.c size"
 first=$(od -An -t u2 -j 1024 -N 2 "$T/llmc.bin" | tr -d ' ')
 [ "$first" = "$eos" ] && ok "llm.c: an EOS token starts each document" || notok "llm.c EOT first" "first token $first, eos $eos"
+# a vocabulary over 65536 (GPT-2's 3000 ranks, its EOS placed at 70000, the ids
+# between held by unused specials): llm.c's version 2, uint32 tokens
+$TT -q --import "tiktoken:$DATA/tiktoken/gpt2-3000.tiktoken" --pattern gpt2 --special '<|endoftext|>=70000' \
+	--eos '<|endoftext|>' -o "$T/big.lmtok" > /dev/null
+check "llm.c's format for a vocabulary of 70001" $TE -q -t "$T/big.lmtok" --format llmc -o "$T/big.bin" "$DATA/text/en.txt" "$DATA/text/code.c"
+jq -e '.token_bytes == 4' "$T/.out" > /dev/null && ok "... the summary says 4 bytes a token" || notok "big summary" "$(cat "$T/.out")"
+hdr=$(od -An -t d4 -N 12 "$T/big.bin" | tr -s ' ')
+bn=$(echo "$hdr" | cut -d' ' -f4)
+[ "$(echo "$hdr" | cut -d' ' -f2,3)" = "20240520 2" ] && [ "$(wc -c < "$T/big.bin")" = $((1024 + 4 * bn)) ] \
+	&& ok "llm.c header: version 2, 1024 + 4 x $bn bytes" || notok "llm.c v2 header" "$hdr"
+# the tokens are --format ids' for the same tokenizer, with the EOS before each document
+$TE -q -t "$T/big.lmtok" --format ids -o "$T/big.ids" "$DATA/text/en.txt" "$DATA/text/code.c"
+od -An -v -t u4 -j 1024 "$T/big.bin" | tr -s ' ' '\n' | grep -v '^$' > "$T/big.u32"
+[ "$(grep -c '^70000$' "$T/big.u32")" = 2 ] && [ "$(head -1 "$T/big.u32")" = 70000 ] \
+	&& [ "$(grep -v '^70000$' "$T/big.u32" | tr '\n' ' ')" = "$(tr '\n' ' ' < "$T/big.ids" | tr -s ' ')" ] \
+	&& ok "uint32 tokens: EOS 70000 before each of the 2 documents, the rest --format ids' ids" \
+	|| notok "llm.c v2 tokens" "$(head -5 "$T/big.u32" | tr '\n' ' ')"
 
 # ---- GPT-2's own pair of files (encoder.json, vocab.bpe), made from an HF export ----
 $TT -q --import "tiktoken:$DATA/tiktoken/gpt2-3000.tiktoken" --pattern gpt2 -o "$T/g2.lmtok" --export-hf "$T/g2.json"

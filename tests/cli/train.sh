@@ -46,7 +46,7 @@ check_fail "a run directory is not reused" 1 "holds a previous run" $TR --data "
 # of the training tokens (what a model that ignores context achieves)
 "$BIN/tok-encode" -q -t "$T/t.lmtok" --eos --format ids "$T/c.jsonl" > "$T/ids.txt"
 H=$(tr ' ' '\n' < "$T/ids.txt" | awk 'NF { c[$1]++; n++ } END { for (k in c) { p = c[k] / n; h -= p * log(p) } printf "%.4f", h }')
-check "train a small model for 300 updates" $TR --data "$T/d" --layers 2 --heads 2 --channels 64 --micro-batch 8 \
+check "train a small model for 300 updates" $TR --no-save --data "$T/d" --layers 2 --heads 2 --channels 64 --micro-batch 8 \
 	--threads 2 --updates 300 --lr 3e-3 --eval-every 300 --eval-seqs 64
 vl=$(grep '"event":"eval"' "$T/.out" | tail -1 | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/')
 awk -v v="$vl" -v h="$H" 'BEGIN { exit !(v < h - 1.0) }' \
@@ -54,8 +54,8 @@ awk -v v="$vl" -v h="$H" 'BEGIN { exit !(v < h - 1.0) }' \
 	|| notok "validation vs unigram" "val $vl, unigram $H"
 
 # determinism: same seed, same threads, same losses to the last digit
-$TR --data "$T/d" $TINY --updates 6 --eval-every 0 > "$T/a.jsonl" 2>/dev/null
-$TR --data "$T/d" $TINY --updates 6 --eval-every 0 > "$T/b.jsonl" 2>/dev/null
+$TR --no-save --data "$T/d" $TINY --updates 6 --eval-every 0 > "$T/a.jsonl" 2>/dev/null
+$TR --no-save --data "$T/d" $TINY --updates 6 --eval-every 0 > "$T/b.jsonl" 2>/dev/null
 grep -o '"loss":[^,]*' "$T/a.jsonl" > "$T/a.loss"
 grep -o '"loss":[^,]*' "$T/b.jsonl" > "$T/b.loss"
 [ -s "$T/a.loss" ] && cmp -s "$T/a.loss" "$T/b.loss" && ok "two runs with the same seed give identical losses" \
@@ -63,9 +63,9 @@ grep -o '"loss":[^,]*' "$T/b.jsonl" > "$T/b.loss"
 
 # config files: keys are long options; errors name file and line
 printf '# a tiny run\nlayers = 1\nheads = 2\nchannels = 32\nmicro-batch = 4\nupdates = 2\nsegment-mask\n' > "$T/run.cfg"
-check "a config file" $TR --data "$T/d" --config "$T/run.cfg" --threads 1 --eval-every 0
+check "a config file" $TR --no-save --data "$T/d" --config "$T/run.cfg" --threads 1 --eval-every 0
 grep -c '"event":"update"' "$T/.out" | grep -qx 2 && ok "the config file's updates = 2 applies" || notok "config applied"
-check "options after --config override it" $TR --data "$T/d" --config "$T/run.cfg" --updates 3 --threads 1 --eval-every 0
+check "options after --config override it" $TR --no-save --data "$T/d" --config "$T/run.cfg" --updates 3 --threads 1 --eval-every 0
 grep -c '"event":"update"' "$T/.out" | grep -qx 3 && ok "the later --updates 3 wins" || notok "override"
 printf 'layers = 1\nflux = 3\n' > "$T/bad.cfg"
 check_fail "an unknown config key is a usage error naming file and line" 2 "bad.cfg': line 2: unknown key 'flux'" \
@@ -85,7 +85,7 @@ printf 'layers = 1\rheads = 2\n' > "$T/cr.cfg"
 check_fail "a carriage return inside a line is refused" 1 "cr.cfg': line 1: a carriage return" \
 	$TR --data "$T/d" --config "$T/cr.cfg"
 printf 'layers = 1\r\nheads = 2\r\nchannels = 32\r\nmicro-batch = 4\r\nupdates = 2\r\nsegment-mask\r\n' > "$T/crlf.cfg"
-check "a config file with CR LF line ends" $TR --data "$T/d" --config "$T/crlf.cfg" --threads 1 --eval-every 0
+check "a config file with CR LF line ends" $TR --no-save --data "$T/d" --config "$T/crlf.cfg" --threads 1 --eval-every 0
 grep -c '"event":"update"' "$T/.out" | grep -qx 2 && ok "its updates = 2 applies" || notok "CR LF config applied"
 
 # bad inputs
@@ -105,7 +105,7 @@ tail -1 "$T/run0/events.jsonl" | grep -q '"event":"failed"' && ok "the events fi
 	|| notok "events after failure" "$(cat "$T/run0/events.jsonl")"
 
 # non-finite values: a NaN planted in the position embedding of an llm.c checkpoint
-check "export an llm.c checkpoint" $TR --data "$T/d" $TINY --updates 1 --eval-every 0 --export-llmc "$T/m.bin"
+check "export an llm.c checkpoint" $TR --no-save --data "$T/d" $TINY --updates 1 --eval-every 0 --export-llmc "$T/m.bin"
 hdr=$(od -An -t d4 -N 32 "$T/m.bin" | tr '\n' ' ' | tr -s ' ')
 C=$(echo "$hdr" | cut -d' ' -f8)
 Vp=$(echo "$hdr" | cut -d' ' -f9)
@@ -117,7 +117,7 @@ printf '\000\000\300\177' | dd of="$T/nan.bin" bs=1 seek=$off conv=notrunc 2>/de
 check_fail "a non-finite loss stops the run (default policy)" 1 "non-finite loss" \
 	$TR --data "$T/d" --init-llmc "$T/nan.bin" --micro-batch 4 --threads 1 --updates 3 -o "$T/run1"
 grep -q '"event":"nonfinite"' "$T/run1/events.jsonl" && ok "a nonfinite event is recorded" || notok "nonfinite event"
-check "--on-nonfinite skip goes on" $TR --data "$T/d" --init-llmc "$T/nan.bin" --micro-batch 4 --threads 1 \
+check "--on-nonfinite skip goes on" $TR --no-save --data "$T/d" --init-llmc "$T/nan.bin" --micro-batch 4 --threads 1 \
 	--updates 3 --eval-every 0 --on-nonfinite skip
 [ "$(grep -c '"skipped":true' "$T/.out")" = 3 ] && ok "every poisoned update is skipped, and reported" \
 	|| notok "skips" "$(grep -c '"skipped":true' "$T/.out")"
@@ -134,7 +134,7 @@ rc=$?
 tail -1 "$T/fsz/events.jsonl" | grep -q '"event":"failed","update":[1-9]' \
 	&& ok "the failed event carries the update reached" || notok "failed event" "$(cat "$T/fsz/events.jsonl")"
 check_fail "stdout full names it and the errno" 1 "'<stdout>': write: No space left on device" \
-	sh -c '"$@" > /dev/full' sh $TR --data "$T/d" $TINY --updates 1 --eval-every 0
+	sh -c '"$@" > /dev/full' sh $TR --no-save --data "$T/d" $TINY --updates 1 --eval-every 0
 
 # the edges of every documented numeric range: each end is accepted (the run then
 # stops at the missing dataset, exit 1), just outside it is a usage error (exit 2);

@@ -307,7 +307,7 @@ static void svg_tests(void)
 		{ "val loss", vx, vy, 4, 0, 1, 0, 0 },
 		{ "fraction", x, y2, 20, 1, 0, 0, 0 },
 	};
-	struct lmt_plot_hline h[] = { { "clip", 1.0, 0 } };
+	struct lmt_plot_hline h[] = { { "clip", 1.0, 0, 0 } };
 	struct lmt_plot p = { .title = "A & B <plot>", .xlabel = "update", .ylabel = "loss", .y2label = "fraction",
 			      .y2range = { 0, 1 }, .series = s, .nseries = 3, .hlines = h, .nhlines = 1 };
 	char *svg, why[256] = "";
@@ -359,6 +359,45 @@ static void svg_tests(void)
 	good = strstr(svg, "data-y-scale=\"log\"") && attr4(svg, "data-y", dy) == 0;
 	tap_ok(good && dy[0] == -1 && dy[1] == 1, "a log axis over whole decades, bounds in log10 (%g..%g)", dy[0], dy[1]);
 	tap_ok(xml_wellformed(svg, why, sizeof why) == 0, "still well-formed");
+	free(svg);
+
+	/* reference levels that must not stretch the axis, and markers */
+	for (int i = 0; i < 20; i++)
+		y[i] = 3 - i * 0.05; /* 3 .. 2.05 */
+	struct lmt_plot_hline nh[] = { { "near & below", 1.8, 0, 1 }, { "far above", 9, 0, 1 }, { "far below", -5, 0, 1 } };
+	struct lmt_plot_vline vl[] = { { "resume @ 5", 5 }, { "resume @ 12", 12 }, { "outside", 99 } };
+	struct lmt_plot pn = { .title = "near", .xlabel = "x", .ylabel = "y", .series = s, .nseries = 1, .hlines = nh,
+			       .nhlines = 3, .vlines = vl, .nvlines = 3 };
+	s[0].name = "curve";
+	if (!tap_ok(lmt_plot_svg(&pn, &svg, &len, &err) == 0, "a plot with near lines and markers renders"))
+		return;
+	good = attr4(svg, "data-y", dy) == 0 && attr4(svg, "data-x", dx) == 0;
+	tap_ok(good && dy[0] <= 1.8 && dy[1] >= 3 && dy[1] < 4 && dy[0] > 1,
+	       "the axis takes in the near line (1.8) and the data, not the far ones (%g..%g)", dy[0], dy[1]);
+	const char *q = strstr(svg, "<line class=\"hline\" data-name=\"near &amp; below\" data-value=\"1.8\"");
+	double y1 = NAN;
+	if (q && (q = strstr(q, " y1=\"")))
+		y1 = strtod(q + 5, NULL);
+	double want = dy[2] + (1.8 - dy[0]) / (dy[1] - dy[0]) * (dy[3] - dy[2]);
+	tap_ok(fabs(y1 - want) <= 0.005, "the near line is drawn at its value's pixel (%.2f, expected %.2f)", y1, want);
+	tap_ok(!strstr(svg, "class=\"hline\" data-name=\"far") &&
+		       strstr(svg, "class=\"hline-clipped\" data-name=\"far above\" data-value=\"9\" data-side=\"above\"") &&
+		       strstr(svg, "class=\"hline-clipped\" data-name=\"far below\" data-value=\"-5\" data-side=\"below\""),
+	       "far lines are not drawn but named at the frame edge they lie beyond");
+	int nv = 0;
+	for (q = svg; (q = strstr(q, "<line class=\"vline\"")); q++)
+		nv++;
+	double vx5 = NAN;
+	if ((q = strstr(svg, "data-name=\"resume @ 5\"")) && (q = strstr(q, " x1=\"")))
+		vx5 = strtod(q + 5, NULL);
+	want = dx[2] + (5 - dx[0]) / (dx[1] - dx[0]) * (dx[3] - dx[2]);
+	tap_ok(nv == 2 && fabs(vx5 - want) <= 0.005 && strstr(svg, ">resume @ 12</text>"),
+	       "a labelled marker per x inside the axis (%d), at its pixel (%.2f, expected %.2f)", nv, vx5, want);
+	tap_ok(xml_wellformed(svg, why, sizeof why) == 0, "... well-formed");
+	free(svg);
+	pn.nvlines = 0;
+	if (tap_ok(lmt_plot_svg(&pn, &svg, &len, &err) == 0, "without markers") )
+		tap_ok(!strstr(svg, "class=\"vline"), "... none drawn");
 	free(svg);
 
 	struct lmt_plot empty = { .title = "nothing", .xlabel = "x", .ylabel = "y" };

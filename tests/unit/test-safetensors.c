@@ -561,7 +561,7 @@ static void model_case(int untied)
 		char path[1100], cfgp[1100];
 		snprintf(path, sizeof path, "%s/%s-%s.safetensors", dir, label, dn);
 		snprintf(cfgp, sizeof cfgp, "%s/%s-%s.json", dir, label, dn);
-		struct lmt_st_opts o = { path, cfgp, dt, -1, k == 2 ? 299 : -1 };
+		struct lmt_st_opts o = { path, cfgp, dt, -1, k == 2 ? 299 : -1, 0 };
 		struct lmt_st_result r;
 		if (!tap_ok(lmt_safetensors_export_gpt2(&c, &o, &r, &err) == 0, "%s %s: export %s", label, dn, err.msg))
 			continue;
@@ -713,7 +713,7 @@ static void test_mismatch(void)
 	if (save(&g, run, L + 1, ck, sizeof ck) == 0) {
 		struct lmt_ckpt c;
 		if (lmt_ckpt_open(&c, ck, 0, &err) == 0) {
-			struct lmt_st_opts o = { path, NULL, LMT_ST_DTYPE_F32, -1, -1 };
+			struct lmt_st_opts o = { path, NULL, LMT_ST_DTYPE_F32, -1, -1, 0 };
 			struct lmt_st_result r;
 			int rc = lmt_safetensors_export_gpt2(&c, &o, &r, &err);
 			tap_ok(rc == LMT_EFORMAT && strstr(err.msg, "'param/ln1w' has shape [2 32], state.model implies [3 32]") &&
@@ -725,6 +725,27 @@ static void test_mismatch(void)
 	lmt_gpt_release(&g);
 }
 
+/* HF's sizes: decimal and binary units, plain bytes; everything else refused */
+static void test_sizes(void)
+{
+	static const struct { const char *s; uint64_t v; } good[] = {
+		{ "5GB", 5000000000ull }, { "500MB", 500000000ull }, { "20KB", 20000 }, { "2GiB", 2147483648ull },
+		{ "1.5MiB", 1572864 }, { "123", 123 }, { "7B", 7 }, { "1TB", 1000000000000ull },
+	};
+	static const char *const bad[] = { "", "5XB", "-1GB", "0", "GB", "5 GB", "5gb", "1e30" };
+	struct lmt_err err = { 0 };
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		uint64_t v = 0;
+		tap_ok(lmt_st_parse_size(good[i].s, &v, &err) == 0 && v == good[i].v, "size '%s' is %llu bytes (got %llu)",
+		       good[i].s, (unsigned long long)good[i].v, (unsigned long long)v);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		uint64_t v = 0;
+		tap_ok(lmt_st_parse_size(bad[i], &v, &err) == LMT_EINVAL && strstr(err.msg, "is not a size"),
+		       "size '%s' is refused: %s", bad[i], err.msg);
+	}
+}
+
 int main(void)
 {
 	struct lmt_err err = { 0 };
@@ -732,6 +753,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	test_conversions();
+	test_sizes();
 	if (tap_ok(lmt_backend_open(&be, "cpu", 1, &err) == 0, "the CPU backend, 1 thread %s", err.msg)) {
 		model_case(0);
 		model_case(1);
