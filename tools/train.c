@@ -48,7 +48,7 @@ enum {
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
-	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE,
+	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW,
 };
 
 static const struct option longopts[] = {
@@ -108,6 +108,8 @@ static const struct option longopts[] = {
 	{ "jsonl", no_argument, NULL, OPT_JSONL },
 	{ "precision", required_argument, NULL, OPT_PRECISION },
 	{ "recompute", required_argument, NULL, OPT_RECOMPUTE },
+	{ "loss-scale", required_argument, NULL, OPT_LOSS_SCALE },
+	{ "loss-scale-window", required_argument, NULL, OPT_LOSS_SCALE_WINDOW },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -172,6 +174,9 @@ static void usage(void)
 	       "                          fast bf16 GEMMs, else fp32); master weights stay fp32\n"
 	       "  --recompute R           none, block or every:K: keep only each (K-th) block's\n"
 	       "                          input and recompute it in backward\n"
+	       "  --loss-scale S --loss-scale-window N   fp16's dynamic loss scale: the first\n"
+	       "                          scale and the updates without overflow before it\n"
+	       "                          doubles (65536; 2000)\n"
 	       "  -j, --threads N         CPU threads (OMP_NUM_THREADS, else all cores)\n"
 	       "  --peak-flops X          FLOP/s for MFU (default: measured sgemm peak)\n"
 	       "  -q, --quiet             no progress on stderr\n"
@@ -339,6 +344,10 @@ static void set_option(struct opts *o, int c, const char *arg)
 		    lmt_dtype_parse(arg) != LMT_DTYPE_F16)
 			usage_error("option '--precision': '%s' is not fp32, bf16, fp16 or auto", arg);
 		o->precision = strcmp(arg, "auto") ? lmt_dtype_name(lmt_dtype_parse(arg)) : NULL;
+		break;
+	case OPT_LOSS_SCALE: o->tc.loss_scale = opt_double("loss-scale", arg, 1.0 / 65536, 1e30); break;
+	case OPT_LOSS_SCALE_WINDOW:
+		o->tc.loss_scale_window = (uint64_t)opt_int("loss-scale-window", arg, 1, INT64_MAX);
 		break;
 	case OPT_RECOMPUTE:
 		if (!strcmp(arg, "none"))
@@ -609,7 +618,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	memset(o, 0, sizeof *o);
 	o->model = (struct lmt_gpt_config){ 0, 0, 0, 4, 4, 256, 0 };
 	o->tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
-					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0 };
+					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0, 65536, 2000 };
 	o->eval_every = 100;
 	o->keep = 3;
 	o->eval_seqs = 64;

@@ -44,6 +44,8 @@ const struct lmt_resumecfg_opt lmt_resumecfg_opts[] = {
 	{ "ckpt-sync", "checkpoints", "sync", WARN, 0 },
 	/* master weights and moments are fp32: a resume may change the precision */
 	{ "precision", "optimization", "precision", WARN, 1 },
+	{ "loss-scale", "optimization", "loss_scale", WARN, 0 },
+	{ "loss-scale-window", "optimization", "loss_scale_window", WARN, 0 },
 };
 
 const size_t lmt_resumecfg_nopts = LMT_ARRAY_SIZE(lmt_resumecfg_opts);

@@ -269,6 +269,8 @@ int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, cons
 	lmt_json_u64(&j, "shuffle_window", tc->shuffle_window);
 	lmt_json_str(&j, "precision", lmt_dtype_name(tc->precision));
 	lmt_json_u64(&j, "recompute_every", (uint64_t)tc->recompute_every);
+	lmt_json_num(&j, "loss_scale", tc->loss_scale);
+	lmt_json_u64(&j, "loss_scale_window", tc->loss_scale_window);
 	lmt_json_obj_end(&j);
 	lmt_json_obj(&j, "eval");
 	lmt_json_u64(&j, "every", c->eval_every);
@@ -949,6 +951,7 @@ static char *state_json(struct lmt_run_saver *k, double wall)
 	lmt_json_u64(&j, "clipped_updates", tr->clipped_updates);
 	lmt_json_str(&j, "precision", lmt_dtype_name(tr->g->dtype));
 	lmt_json_obj(&j, "loss_scaler");
+	lmt_json_str(&j, "type", tr->scaler.enabled ? "dynamic" : "none");
 	lmt_json_bool(&j, "enabled", tr->scaler.enabled);
 	lmt_json_num(&j, "scale", tr->scaler.scale);
 	lmt_json_u64(&j, "good", tr->scaler.good);
@@ -965,10 +968,6 @@ static char *state_json(struct lmt_run_saver *k, double wall)
 	lmt_json_u64(&j, "warmup", tc->warmup);
 	lmt_json_u64(&j, "updates", tc->updates);
 	lmt_json_num(&j, "next_lr", lmt_lr_at(tc, tr->update));
-	lmt_json_obj_end(&j);
-	lmt_json_obj(&j, "loss_scaler");
-	lmt_json_str(&j, "type", "none");
-	lmt_json_num(&j, "scale", 1.0);
 	lmt_json_obj_end(&j);
 	lmt_json_arr(&j, "rng");
 	for (int r = 0; r < comm->world; r++) {

@@ -74,6 +74,12 @@ int lmt_trainer_init(struct lmt_trainer *tr, const struct lmt_train_cfg *cfg, st
 	if (rc)
 		return rc;
 	lmt_loss_scaler_init(&tr->scaler, g->dtype == LMT_DTYPE_F16);
+	if (tr->scaler.enabled) {
+		if (cfg->loss_scale > 0)
+			tr->scaler.scale = cfg->loss_scale;
+		if (cfg->loss_scale_window)
+			tr->scaler.interval = cfg->loss_scale_window;
+	}
 	size_t ns = (size_t)cfg->B * cfg->accum, N = (size_t)cfg->B * tr->T * cfg->accum;
 	tr->samples = calloc(ns, sizeof *tr->samples);
 	tr->h_tok = malloc(N * sizeof *tr->h_tok);

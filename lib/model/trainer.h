@@ -71,6 +71,8 @@ struct lmt_train_cfg {
 	uint64_t shuffle_window;
 	int precision;           /* the model's compute dtype, as recorded (the model holds it) */
 	int recompute_every;     /* 0: none; K: every K-th block recomputed in backward */
+	double loss_scale;       /* fp16: the first loss scale (optim.h) */
+	uint64_t loss_scale_window;  /* fp16: updates without overflow before the scale grows */
 };
 
 struct lmt_step_stats {
