@@ -178,7 +178,8 @@ static void usage(void)
 	       "                          scale and the updates without overflow before it\n"
 	       "                          doubles (65536; 2000)\n"
 	       "  -j, --threads N         CPU threads (OMP_NUM_THREADS, else all cores)\n"
-	       "  --peak-flops X          FLOP/s for MFU (default: measured sgemm peak)\n"
+	       "  --peak-flops X          FLOP/s for MFU (default: the measured GEMM peak in the\n"
+	       "                          run's precision)\n"
 	       "  -q, --quiet             no progress on stderr\n"
 	       "  --jsonl                 JSONL on stdout even on a terminal (where train\n"
 	       "                          otherwise shows a line per update for people)\n"
@@ -841,7 +842,7 @@ static void report_setup(const struct opts *o, const struct lmt_dataset *d, cons
 			 const struct lmt_backend *be, const struct lmt_comm *comm, double peak, double fpt, int resumed)
 {
 	struct lmt_err err = { 0 };
-	const char *peak_source = o->peak > 0 ? "--peak-flops" : "measured sgemm";
+	const char *peak_source = o->peak > 0 ? "--peak-flops" : "measured gemm";
 	if (o->out) {
 		struct lmt_run_config rc = { o->data, o->tokenizer, o->init_llmc, o->export_llmc, o->init_seed,
 					     o->eval_every, o->eval_seqs, o->sample_every, o->sample_tokens, o->top_k,
@@ -852,7 +853,7 @@ static void report_setup(const struct opts *o, const struct lmt_dataset *d, cons
 	}
 	struct lmt_json j;
 	lmt_json_init(&j);
-	lmt_run_param_record(&j, g, fpt, peak, peak_source);
+	lmt_run_param_record(&j, g, fpt, peak, peak_source, be->gemm_impl((struct lmt_backend *)be, g->dtype));
 	/* a resumed run's metrics already hold it */
 	emit(&j, !resumed);
 	if (o->out && lmt_run_write_params(&run, &j, &err))

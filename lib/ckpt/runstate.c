@@ -305,7 +305,7 @@ int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, cons
 }
 
 void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g, double fpt, double peak,
-			  const char *peak_source)
+			  const char *peak_source, const char *gemm_kernel)
 {
 	struct lmt_gpt_counts c;
 	lmt_gpt_count(g, &c);
@@ -329,6 +329,8 @@ void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g, double fp
 	lmt_json_num(j, "flops_per_token", fpt);
 	lmt_json_num(j, "peak_flops", peak);
 	lmt_json_str(j, "peak_source", peak_source);
+	lmt_json_str(j, "precision", lmt_dtype_name(g->dtype));
+	lmt_json_str(j, "gemm_kernel", gemm_kernel);
 }
 
 int lmt_run_write_params(const struct lmt_run *r, struct lmt_json *j, struct lmt_err *err)

@@ -79,7 +79,7 @@ struct lmt_run_config {
 	double temperature;
 	const char *prompt;
 	double peak_flops;
-	const char *peak_source;                   /* "--peak-flops" or "measured sgemm" */
+	const char *peak_source;                   /* "--peak-flops" or "measured gemm" */
 	uint64_t ckpt_every, keep_every;           /* the checkpoints' cadence and retention */
 	double ckpt_minutes;
 	int keep, ckpt_sync;
@@ -92,7 +92,7 @@ int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, cons
 /* Begin the "parameters" record in j: the counts by kind, every tensor's shape, and
  * the figures MFU is computed from (FLOPs per token, the peak and where it came from). */
 void lmt_run_param_record(struct lmt_json *j, const struct lmt_gpt *g, double flops_per_token, double peak_flops,
-			  const char *peak_source);
+			  const char *peak_source, const char *gemm_kernel);
 /* Write j's record (as it stands, closed) to RUN/params.json, atomically. */
 int lmt_run_write_params(const struct lmt_run *r, struct lmt_json *j, struct lmt_err *err);
 
