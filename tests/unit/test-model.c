@@ -89,7 +89,19 @@ static void random_params(struct lmt_gpt *g)
 	float *h = xmalloc(g->nparams * sizeof *h);
 	fixture_params(g, h, 0.5, 0, unif);
 	be.to_device(&be, g->params, h, g->nparams * sizeof *h);
+	lmt_gpt_sync_weights(g);
 	free(h);
+}
+
+/* Forward on the current inputs; the loss sum through the model's device
+ * accumulator (g->a.scalars[0], zeroed first), read back once. */
+static double forward_sum(struct lmt_gpt *g, int use_seg, float dscale)
+{
+	double s = 0;
+	be.to_device(&be, g->a.scalars, &s, sizeof s);
+	lmt_gpt_forward(g, use_seg, dscale, g->a.scalars);
+	be.to_host(&be, &s, g->a.scalars, sizeof s);
+	return s;
 }
 
 static int make_model(struct lmt_gpt *g, int maxT, int V, int L, int NH, int C, int untied, int B, int T)
@@ -291,9 +303,8 @@ static void gradient_case(int untied, int use_seg)
 	for (int n = 0; n < N; n++)
 		valid += tgt[n] >= 0;
 	set_inputs(&g, tok, tgt, seg);
-	double ls;
 	be.zero(&be, g.grads, g.nparams * 4);
-	lmt_gpt_forward(&g, use_seg, (float)(1.0 / valid), &ls);
+	double ls = forward_sum(&g, use_seg, (float)(1.0 / valid));
 	lmt_gpt_backward(&g, use_seg);
 	float *gr = xmalloc(g.nparams * 4);
 	be.to_host(&be, gr, g.grads, g.nparams * 4);
@@ -415,8 +426,7 @@ static void test_alignment(void)
 
 	/* the loss at n is -log softmax(logits row n over V)[target n]: computed in double
 	 * from the logits, 1e-5 relative */
-	double dummy;
-	lmt_gpt_forward(&g, 0, 0.0f, &dummy);
+	lmt_gpt_forward(&g, 0, 0.0f, NULL);
 	be.to_host(&be, ls, g.a.losses, N * 4);
 	int lok = 1;
 	for (int n = 0; n < N; n++) {
@@ -506,13 +516,13 @@ static void test_overfit(void)
 	const float lr = 1e-2f, b1 = 0.9f, b2 = 0.95f;
 	for (int s = 1; s <= STEPS; s++) {
 		be.zero(&be, g.grads, g.nparams * 4);
-		lmt_gpt_forward(&g, 0, 1.0f / N, &loss);
+		loss = forward_sum(&g, 0, 1.0f / N) / N;
 		lmt_gpt_backward(&g, 0);
-		loss /= N;
 		if (s == 1)
 			first = loss;
-		be.adamw(&be, g.params, g.grads, g.m, g.v, g.nparams, lr, b1, b2, 1e-8f, 0.0f,
-			 (float)(1 - pow(b1, s)), (float)(1 - pow(b2, s)), 1.0f);
+		struct lmt_adamw ah = { .lr = lr, .b1 = b1, .b2 = b2, .eps = 1e-8f, .wd = 0.0f,
+					.bc1 = (float)(1 - pow(b1, s)), .bc2 = (float)(1 - pow(b2, s)), .gscale = 1.0f };
+		be.adamw(&be, g.params, NULL, LMT_DTYPE_F32, g.grads, g.m, g.v, g.nparams, &ah, NULL);
 	}
 	lmt_gpt_eval(&g, 0, &loss);
 	loss /= N;
@@ -608,7 +618,7 @@ static int make_dataset(void)
 static struct lmt_train_cfg train_cfg(int B, int accum)
 {
 	struct lmt_train_cfg c = { B, accum, 1, 1, 10, 1e-3, 0.1, 3, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0, 1.0,
-				   LMT_NONFINITE_STOP, 11, 0 };
+				   LMT_NONFINITE_STOP, 11, 0, LMT_DTYPE_F32, 0 };
 	return c;
 }
 
@@ -699,11 +709,11 @@ static void test_accumulation(void)
 	if (make_model(&gh, (int)ds.seq_len, (int)ds.vocab_size, 2, 2, 16, 0, 2, (int)ds.seq_len))
 		return;
 	lmt_gpt_init_weights(&gh, 3, &err);
-	double total = (double)s2.valid_tokens, ls;
+	double total = (double)s2.valid_tokens;
 	be.zero(&be, gh.grads, gh.nparams * 4);
 	for (int m = 0; m < 4; m++) {
 		set_inputs(&gh, t2.h_tok + m * N2, t2.h_tgt + m * N2, t2.h_seg + m * N2);
-		lmt_gpt_forward(&gh, 1, (float)(1.0 / total), &ls);
+		lmt_gpt_forward(&gh, 1, (float)(1.0 / total), NULL);
 		lmt_gpt_backward(&gh, 1);
 	}
 	double *c = host_grads(&gh);
@@ -718,7 +728,7 @@ static void test_accumulation(void)
 			continue;
 		}
 		set_inputs(&gh, t2.h_tok + m * N2, t2.h_tgt + m * N2, t2.h_seg + m * N2);
-		lmt_gpt_forward(&gh, 1, (float)(1.0 / (4.0 * (double)cnt[m])), &ls);
+		lmt_gpt_forward(&gh, 1, (float)(1.0 / (4.0 * (double)cnt[m])), NULL);
 		lmt_gpt_backward(&gh, 1);
 	}
 	double *w = host_grads(&gh), tw2;
