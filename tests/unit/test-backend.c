@@ -29,8 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
-
 #include "backend/backend.h"
 #include "core/rng.h"
 #include "tap.h"
@@ -203,7 +201,10 @@ static void gemm_case(struct lmt_backend *be, int ta, int tb, int M, int N, int 
 				ref[o] = alpha * s + beta * c0;
 				mag[o] = fabs(alpha) * m + fabs(beta * c0);
 			}
-	be->gemm(be, ta, tb, M, N, K, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
+	struct lmt_gemm gd = { .ta = ta, .tb = tb, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta,
+			       .A = A, .lda = lda, .sa = sa, .B = B, .ldb = ldb, .sb = sb, .C = C, .ldc = ldc,
+			       .sc = sc, .batch = batch, .ab_dtype = LMT_DTYPE_F32, .c_dtype = LMT_DTYPE_F32 };
+	be->gemm(be, &gd);
 	size_t bad = 0, wi = 0;
 	double worst = 0;
 	for (size_t i = 0; i < nc; i++) {
@@ -352,7 +353,7 @@ static void test_layernorm(struct lmt_backend *be)
 	todouble(x.r, r, N * C);
 	double *ro = dnew(N * C), *rm = dnew(N), *rs = dnew(N);
 	ln_ref(&x, ro, rm, rs);
-	be->layernorm_fwd(be, out, mean, rstd, inp, w, b, N, C);
+	be->layernorm_fwd(be, out, LMT_DTYPE_F32, mean, rstd, inp, w, b, N, C);
 	/* float sums over C = 37 values and one rsqrt: ~1e-6 relative; outputs of order
 	 * 1 get an absolute floor of 1e-6 where they cross zero */
 	check("layernorm_fwd out", out, ro, N * C, 1e-5, 1e-6);
@@ -428,7 +429,7 @@ static void test_gelu(struct lmt_backend *be)
 		ref[i] = gelu_ref(x[i]);
 		g[i] = r[i] * (gelu_ref((double)x[i] + h) - gelu_ref((double)x[i] - h)) / (2 * h);
 	}
-	be->gelu_fwd(be, y, x, n);
+	be->gelu_fwd(be, y, LMT_DTYPE_F32, x, n);
 	/* 1e-5 relative; absolute 1e-6 because below x = -3 the tanh form computes
 	 * 1 + tanh(u) with tanh(u) near -1, which leaves an error of about |x| 2^-24
 	 * absolute but a large relative one (the value itself is tiny) */
@@ -560,7 +561,7 @@ static void attention_case(struct lmt_backend *be, const int32_t *segh, const ch
 	todouble(x.qkv, qkv, nq);
 	todouble(x.r, r, no);
 	att_ref(&x);
-	be->attention_fwd(be, out, lse, qkv, seg, B, T, NH, HS);
+	be->attention_fwd(be, out, lse, qkv, seg, B, T, NH, HS, 0);
 	char what[200];
 	/* dot products of HS = 4, softmax over at most 7 keys, sums of 7 terms: ~1e-6
 	 * relative; absolute floor 1e-6 for outputs near zero */
@@ -636,7 +637,10 @@ static void xent_case(struct lmt_backend *be, double center, double spread, int 
 		for (int j = 0; j < V; j++)
 			rg[n * Vp + j] = (exp(lg[n * Vp + j] - lse) - (j == tgth[n])) * dscale;
 	}
-	be->xent_fwd_bwd(be, loss, lg, tgt, N, V, Vp, dscale);
+	double *acc = be->alloc(be, sizeof *acc), acch = 0.5; /* a prior sum: the op adds to it */
+	be->to_device(be, acc, &acch, sizeof acch);
+	be->xent_fwd_bwd(be, loss, acc, lg, tgt, N, V, Vp, dscale);
+	be->to_host(be, &acch, acc, sizeof acch);
 	char what[200];
 	/* the loss: a max, a sum of 11 exponentials and a log, ~1e-6 relative */
 	snprintf(what, sizeof what, "xent_fwd_bwd %s: losses (0 where target -1; padding columns ignored)", label);
@@ -654,7 +658,13 @@ static void xent_case(struct lmt_backend *be, double center, double spread, int 
 		nz += tgth[n] < 0 && (loss[n] != 0 || signbit(loss[n]));
 	snprintf(what, sizeof what, "xent_fwd_bwd %s: padding columns, masked rows and their losses are exactly +0", label);
 	tap_ok(nz == 0, "%s (%zu are not)", what, nz);
-	be->free(be, tgt), be->free(be, lg), be->free(be, loss);
+	double lsum = 0.5;
+	for (int n = 0; n < N; n++)
+		lsum += loss[n];
+	/* the accumulator adds the float losses in double: exact up to double rounding */
+	tap_ok(fabs(acch - lsum) <= 1e-12 * fabs(lsum), "xent_fwd_bwd %s: the device accumulator gains the sum of the losses "
+	       "(%.17g, expected %.17g)", label, acch, lsum);
+	be->free(be, tgt), be->free(be, lg), be->free(be, loss), be->free(be, acc);
 	free(rl), free(rg);
 }
 
@@ -692,7 +702,9 @@ static void test_adamw(struct lmt_backend *be)
 			mag[i] += lr * (fabs(M[i] / bc1 / (sqrt(Vv[i] / bc2) + eps)) + fabs(wd * P[i]));
 			P[i] -= lr * upd;
 		}
-		be->adamw(be, p, g, m, v, n, lr, b1, b2, eps, wd, bc1, bc2, gs);
+		struct lmt_adamw ah = { .lr = lr, .b1 = b1, .b2 = b2, .eps = eps, .wd = wd, .bc1 = bc1, .bc2 = bc2,
+					.gscale = gs };
+		be->adamw(be, p, NULL, LMT_DTYPE_F32, g, m, v, n, &ah, NULL);
 	}
 	/* m: a few roundings per step, each relative to the terms summed, which may
 	 * cancel: within 1e-5 of the same recurrence on |g|. v: positive terms, 1e-5
@@ -726,20 +738,35 @@ static void test_reductions(struct lmt_backend *be)
 	double s = 0;
 	for (size_t i = 0; i < n; i++)
 		s += (double)x[i] * x[i];
-	double got = be->sumsq(be, x, n);
+	double *acc = be->alloc(be, 2 * sizeof *acc), h[2];
+	be->sumsq(be, acc, x, n);
+	be->to_host(be, h, acc, sizeof h);
+	double got = h[0];
 	/* every square of a float is exact in double; only the order of the double
 	 * additions differs: relative 1e-12 */
 	tap_ok(fabs(got - s) <= 1e-12 * s, "sumsq of %zu floats: %.17g, double sum %.17g", n, got, s);
-	tap_ok(be->sumsq(be, x, 0) == 0 && be->sumsq(be, x, 1) == (double)x[0] * x[0], "sumsq of 0 and 1 elements");
+	TAP_EQ_U64(h[1], 0, "sumsq counts no non-finite value among finite ones");
+	double h0[2], h1[2];
+	be->zero(be, acc, sizeof h);
+	be->sumsq(be, acc, x, 0);
+	be->to_host(be, h0, acc, sizeof h0);
+	be->sumsq(be, acc, x, 1);
+	be->to_host(be, h1, acc, sizeof h1);
+	tap_ok(h0[0] == 0 && h0[1] == 0 && h1[0] == (double)x[0] * x[0] && h1[1] == 0, "sumsq of 0 and 1 elements");
 	x[3] = NAN;
 	x[70000] = INFINITY;
 	x[n - 1] = -INFINITY;
 	x[150000] = -NAN;
 	x[5] = FLT_MAX, x[6] = -FLT_MAX, x[7] = FLT_MIN / 4 /* denormal */, x[8] = -0.0f;
-	size_t nf = be->nonfinite(be, x, n);
-	TAP_EQ_U64(nf, 4, "nonfinite counts NaN, -NaN, +inf and -inf (4), not FLT_MAX, denormals or -0");
-	TAP_EQ_U64(be->nonfinite(be, x, 3), 0, "nonfinite of a prefix without them is 0");
-	be->free(be, x);
+	be->zero(be, acc, sizeof h);
+	be->sumsq(be, acc, x, n);
+	be->to_host(be, h, acc, sizeof h);
+	TAP_EQ_U64(h[1], 4, "sumsq's non-finite count: NaN, -NaN, +inf and -inf (4), not FLT_MAX, denormals or -0");
+	be->zero(be, acc, sizeof h);
+	be->sumsq(be, acc, x, 3);
+	be->to_host(be, h, acc, sizeof h);
+	TAP_EQ_U64(h[1], 0, "sumsq's non-finite count of a prefix without them is 0");
+	be->free(be, x), be->free(be, acc);
 }
 
 /* ---- determinism ---- */
@@ -759,13 +786,15 @@ static size_t det_pass(struct lmt_backend *be, float *res)
 	int M = 96, NN = 80, K = 72;
 	float *A = fnew(be, M * K), *Bm = fnew(be, K * NN), *Cm = fnew(be, M * NN);
 	fill(A, M * K, -1, 1), fill(Bm, K * NN, -1, 1);
-	be->gemm(be, 0, 0, M, NN, K, 1, A, K, 0, Bm, NN, 0, 0, Cm, NN, 0, 1);
+	struct lmt_gemm gd = { .M = M, .N = NN, .K = K, .alpha = 1, .A = A, .lda = K, .B = Bm, .ldb = NN, .C = Cm,
+			       .ldc = NN, .batch = 1, .ab_dtype = LMT_DTYPE_F32, .c_dtype = LMT_DTYPE_F32 };
+	be->gemm(be, &gd);
 	memcpy(res + k, Cm, M * NN * 4), k += M * NN;
 	/* layer norm */
 	float *x = fnew(be, N * CL), *w = fnew(be, CL), *b = fnew(be, CL), *o = fnew(be, N * CL), *mu = fnew(be, N),
 	      *rs = fnew(be, N), *dx = fnew(be, N * CL), *dw = fnew(be, CL), *db = fnew(be, CL);
 	fill(x, N * CL, -2, 2), fill(w, CL, 0.5, 1.5), fill(b, CL, -1, 1), fill(o, N * CL, -1, 1);
-	be->layernorm_fwd(be, o, mu, rs, x, w, b, N, CL);
+	be->layernorm_fwd(be, o, LMT_DTYPE_F32, mu, rs, x, w, b, N, CL);
 	be->layernorm_bwd(be, dx, dw, db, o, x, w, mu, rs, N, CL);
 	memcpy(res + k, o, N * CL * 4), k += N * CL;
 	memcpy(res + k, dx, N * CL * 4), k += N * CL;
@@ -787,7 +816,7 @@ static size_t det_pass(struct lmt_backend *be, float *res)
 	for (int i = 0; i < N; i++)
 		seg[i] = i % T < 20 ? 0 : i % T < 30 ? 1 : -(i % T + 1);
 	fill(qkv, N * 3 * C, -2, 2);
-	be->attention_fwd(be, ao, lse, qkv, seg, B, T, NH, HS);
+	be->attention_fwd(be, ao, lse, qkv, seg, B, T, NH, HS, 0);
 	memcpy(res + k, ao, N * C * 4), k += N * C;
 	memcpy(res + k, lse, B * NH * T * 4), k += B * NH * T;
 	be->attention_bwd(be, dq, ao, qkv, ao, lse, seg, B, T, NH, HS);
@@ -798,24 +827,33 @@ static size_t det_pass(struct lmt_backend *be, float *res)
 	fill(lg, N * Vp, -4, 4);
 	for (int i = 0; i < N; i++)
 		tg[i] = i % 7 == 0 ? -1 : (int32_t)(lmt_rng_next(&rng) % V);
-	be->xent_fwd_bwd(be, ls, lg, tg, N, V, Vp, 1.0f / N);
+	double *acc = be->alloc(be, 2 * sizeof *acc);
+	be->xent_fwd_bwd(be, ls, acc, lg, tg, N, V, Vp, 1.0f / N);
 	memcpy(res + k, ls, N * 4), k += N;
 	memcpy(res + k, lg, N * Vp * 4), k += N * Vp;
 	size_t ng = 40000;
 	float *gx = fnew(be, ng), *gy = fnew(be, ng), *m = fnew(be, ng), *v = fnew(be, ng);
 	fill(gx, ng, -5, 5);
-	be->gelu_fwd(be, gy, gx, ng);
+	be->gelu_fwd(be, gy, LMT_DTYPE_F32, gx, ng);
 	memcpy(res + k, gy, ng * 4), k += ng;
-	be->adamw(be, gx, gy, m, v, ng, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.1f, 0.05f, 1.0f);
+	struct lmt_adamw ah = { .lr = 1e-3f, .b1 = 0.9f, .b2 = 0.95f, .eps = 1e-8f, .wd = 0.1f, .bc1 = 0.1f, .bc2 = 0.05f,
+				.gscale = 1.0f };
+	be->adamw(be, gx, NULL, LMT_DTYPE_F32, gy, m, v, ng, &ah, acc + 1);
 	memcpy(res + k, gx, ng * 4), k += ng;
-	double ss = be->sumsq(be, gx, ng);
-	float ssf[2] = { (float)ss, (float)(ss - (float)ss) };
+	double hacc[2];
+	be->to_host(be, hacc, acc, sizeof hacc);
+	float lsf[2] = { (float)hacc[0], (float)(hacc[0] - (float)hacc[0]) };
+	memcpy(res + k, lsf, 8), k += 2;
+	be->zero(be, acc, sizeof hacc);
+	be->sumsq(be, acc, gx, ng);
+	be->to_host(be, hacc, acc, sizeof hacc);
+	float ssf[2] = { (float)hacc[0], (float)(hacc[0] - (float)hacc[0]) };
 	memcpy(res + k, ssf, 8), k += 2;
 	be->free(be, A), be->free(be, Bm), be->free(be, Cm), be->free(be, x), be->free(be, w), be->free(be, b);
 	be->free(be, o), be->free(be, mu), be->free(be, rs), be->free(be, dx), be->free(be, dw), be->free(be, db);
 	be->free(be, tok), be->free(be, dwte), be->free(be, dwpe), be->free(be, qkv), be->free(be, ao);
 	be->free(be, lse), be->free(be, dq), be->free(be, seg), be->free(be, lg), be->free(be, ls), be->free(be, tg);
-	be->free(be, gx), be->free(be, gy), be->free(be, m), be->free(be, v);
+	be->free(be, gx), be->free(be, gy), be->free(be, m), be->free(be, v), be->free(be, acc);
 	rng = save;
 	return k;
 }
@@ -826,8 +864,8 @@ static void test_determinism(void)
 	float *r1 = calloc(cap, 4), *r2 = calloc(cap, 4), *r3 = calloc(cap, 4);
 	struct lmt_backend be;
 	struct lmt_err err = { 0 };
-	/* each backend is made just before use: lmt_backend_cpu_init sets OpenBLAS's
-	 * thread count for the whole process */
+	/* each backend is made just before use: lmt_backend_cpu_init sets OpenMP's
+	 * thread count (oneDNN's) for the whole process */
 	lmt_backend_open(&be, "cpu", 2, &err);
 	size_t n = det_pass(&be, r1);
 	det_pass(&be, r2);

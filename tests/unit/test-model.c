@@ -21,7 +21,10 @@
  *     of lmt_trainer_step reports, with accum 1 and 3;
  *   - llm.c's model file: a hand-written file loads into the documented layout and
  *     saves back to the same bytes; bad magic, bf16 and truncation are refused;
- *   - determinism: two 3-update runs give bitwise identical parameters.
+ *   - determinism: two 3-update runs give bitwise identical parameters;
+ *   - recompute (every block, every second block) gives bitwise the gradients of
+ *     none, in fp32 and bf16, and shrinks the activations by the slots it saves;
+ *     bf16 and fp16 forward losses close to fp32's.
  *
  * The dataset is made by the real tools (gen-corpus is not needed: the test writes
  * its own JSONL of short documents; tok-train, tok-encode, shard-pack from $LMT_BIN,
@@ -89,7 +92,19 @@ static void random_params(struct lmt_gpt *g)
 	float *h = xmalloc(g->nparams * sizeof *h);
 	fixture_params(g, h, 0.5, 0, unif);
 	be.to_device(&be, g->params, h, g->nparams * sizeof *h);
+	lmt_gpt_sync_weights(g);
 	free(h);
+}
+
+/* Forward on the current inputs; the loss sum through the model's device
+ * accumulator (g->a.scalars[0], zeroed first), read back once. */
+static double forward_sum(struct lmt_gpt *g, int use_seg, float dscale)
+{
+	double s = 0;
+	be.to_device(&be, g->a.scalars, &s, sizeof s);
+	lmt_gpt_forward(g, use_seg, dscale, g->a.scalars);
+	be.to_host(&be, &s, g->a.scalars, sizeof s);
+	return s;
 }
 
 static int make_model(struct lmt_gpt *g, int maxT, int V, int L, int NH, int C, int untied, int B, int T)
@@ -291,9 +306,8 @@ static void gradient_case(int untied, int use_seg)
 	for (int n = 0; n < N; n++)
 		valid += tgt[n] >= 0;
 	set_inputs(&g, tok, tgt, seg);
-	double ls;
 	be.zero(&be, g.grads, g.nparams * 4);
-	lmt_gpt_forward(&g, use_seg, (float)(1.0 / valid), &ls);
+	double ls = forward_sum(&g, use_seg, (float)(1.0 / valid));
 	lmt_gpt_backward(&g, use_seg);
 	float *gr = xmalloc(g.nparams * 4);
 	be.to_host(&be, gr, g.grads, g.nparams * 4);
@@ -370,6 +384,120 @@ static void gradient_case(int untied, int use_seg)
 
 /* ---- alignment and masking ---- */
 
+/* ---- precision and recompute ---- */
+
+/* A model computing in dtype dt, recomputing every K-th block, sized for B x T,
+ * with the parameters random_params draws from a fixed seed (the same in every
+ * model made here). */
+static int make_model_pk(struct lmt_gpt *g, int dt, int K, int V, int L, int NH, int C, int B, int T)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_gpt_config cfg = { T, V, lmt_gpt_padded_vocab(V), L, NH, C, 0 };
+	if (lmt_gpt_init(g, &cfg, &be, &err) || lmt_gpt_set_precision(g, dt, &err) ||
+	    lmt_gpt_set_recompute(g, K, &err) || lmt_gpt_alloc_acts(g, B, T, &err)) {
+		tap_ok(0, "model %s recompute %d: %s", lmt_dtype_name(dt), K, err.msg);
+		return -1;
+	}
+	struct lmt_rng save = rng;
+	lmt_rng_seed(&rng, 77, 0);
+	random_params(g);
+	rng = save;
+	return 0;
+}
+
+/* One slot's bytes for N positions, from model.h's field list: each part 64-byte
+ * aligned; GEMM inputs (ln1, ln2, fchg, and atty_lp when not fp32) in dt. */
+static size_t slot_bytes(size_t N, size_t C, size_t NH, int dt)
+{
+	size_t e = lmt_dtype_size(dt), s = 0;
+	size_t parts[][2] = { { N * C, e }, { N, 4 }, { N, 4 }, { N * 3 * C, 4 }, { N * C, 4 },
+			      { dt == LMT_DTYPE_F32 ? 0 : N * C, e }, { N * NH, 4 }, { N * C, 4 }, { N * C, e },
+			      { N, 4 }, { N, 4 }, { N * 4 * C, 4 }, { N * 4 * C, e } };
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+		if (parts[i][0])
+			s += (parts[i][0] * parts[i][1] + 63) & ~(size_t)63;
+	return s;
+}
+
+static void test_recompute(void)
+{
+	enum { V = 50, L = 3, NH = 2, C = 16, B = 2, T = 12, N = B * T };
+	int32_t tok[N], tgt[N];
+	const int32_t seg[N] = { 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, -12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+	for (int n = 0; n < N; n++)
+		tok[n] = (int32_t)(lmt_rng_next(&rng) % V), tgt[n] = n % 7 == 6 ? -1 : (int32_t)(lmt_rng_next(&rng) % V);
+	const int dts[2] = { LMT_DTYPE_F32, LMT_DTYPE_BF16 };
+	for (int di = 0; di < 2; di++) {
+		int dt = dts[di];
+		float *ref = NULL;
+		double ref_loss = 0;
+		size_t ref_bytes = 0, np = 0;
+		for (int K = 0; K <= 2; K++) {
+			struct lmt_gpt g;
+			if (make_model_pk(&g, dt, K, V, L, NH, C, B, T))
+				return;
+			set_inputs(&g, tok, tgt, seg);
+			be.zero(&be, g.grads, g.nparams * 4);
+			double loss = forward_sum(&g, 1, 1.0f / N);
+			lmt_gpt_backward(&g, 1);
+			np = g.nparams;
+			float *gr = xmalloc(np * 4);
+			be.to_host(&be, gr, g.grads, np * 4);
+			if (K == 0) {
+				ref = gr, ref_loss = loss, ref_bytes = g.act_bytes.total;
+			} else {
+				int nrc = 0;
+				for (int l = 0; l < L; l++)
+					nrc += l % K == 0;
+				/* the recomputed blocks share one slot: nrc - 1 slots fewer */
+				size_t drop = (size_t)(nrc - 1) * slot_bytes(N, C, NH, dt);
+				tap_ok(!memcmp(gr, ref, np * 4) && loss == ref_loss,
+				       "%s, recompute every %d block(s) of %d: loss and all %zu gradients bitwise those without",
+				       lmt_dtype_name(dt), K, L, np);
+				tap_ok(ref_bytes - g.act_bytes.total == drop,
+				       "%s, recompute every %d: activations drop by %zu bytes (%d blocks recomputed, one slot of "
+				       "%zu kept), expected %zu", lmt_dtype_name(dt), K, ref_bytes - g.act_bytes.total, nrc,
+				       slot_bytes(N, C, NH, dt), drop);
+				free(gr);
+			}
+			lmt_gpt_release(&g);
+		}
+		free(ref);
+	}
+}
+
+/*
+ * bf16 and fp16 forward losses against fp32 on the same tiny random model (weights
+ * of order 0.5, 2 blocks): each GEMM input rounded to 8 (bf16) or 11 (fp16)
+ * significant bits, relative errors 2^-9 and 2^-12 per element, which average over
+ * the K-term sums and the tokens: the mean loss within 1e-2 relative for bf16 and
+ * 1e-3 for fp16 (observed here: 2e-5 and 1e-4).
+ */
+static void test_precision_loss(void)
+{
+	enum { V = 50, L = 2, NH = 2, C = 16, B = 2, T = 12, N = B * T };
+	int32_t tok[N], tgt[N];
+	for (int n = 0; n < N; n++)
+		tok[n] = (int32_t)(lmt_rng_next(&rng) % V), tgt[n] = (int32_t)(lmt_rng_next(&rng) % V);
+	const int dts[3] = { LMT_DTYPE_F32, LMT_DTYPE_BF16, LMT_DTYPE_F16 };
+	const double tol[3] = { 0, 1e-2, 1e-3 };
+	double l32 = 0;
+	for (int di = 0; di < 3; di++) {
+		struct lmt_gpt g;
+		if (make_model_pk(&g, dts[di], 0, V, L, NH, C, B, T))
+			return;
+		set_inputs(&g, tok, tgt, NULL);
+		double l = forward_sum(&g, 0, 1.0f / N) / N;
+		if (di == 0)
+			l32 = l;
+		else
+			tap_ok(isfinite(l) && fabs(l - l32) <= tol[di] * l32,
+			       "%s forward loss %.6f against fp32 %.6f: %.2g relative, within %.0e", lmt_dtype_name(dts[di]), l,
+			       l32, fabs(l - l32) / l32, tol[di]);
+		lmt_gpt_release(&g);
+	}
+}
+
 static void test_make_batch(void)
 {
 	enum { T = 12 };
@@ -415,8 +543,7 @@ static void test_alignment(void)
 
 	/* the loss at n is -log softmax(logits row n over V)[target n]: computed in double
 	 * from the logits, 1e-5 relative */
-	double dummy;
-	lmt_gpt_forward(&g, 0, 0.0f, &dummy);
+	lmt_gpt_forward(&g, 0, 0.0f, NULL);
 	be.to_host(&be, ls, g.a.losses, N * 4);
 	int lok = 1;
 	for (int n = 0; n < N; n++) {
@@ -506,13 +633,13 @@ static void test_overfit(void)
 	const float lr = 1e-2f, b1 = 0.9f, b2 = 0.95f;
 	for (int s = 1; s <= STEPS; s++) {
 		be.zero(&be, g.grads, g.nparams * 4);
-		lmt_gpt_forward(&g, 0, 1.0f / N, &loss);
+		loss = forward_sum(&g, 0, 1.0f / N) / N;
 		lmt_gpt_backward(&g, 0);
-		loss /= N;
 		if (s == 1)
 			first = loss;
-		be.adamw(&be, g.params, g.grads, g.m, g.v, g.nparams, lr, b1, b2, 1e-8f, 0.0f,
-			 (float)(1 - pow(b1, s)), (float)(1 - pow(b2, s)), 1.0f);
+		struct lmt_adamw ah = { .lr = lr, .b1 = b1, .b2 = b2, .eps = 1e-8f, .wd = 0.0f,
+					.bc1 = (float)(1 - pow(b1, s)), .bc2 = (float)(1 - pow(b2, s)), .gscale = 1.0f };
+		be.adamw(&be, g.params, NULL, LMT_DTYPE_F32, g.grads, g.m, g.v, g.nparams, &ah, NULL);
 	}
 	lmt_gpt_eval(&g, 0, &loss);
 	loss /= N;
@@ -608,7 +735,7 @@ static int make_dataset(void)
 static struct lmt_train_cfg train_cfg(int B, int accum)
 {
 	struct lmt_train_cfg c = { B, accum, 1, 1, 10, 1e-3, 0.1, 3, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0, 1.0,
-				   LMT_NONFINITE_STOP, 11, 0 };
+				   LMT_NONFINITE_STOP, 11, 0, LMT_DTYPE_F32, 0 };
 	return c;
 }
 
@@ -699,11 +826,11 @@ static void test_accumulation(void)
 	if (make_model(&gh, (int)ds.seq_len, (int)ds.vocab_size, 2, 2, 16, 0, 2, (int)ds.seq_len))
 		return;
 	lmt_gpt_init_weights(&gh, 3, &err);
-	double total = (double)s2.valid_tokens, ls;
+	double total = (double)s2.valid_tokens;
 	be.zero(&be, gh.grads, gh.nparams * 4);
 	for (int m = 0; m < 4; m++) {
 		set_inputs(&gh, t2.h_tok + m * N2, t2.h_tgt + m * N2, t2.h_seg + m * N2);
-		lmt_gpt_forward(&gh, 1, (float)(1.0 / total), &ls);
+		lmt_gpt_forward(&gh, 1, (float)(1.0 / total), NULL);
 		lmt_gpt_backward(&gh, 1);
 	}
 	double *c = host_grads(&gh);
@@ -718,7 +845,7 @@ static void test_accumulation(void)
 			continue;
 		}
 		set_inputs(&gh, t2.h_tok + m * N2, t2.h_tgt + m * N2, t2.h_seg + m * N2);
-		lmt_gpt_forward(&gh, 1, (float)(1.0 / (4.0 * (double)cnt[m])), &ls);
+		lmt_gpt_forward(&gh, 1, (float)(1.0 / (4.0 * (double)cnt[m])), NULL);
 		lmt_gpt_backward(&gh, 1);
 	}
 	double *w = host_grads(&gh), tw2;
@@ -921,6 +1048,8 @@ int main(void)
 	test_make_batch();
 	test_alignment();
 	test_overfit();
+	test_recompute();
+	test_precision_loss();
 	test_lr_formulas();
 	test_llmc();
 	if (make_dataset() == 0) {

@@ -481,6 +481,7 @@ static int make_model(struct lmt_gpt *g, int untied, struct lmt_err *err)
 	h[wpe->offset + 15 * C + 3] = 70000.0f;
 	h[wpe->offset + 15 * C + 4] = NAN;
 	be.to_device(&be, g->params, h, g->nparams * 4);
+	lmt_gpt_sync_weights(g);
 	free(h);
 	return 0;
 }
