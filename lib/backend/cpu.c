@@ -716,7 +716,7 @@ static void cpu_adamw(struct lmt_backend *be, float *p, void *work, int wdt, con
 	size_t chunk = 16384, nc = (n + chunk - 1) / chunk, bad = 0;
 	/* the working copy is written as each chunk is updated, while it is in cache;
 	 * an fp32 working copy is the master itself */
-	if (work == p || (work && wdt == LMT_DTYPE_F32 && work == (void *)p))
+	if (work == (void *)p)
 		work = NULL;
 #pragma omp parallel for num_threads(be->threads) schedule(static) reduction(+ : bad)
 	for (size_t k = 0; k < nc; k++) {
