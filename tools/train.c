@@ -323,11 +323,15 @@ static void set_option(struct opts *o, int c, const char *arg)
 	case OPT_PEAK: o->peak = opt_double("peak-flops", arg, 1, 1e20); break;
 	case OPT_INIT_LLMC: o->init_llmc = arg; break;
 	case OPT_EXPORT_LLMC: o->export_llmc = arg; break;
-	case OPT_BACKEND:
-		if (strcmp(arg, "cpu"))
-			usage_error("option '--backend': '%s' is not available in this build (cpu)", arg);
+	case OPT_BACKEND: {
+		/* a name the registry knows (backend/registry.c) */
+		const char *names = lmt_backend_names(), *p = strstr(names, arg);
+		size_t n = strlen(arg);
+		if (!n || !p || (p != names && p[-1] != ' ') || (p[n] && p[n] != ' '))
+			usage_error("option '--backend': '%s' is not available in this build (%s)", arg, names);
 		o->backend = arg;
 		break;
+	}
 	case OPT_RESUME: o->resume = arg; break;
 	case OPT_CKPT_EVERY: o->ckpt_every = (uint64_t)opt_int("ckpt-every", arg, 0, INT64_MAX); break;
 	case OPT_CKPT_MINUTES: o->ckpt_minutes = opt_double("ckpt-minutes", arg, 0, 1e9); break;
@@ -787,6 +791,13 @@ static void open_model(struct opts *o, const struct lmt_dataset *d, struct lmt_b
 static void set_precision(struct opts *o, struct lmt_backend *be, struct lmt_gpt *g)
 {
 	struct lmt_err err = { 0 };
+	const char *env = getenv("LMT_PRECISION");
+	if (!o->precision && env && *env && strcmp(env, "auto")) {
+		int e = lmt_dtype_parse(env);
+		if (e != LMT_DTYPE_F32 && e != LMT_DTYPE_BF16 && e != LMT_DTYPE_F16)
+			usage_error("LMT_PRECISION: '%s' is not fp32, bf16, fp16 or auto", env);
+		o->precision = lmt_dtype_name(e);
+	}
 	int dt = o->precision ? lmt_dtype_parse(o->precision)
 			      : (be->fast_dtypes & (1u << LMT_DTYPE_BF16)) ? LMT_DTYPE_BF16 : LMT_DTYPE_F32;
 	if (!(be->dtypes & (1u << dt))) {
@@ -949,7 +960,7 @@ int main(int argc, char **argv)
 	int have_tok = open_data(&o, &d, &tok);
 	int T = (int)d.seq_len;
 	struct lmt_backend be;
-	if (lmt_backend_open(&be, "cpu", tool_threads(o.threads), &err))
+	if (lmt_backend_open(&be, o.backend, tool_threads(o.threads), &err))
 		die_err(&err);
 	struct lmt_comm comm;
 	if (lmt_comm_open(&comm, NULL, &err))

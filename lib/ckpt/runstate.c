@@ -216,6 +216,27 @@ static void model_shape(struct lmt_json *j, const struct lmt_gpt_config *m)
 	lmt_json_bool(j, "untied", m->untied);
 }
 
+/* The model's allocations in bytes, and the same bytes by dtype: master weights,
+ * gradients and moments are fp32; the working copy and the GEMMs' inputs among the
+ * activations are in the compute dtype. */
+static void memory_fields(struct lmt_json *j, const struct lmt_gpt *g)
+{
+	size_t params = g->nparams * 4;
+	size_t work = g->wparams != g->params ? g->nparams * lmt_dtype_size(g->dtype) : 0;
+	lmt_json_u64(j, "params", params);
+	lmt_json_u64(j, "weights_working", work);
+	lmt_json_u64(j, "grads", params);
+	lmt_json_u64(j, "optimizer", 2 * params);
+	lmt_json_u64(j, "activations", g->nacts);
+	lmt_json_obj(j, "by_dtype");
+	for (int d = 0; d < LMT_DTYPE_COUNT; d++) {
+		size_t b = g->act_bytes.by_dtype[d] + (d == LMT_DTYPE_F32 ? 4 * params : 0) + (d == g->dtype ? work : 0);
+		if (b)
+			lmt_json_u64(j, lmt_dtype_name(d), b);
+	}
+	lmt_json_obj_end(j);
+}
+
 int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, const struct lmt_train_cfg *tc,
 			 const struct lmt_dataset *d, const struct lmt_gpt *g, const struct lmt_backend *be,
 			 const struct lmt_comm *comm, struct lmt_err *err)
@@ -245,6 +266,9 @@ int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, cons
 	else
 		lmt_json_u64(&j, "init_seed", c->init_seed);
 	lmt_json_str(&j, "export_llmc", c->export_llmc);
+	lmt_json_obj_end(&j);
+	lmt_json_obj(&j, "memory");
+	memory_fields(&j, g);
 	lmt_json_obj_end(&j);
 	lmt_json_obj(&j, "optimization");
 	lmt_json_u64(&j, "micro_batch", (uint64_t)tc->B);
@@ -347,8 +371,6 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 			   double data_wait, double wall, double fpt, double peak, int log_samples)
 {
 	const struct lmt_gpt *g = tr->g;
-	size_t bytes_params = g->nparams * 4, bytes_acts = g->nacts;
-	size_t bytes_work = g->wparams != g->params ? g->nparams * lmt_dtype_size(g->dtype) : 0;
 	lmt_json_begin(j);
 	lmt_json_str(j, "event", "update");
 	lmt_json_u64(j, "update", st->update);
@@ -388,22 +410,8 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 	lmt_json_num(j, "device_s", wall * tr->comm->world);
 	lmt_json_obj_end(j);
 	lmt_json_obj(j, "memory");
-	lmt_json_u64(j, "params", bytes_params);
-	lmt_json_u64(j, "weights_working", bytes_work);
-	lmt_json_u64(j, "grads", bytes_params);
-	lmt_json_u64(j, "optimizer", 2 * bytes_params);
-	lmt_json_u64(j, "activations", bytes_acts);
+	memory_fields(j, g);
 	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
-	/* bytes by dtype: master weights, gradients and moments are fp32; the working
-	 * copy and the GEMMs' inputs among the activations are in the compute dtype */
-	lmt_json_obj(j, "by_dtype");
-	for (int d = 0; d < LMT_DTYPE_COUNT; d++) {
-		size_t b = g->act_bytes.by_dtype[d] + (d == LMT_DTYPE_F32 ? 4 * bytes_params : 0) +
-			   (d == g->dtype ? bytes_work : 0);
-		if (b)
-			lmt_json_u64(j, lmt_dtype_name(d), b);
-	}
-	lmt_json_obj_end(j);
 	lmt_json_obj_end(j);
 	if (log_samples) {
 		/* the stable ids (shard, sequence) of the samples this update consumed */

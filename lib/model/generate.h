@@ -1,27 +1,20 @@
 /*
  * generate.h: sampling from a GPT-2 with a key/value cache.
  *
- * lmt_sample_tokens (trainer.h) recomputes the forward pass over the whole prefix
- * for every new token: O(T^2) work per token, fine for a few samples during
- * training. Here each layer's keys and values of the positions seen so far are
- * kept, so a new token costs one pass of the weights over one position plus
- * attention of one query over the cached keys: O(T C) per layer instead of
- * O(T^2 C).
+ * The one sampler of lmt (training's samples, evalppl's, the sample tool): each
+ * layer's keys and values of the positions seen so far are kept, so a new token
+ * costs one pass of the weights over one position plus attention of one query over
+ * the cached keys: O(T C) per layer instead of recomputing the prefix, O(T^2 C).
  *
  * Everything runs through the backend, with the model's own block function
  * (lmt_gpt_block_fwd): the cache is each layer's (max_T, 3C) qkv rows on the
  * device, a prompt is one block pass over its n rows (queries 0..n-1), and a step
  * is the same pass for one new row (query p over keys 0..p). There is no second
- * copy of the block here.
- *
- * lmt_generate has lmt_sample_tokens' contract and draws the same random numbers
- * the same way, so for the same seed, temperature and top-k it picks the same
- * tokens (the logits agree to float rounding: one-row GEMMs against a batched pass;
- * test-evaluate checks the ids and a 1e-4 bound on the logits). Its window is the
- * model's context, max_T; lmt_sample_tokens' is the activations' T, the same when
- * they are sized to the context, as train sizes them. Past the context the window
- * slides as there: every new token recomputes the last max_T tokens from position
- * 0, which costs what the recompute sampler costs.
+ * copy of the block here, and the model's training activations are not touched.
+ * The logits of a step agree with a batched forward pass over the same prefix to
+ * float rounding (one-row GEMMs against batched ones; test-evaluate checks a 1e-4
+ * bound). The window is the model's context, max_T: past it, every new token
+ * restarts the cache on the last max_T tokens.
  */
 #ifndef LMT_GENERATE_H
 #define LMT_GENERATE_H
