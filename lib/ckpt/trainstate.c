@@ -100,21 +100,20 @@ int lmt_trainstate_tensors(struct lmt_gpt *g, struct lmt_ckpt_tensor **out, int 
 	struct lmt_ckpt_tensor *t = calloc((size_t)g->nt * 3, sizeof *t);
 	if (!t)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
-	int direct = !strcmp(g->be->name, "cpu");
-	if (!direct) {
-		*host = malloc(g->nparams * 3 * sizeof(float));
-		if (!*host) {
-			free(t);
-			return lmt_err_set(err, LMT_ENOMEM, "no host memory for a %.1f MB checkpoint", g->nparams * 12 / 1e6);
-		}
-		for (int k = 0; k < 3; k++)
-			g->be->to_host(g->be, *host + (size_t)k * g->nparams, base_of(g, k), g->nparams * sizeof(float));
+	/* the device layout is layer-major, a checkpoint's tensors are whole: gathered
+	 * into host memory in the canonical order */
+	*host = malloc(g->nparams * 3 * sizeof(float));
+	if (!*host) {
+		free(t);
+		return lmt_err_set(err, LMT_ENOMEM, "no host memory for a %.1f MB checkpoint", g->nparams * 12 / 1e6);
 	}
+	for (int k = 0; k < 3; k++)
+		lmt_gpt_gather(g, *host + (size_t)k * g->nparams, base_of(g, k));
 	for (int k = 0; k < 3; k++)
 		for (int i = 0; i < g->nt; i++) {
 			struct lmt_ckpt_tensor *x = &t[k * g->nt + i];
 			snprintf(x->name, sizeof x->name, "%s/%s", prefixes[k], g->t[i].name);
-			x->data = (direct ? base_of(g, k) : *host + (size_t)k * g->nparams) + g->t[i].offset;
+			x->data = *host + (size_t)k * g->nparams + g->t[i].offset;
 			x->numel = g->t[i].numel;
 			x->ndim = g->t[i].ndim;
 			memcpy(x->shape, g->t[i].shape, sizeof x->shape);
@@ -156,7 +155,7 @@ static int load(struct lmt_gpt *g, const struct lmt_ckpt *c, int n, struct lmt_e
 			rc = lmt_ckpt_read(c, e, h + g->t[i].offset, err);
 		}
 		if (!rc)
-			g->be->to_device(g->be, base_of(g, k), h, g->nparams * sizeof *h);
+			lmt_gpt_scatter(g, base_of(g, k), h);
 	}
 	free(h);
 	return rc;

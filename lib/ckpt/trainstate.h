@@ -22,9 +22,8 @@ int lmt_trainstate_model(const struct lmt_ckpt *c, struct lmt_gpt_config *cfg, s
  * train's state", shared by ckpt-inspect --verify and resume. */
 int lmt_trainstate_check(const struct lmt_ckpt *c, struct lmt_err *err);
 
-/* The tensors to save, as host memory: on a backend whose device memory is host
- * memory they point straight at it, otherwise at copies in *host (caller frees
- * *host and *t). */
+/* The tensors to save, as host memory: copies in *host in the canonical order,
+ * gathered from the device's layer-major layout (caller frees *host and *t). */
 int lmt_trainstate_tensors(struct lmt_gpt *g, struct lmt_ckpt_tensor **t, int *n, float **host,
 			  struct lmt_err *err);
 /* Load parameters and moments from c into g (which has its optimizer allocated);

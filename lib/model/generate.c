@@ -14,7 +14,7 @@
 
 #include "core/util.h"
 
-#define P(g, name) ((g)->params + lmt_gpt_tensor((g), name)->offset)
+#define P(g, name) lmt_gpt_piece((g), (g)->params, name, 0)
 
 void lmt_kv_release(struct lmt_kv *kv)
 {

@@ -41,6 +41,7 @@ int lmt_gpt_padded_vocab(int V)
 static void add_tensor(struct lmt_gpt *g, const char *name, int kind, int ndim, int s0, int s1, int s2)
 {
 	struct lmt_tensor *t = &g->t[g->nt++];
+	t->layered = ndim > 1 && s0 == g->cfg.L && strcmp(name, "wte") && strcmp(name, "wpe") && strcmp(name, "lm_head");
 	t->name = name;
 	t->kind = kind;
 	t->ndim = ndim;
@@ -60,10 +61,89 @@ const struct lmt_tensor *lmt_gpt_tensor(const struct lmt_gpt *g, const char *nam
 	return NULL;
 }
 
-#define P(g, name) ((g)->params + lmt_gpt_tensor((g), name)->offset)
-#define G(g, name) ((g)->grads + lmt_gpt_tensor((g), name)->offset)
-/* the working copy (the GEMMs' weights), element offset off within tensor name */
-#define W(g, name, off) ((const char *)(g)->wparams + (lmt_gpt_tensor((g), name)->offset + (size_t)(off)) * dsz(g))
+/* layer l's piece of tensor name in the parameters, the gradients and the working
+ * copy (the GEMMs' weights, in the compute dtype) */
+#define P(g, name, l) lmt_gpt_piece((g), (g)->params, name, l)
+#define G(g, name, l) lmt_gpt_piece((g), (g)->grads, name, l)
+#define W(g, name, l) ((const char *)(g)->wparams + dev_at(lmt_gpt_tensor((g), name), l) * dsz(g))
+
+static size_t dev_at(const struct lmt_tensor *t, int l)
+{
+	return t->dev + (size_t)l * t->lstride;
+}
+
+float *lmt_gpt_piece(const struct lmt_gpt *g, float *buf, const char *name, int l)
+{
+	return buf + dev_at(lmt_gpt_tensor(g, name), l);
+}
+
+static void move(const struct lmt_gpt *g, float *host, float *dev, int to_host)
+{
+	struct lmt_backend *be = g->be;
+	for (int i = 0; i < g->nt; i++) {
+		const struct lmt_tensor *t = &g->t[i];
+		int pieces = t->layered ? g->cfg.L : 1;
+		size_t n = t->layered ? t->lnumel : t->numel;
+		for (int l = 0; l < pieces; l++) {
+			float *h = host + t->offset + (size_t)l * n, *d = dev + dev_at(t, l);
+			if (to_host)
+				be->to_host(be, h, d, n * sizeof *h);
+			else
+				be->to_device(be, d, h, n * sizeof *h);
+		}
+	}
+}
+
+void lmt_gpt_gather(const struct lmt_gpt *g, float *host, const float *dev)
+{
+	move(g, host, (float *)dev, 1);
+}
+
+void lmt_gpt_scatter(const struct lmt_gpt *g, float *dev, const float *host)
+{
+	move(g, (float *)host, dev, 0);
+}
+
+size_t lmt_gpt_layer_range(const struct lmt_gpt *g, int l, size_t *offset)
+{
+	const struct lmt_tensor *t = lmt_gpt_tensor(g, "ln1w"); /* the first of a layer's tensors */
+	*offset = t->dev + (size_t)l * t->lstride;
+	return t->lstride;
+}
+
+/* The device layout: the unlayered tensors before the first layered one, the layers,
+ * then the rest, each in table order. */
+static void place(struct lmt_gpt *g)
+{
+	size_t pos = 0, stride = 0;
+	int first = -1;
+	for (int i = 0; i < g->nt; i++)
+		if (g->t[i].layered) {
+			g->t[i].lnumel = g->t[i].numel / (size_t)g->cfg.L;
+			stride += g->t[i].lnumel;
+			if (first < 0)
+				first = i;
+		}
+	for (int i = 0; i < g->nt; i++) {
+		struct lmt_tensor *t = &g->t[i];
+		if (i == first) { /* the layer region */
+			size_t in = 0;
+			for (int k = 0; k < g->nt; k++)
+				if (g->t[k].layered) {
+					g->t[k].dev = pos + in;
+					g->t[k].lstride = stride;
+					in += g->t[k].lnumel;
+				}
+			pos += stride * (size_t)g->cfg.L;
+		}
+		if (!t->layered) {
+			t->dev = pos;
+			t->lstride = 0;
+			t->lnumel = t->numel;
+			pos += t->numel;
+		}
+	}
+}
 
 static size_t dsz(const struct lmt_gpt *g)
 {
@@ -102,6 +182,7 @@ int lmt_gpt_layout(struct lmt_gpt *g, const struct lmt_gpt_config *cfg, struct l
 	add_tensor(g, "lnfb", LMT_PARAM_NORM, 1, C, 0, 0);
 	if (cfg->untied)
 		add_tensor(g, "lm_head", LMT_PARAM_MATRIX, 2, Vp, C, 0);
+	place(g);
 	return 0;
 }
 
@@ -234,7 +315,7 @@ int lmt_gpt_init_weights(struct lmt_gpt *g, uint64_t seed, struct lmt_err *err)
 	if (g->cfg.untied)
 		memset(h + lmt_gpt_tensor(g, "lm_head")->offset + (size_t)g->cfg.V * C, 0,
 		       (size_t)(g->cfg.Vp - g->cfg.V) * C * sizeof *h);
-	g->be->to_device(g->be, g->params, h, g->nparams * sizeof *h);
+	lmt_gpt_scatter(g, g->params, h);
 	lmt_gpt_sync_weights(g);
 	free(h);
 	return 0;
@@ -437,23 +518,23 @@ void lmt_gpt_block_fwd(struct lmt_gpt *g, int l, const struct lmt_gpt_slot *s, f
 	const struct lmt_gpt_config *c = &g->cfg;
 	int C = c->C, NH = c->NH, HS = C / NH, dt = g->dtype, TQ = T - q0, N = B * TQ;
 	size_t NC = (size_t)N * C, ds = dsz(g);
-	be->layernorm_fwd(be, s->ln1, dt, s->ln1_mean, s->ln1_rstd, x_in, P(g, "ln1w") + l * C, P(g, "ln1b") + l * C,
+	be->layernorm_fwd(be, s->ln1, dt, s->ln1_mean, s->ln1_rstd, x_in, P(g, "ln1w", l), P(g, "ln1b", l),
 			  N, C);
 	/* the new rows of qkv: with q0 > 0 (B = 1) they follow the cached ones */
-	linear(g, qkv + (size_t)q0 * 3 * C, s->ln1, W(g, "qkvw", (size_t)l * 3 * C * C), P(g, "qkvb") + l * 3 * C, N,
+	linear(g, qkv + (size_t)q0 * 3 * C, s->ln1, W(g, "qkvw", l), P(g, "qkvb", l), N,
 	       C, 3 * C, 0);
 	be->attention_fwd(be, s->atty, s->att_lse, qkv, seg, B, T, NH, HS, q0);
 	if (dt != LMT_DTYPE_F32)
 		be->cast(be, s->atty_lp, dt, s->atty, LMT_DTYPE_F32, NC, 0, 0);
 	be->copy(be, s->residual2, x_in, NC * sizeof(float)); /* the stream, which the projection adds onto */
-	linear(g, s->residual2, s->atty_lp, W(g, "attprojw", (size_t)l * C * C), P(g, "attprojb") + l * C, N, C, C, 1);
-	be->layernorm_fwd(be, s->ln2, dt, s->ln2_mean, s->ln2_rstd, s->residual2, P(g, "ln2w") + l * C,
-			  P(g, "ln2b") + l * C, N, C);
-	linear(g, s->fch, s->ln2, W(g, "fcw", (size_t)l * 4 * C * C), P(g, "fcb") + l * 4 * C, N, C, 4 * C, 0);
+	linear(g, s->residual2, s->atty_lp, W(g, "attprojw", l), P(g, "attprojb", l), N, C, C, 1);
+	be->layernorm_fwd(be, s->ln2, dt, s->ln2_mean, s->ln2_rstd, s->residual2, P(g, "ln2w", l),
+			  P(g, "ln2b", l), N, C);
+	linear(g, s->fch, s->ln2, W(g, "fcw", l), P(g, "fcb", l), N, C, 4 * C, 0);
 	be->gelu_fwd(be, s->fchg, dt, s->fch, 4 * NC);
 	if (x_out) {
 		be->copy(be, x_out, s->residual2, NC * sizeof(float));
-		linear(g, x_out, s->fchg, W(g, "fcprojw", (size_t)l * 4 * C * C), P(g, "fcprojb") + l * C, N, 4 * C, C,
+		linear(g, x_out, s->fchg, W(g, "fcprojw", l), P(g, "fcprojb", l), N, 4 * C, C,
 		       1);
 	}
 	(void)ds;
@@ -473,7 +554,7 @@ static void forward_to_logits(struct lmt_gpt *g, int use_seg)
 	int B = g->B, T = g->T, N = B * T, C = c->C, L = c->L;
 	size_t NC = (size_t)N * C;
 	struct lmt_gpt_acts *a = &g->a;
-	be->embed_fwd(be, a->encoded, g->tok, P(g, "wte"), P(g, "wpe"), B, T, C);
+	be->embed_fwd(be, a->encoded, g->tok, P(g, "wte", 0), P(g, "wpe", 0), B, T, C);
 	for (int l = 0; l < L; l++)
 		lmt_gpt_block_fwd(g, l, &a->slot[l], a->slot[l].qkv, block_in(g, l), a->residual3 + l * NC,
 				  use_seg ? g->seg : NULL, B, T, 0);
@@ -483,7 +564,7 @@ static void forward_to_logits(struct lmt_gpt *g, int use_seg)
 void lmt_gpt_head_fwd(struct lmt_gpt *g, float *logits, const float *x, void *lnf, float *mean, float *rstd, int N)
 {
 	const struct lmt_gpt_config *c = &g->cfg;
-	g->be->layernorm_fwd(g->be, lnf, g->dtype, mean, rstd, x, P(g, "lnfw"), P(g, "lnfb"), N, c->C);
+	g->be->layernorm_fwd(g->be, lnf, g->dtype, mean, rstd, x, P(g, "lnfw", 0), P(g, "lnfb", 0), N, c->C);
 	linear(g, logits, lnf, c->untied ? W(g, "lm_head", 0) : W(g, "wte", 0), NULL, N, c->C, c->Vp, 0);
 }
 
@@ -519,34 +600,38 @@ void lmt_gpt_backward(struct lmt_gpt *g, int use_seg)
 	const int32_t *seg = use_seg ? g->seg : NULL;
 	/* the logits hold d(loss)/d(logits) after xent_fwd_bwd */
 	const void *head = c->untied ? W(g, "lm_head", 0) : W(g, "wte", 0);
-	float *dhead = c->untied ? G(g, "lm_head") : G(g, "wte");
+	float *dhead = c->untied ? G(g, "lm_head", 0) : G(g, "wte", 0);
 	linear_bwd(g, a->dsmall, dhead, NULL, a->logits, a->lnf, head, N, C, c->Vp);
 	be->zero(be, a->dres, NC * sizeof(float));
-	be->layernorm_bwd(be, a->dres, G(g, "lnfw"), G(g, "lnfb"), a->dsmall, a->residual3 + (L - 1) * NC,
-			  P(g, "lnfw"), a->lnf_mean, a->lnf_rstd, N, C);
+	be->layernorm_bwd(be, a->dres, G(g, "lnfw", 0), G(g, "lnfb", 0), a->dsmall, a->residual3 + (L - 1) * NC,
+			  P(g, "lnfw", 0), a->lnf_mean, a->lnf_rstd, N, C);
 	for (int l = L - 1; l >= 0; l--) {
 		const float *res = block_in(g, l);
 		const struct lmt_gpt_slot *s = &a->slot[l];
 		if (lmt_gpt_recomputed(g, l))
 			lmt_gpt_block_fwd(g, l, s, s->qkv, res, NULL, seg, B, T, 0);
 		/* MLP: r3 = r2 + fcproj(gelu(fc(ln2(r2)))) */
-		linear_bwd(g, a->dbig, G(g, "fcprojw") + (size_t)l * 4 * C * C, G(g, "fcprojb") + l * C, a->dres, s->fchg,
-			   W(g, "fcprojw", (size_t)l * 4 * C * C), N, 4 * C, C);
+		linear_bwd(g, a->dbig, G(g, "fcprojw", l), G(g, "fcprojb", l), a->dres, s->fchg,
+			   W(g, "fcprojw", l), N, 4 * C, C);
 		be->gelu_bwd(be, a->dbig, s->fch, a->dbig, 4 * NC);
-		linear_bwd(g, a->dsmall, G(g, "fcw") + (size_t)l * 4 * C * C, G(g, "fcb") + l * 4 * C, a->dbig, s->ln2,
-			   W(g, "fcw", (size_t)l * 4 * C * C), N, C, 4 * C);
-		be->layernorm_bwd(be, a->dres, G(g, "ln2w") + l * C, G(g, "ln2b") + l * C, a->dsmall, s->residual2,
-				  P(g, "ln2w") + l * C, s->ln2_mean, s->ln2_rstd, N, C);
+		linear_bwd(g, a->dsmall, G(g, "fcw", l), G(g, "fcb", l), a->dbig, s->ln2,
+			   W(g, "fcw", l), N, C, 4 * C);
+		be->layernorm_bwd(be, a->dres, G(g, "ln2w", l), G(g, "ln2b", l), a->dsmall, s->residual2,
+				  P(g, "ln2w", l), s->ln2_mean, s->ln2_rstd, N, C);
 		/* attention: r2 = res + attproj(attention(qkv(ln1(res)))) */
-		linear_bwd(g, a->dsmall, G(g, "attprojw") + (size_t)l * C * C, G(g, "attprojb") + l * C, a->dres,
-			   s->atty_lp, W(g, "attprojw", (size_t)l * C * C), N, C, C);
+		linear_bwd(g, a->dsmall, G(g, "attprojw", l), G(g, "attprojb", l), a->dres,
+			   s->atty_lp, W(g, "attprojw", l), N, C, C);
 		be->attention_bwd(be, a->dqkv, a->dsmall, s->qkv, s->atty, s->att_lse, seg, B, T, NH, HS);
-		linear_bwd(g, a->dsmall, G(g, "qkvw") + (size_t)l * 3 * C * C, G(g, "qkvb") + l * 3 * C, a->dqkv, s->ln1,
-			   W(g, "qkvw", (size_t)l * 3 * C * C), N, C, 3 * C);
-		be->layernorm_bwd(be, a->dres, G(g, "ln1w") + l * C, G(g, "ln1b") + l * C, a->dsmall, res,
-				  P(g, "ln1w") + l * C, s->ln1_mean, s->ln1_rstd, N, C);
+		linear_bwd(g, a->dsmall, G(g, "qkvw", l), G(g, "qkvb", l), a->dqkv, s->ln1,
+			   W(g, "qkvw", l), N, C, 3 * C);
+		be->layernorm_bwd(be, a->dres, G(g, "ln1w", l), G(g, "ln1b", l), a->dsmall, res,
+				  P(g, "ln1w", l), s->ln1_mean, s->ln1_rstd, N, C);
+		if (g->grads_ready) { /* this layer's range is final: a bucket can go */
+			size_t off, n = lmt_gpt_layer_range(g, l, &off);
+			g->grads_ready(g->grads_ready_ctx, l, off, n);
+		}
 	}
-	be->embed_bwd(be, G(g, "wte"), G(g, "wpe"), a->dres, g->tok, B, T, C);
+	be->embed_bwd(be, G(g, "wte", 0), G(g, "wpe", 0), a->dres, g->tok, B, T, C);
 }
 
 void lmt_gpt_count(const struct lmt_gpt *g, struct lmt_gpt_counts *c)
@@ -639,7 +724,7 @@ int lmt_gpt_load_llmc(struct lmt_gpt *g, const char *path, struct lmt_backend *b
 		lmt_gpt_release(g);
 		return rc;
 	}
-	be->to_device(be, g->params, data + sizeof h, g->nparams * 4);
+	lmt_gpt_scatter(g, g->params, (const float *)(data + sizeof h));
 	lmt_gpt_sync_weights(g);
 	free(data);
 	return 0;
@@ -663,7 +748,7 @@ int lmt_gpt_save_llmc(const struct lmt_gpt *g, const char *path, struct lmt_err 
 	if (!buf)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	memcpy(buf, h, sizeof h);
-	g->be->to_host(g->be, buf + sizeof h, g->params, g->nparams * 4);
+	lmt_gpt_gather(g, (float *)(buf + sizeof h), g->params);
 	int rc = lmt_write_file_atomic(path, buf, bytes, err);
 	free(buf);
 	return rc;

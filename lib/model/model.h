@@ -9,8 +9,13 @@
  * (the loss's softmax runs over the V real columns only) and their rows stay zero.
  *
  * Parameters, gradients, AdamW moments and activations each live in one allocation,
- * carved into named tensors. Parameter order and layout are llm.c's (weights are
- * (out, in), applied as x W^T), so its checkpoints import and export directly:
+ * carved into named tensors. On the device the parameters (and gradients and
+ * moments) are layer-major: wte, wpe, then each layer's twelve tensors together,
+ * then lnfw, lnfb [, lm_head], so that one layer's gradients are one contiguous
+ * range (a data-parallel bucket, a ZeRO shard); lmt_gpt_layer_range says where.
+ * Everything that leaves the device (checkpoints, llm.c's files, exports) is in the
+ * canonical order, llm.c's, tensor by tensor (weights are (out, in), applied as
+ * x W^T), through lmt_gpt_gather and lmt_gpt_scatter:
  *	wte (Vp, C)  wpe (maxT, C)  ln1w ln1b (L, C)  qkvw (L, 3C, C)  qkvb (L, 3C)
  *	attprojw (L, C, C)  attprojb (L, C)  ln2w ln2b (L, C)  fcw (L, 4C, C)  fcb (L, 4C)
  *	fcprojw (L, C, 4C)  fcprojb (L, C)  lnfw lnfb (C)  [lm_head (Vp, C) if untied]
@@ -49,9 +54,14 @@ enum lmt_param_kind {
 
 struct lmt_tensor {
 	const char *name;
-	size_t offset, numel;    /* into the parameter allocation, in floats */
+	size_t offset, numel;    /* in the canonical (tensor-major, llm.c's) order, in floats */
 	int kind;                /* enum lmt_param_kind */
 	int ndim, shape[3];
+	/* where it is in the device allocations, which are layer-major: a layered
+	 * tensor (shape[0] = L) is L pieces of lnumel floats, layer l's at
+	 * dev + l * lstride; an unlayered one is one piece at dev (lstride 0) */
+	int layered;
+	size_t dev, lstride, lnumel;
 };
 
 #define LMT_GPT_MAX_TENSORS 17
@@ -101,6 +111,10 @@ struct lmt_gpt {
 	int dtype;
 	void *wparams;
 	int recompute;                   /* enum lmt_recompute */
+	/* called in backward as soon as layer l's gradients are complete, with its
+	 * range in the layout (lmt_gpt_layer_range); NULL: none */
+	void (*grads_ready)(void *ctx, int layer, size_t offset, size_t count);
+	void *grads_ready_ctx;
 	int recompute_every;             /* K: block l is recomputed when l % K == 0 */
 	/* activations for a (B, T) micro-batch */
 	int B, T;
@@ -192,6 +206,15 @@ struct lmt_gpt_counts {
 void lmt_gpt_count(const struct lmt_gpt *g, struct lmt_gpt_counts *c);
 double lmt_gpt_flops_per_token(const struct lmt_gpt_config *cfg, int T);
 const struct lmt_tensor *lmt_gpt_tensor(const struct lmt_gpt *g, const char *name);
+/* The device pointer of layer l of tensor name (l = 0 for an unlayered one) in buf,
+ * one of g->params, g->grads, g->m, g->v. */
+float *lmt_gpt_piece(const struct lmt_gpt *g, float *buf, const char *name, int l);
+/* A device buffer of nparams floats (params, grads, m, v) to or from the canonical
+ * order in host memory. */
+void lmt_gpt_gather(const struct lmt_gpt *g, float *host, const float *dev);
+void lmt_gpt_scatter(const struct lmt_gpt *g, float *dev, const float *host);
+/* Layer l's contiguous range [*offset, *offset + return) of the device layout. */
+size_t lmt_gpt_layer_range(const struct lmt_gpt *g, int l, size_t *offset);
 
 /* llm.c's model file: 256 int32 header (20240326, 3, maxT, V, L, NH, C, Vp), then
  * the parameters in the order above as fp32 (tied: no lm_head). */

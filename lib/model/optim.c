@@ -5,6 +5,7 @@
 #include "model/optim.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 int lmt_optim_init(struct lmt_optim *o, struct lmt_gpt *g, const struct lmt_adamw_cfg *cfg, size_t lo, size_t hi,
@@ -23,15 +24,26 @@ int lmt_optim_init(struct lmt_optim *o, struct lmt_gpt *g, const struct lmt_adam
 		return rc;
 	o->m = g->m;
 	o->v = g->v;
+	o->r = calloc((size_t)g->nt * (size_t)g->cfg.L, sizeof *o->r);
+	if (!o->r)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	for (int i = 0; i < g->nt; i++) {
 		const struct lmt_tensor *t = &g->t[i];
-		size_t a = t->offset > o->lo ? t->offset : o->lo, b = t->offset + t->numel < o->hi ? t->offset + t->numel : o->hi;
-		if (a >= b)
-			continue;
 		int decay = t->kind == LMT_PARAM_MATRIX || (cfg->decay_embeddings && t->kind == LMT_PARAM_EMBEDDING);
-		o->r[o->nr++] = (struct lmt_optim_range){ a, b - a, decay, t->name };
+		for (int l = 0; l < (t->layered ? g->cfg.L : 1); l++) {
+			size_t p0 = t->dev + (size_t)l * t->lstride, p1 = p0 + t->lnumel;
+			size_t a = p0 > o->lo ? p0 : o->lo, b = p1 < o->hi ? p1 : o->hi;
+			if (a < b)
+				o->r[o->nr++] = (struct lmt_optim_range){ a, b - a, decay, t->name };
+		}
 	}
 	return 0;
+}
+
+void lmt_optim_release(struct lmt_optim *o)
+{
+	free(o->r);
+	memset(o, 0, sizeof *o);
 }
 
 void lmt_optim_step(struct lmt_optim *o, double lr, float gscale, double *nonfinite_acc)
@@ -58,12 +70,14 @@ const char *lmt_optim_find_nonfinite(const struct lmt_optim *o, const float *buf
 	struct lmt_backend *be = g->be;
 	double *acc = g->a.scalars + LMT_GPT_SCALARS; /* the second half: scratch */
 	for (int i = 0; i < g->nt; i++) {
+		const struct lmt_tensor *t = &g->t[i];
 		double h[2] = { 0, 0 };
 		be->to_device(be, acc, h, sizeof h);
-		be->sumsq(be, acc, buf + g->t[i].offset, g->t[i].numel);
+		for (int l = 0; l < (t->layered ? g->cfg.L : 1); l++)
+			be->sumsq(be, acc, buf + t->dev + (size_t)l * t->lstride, t->lnumel);
 		be->to_host(be, h, acc, sizeof h);
 		if (h[1] > 0)
-			return g->t[i].name;
+			return t->name;
 	}
 	return NULL;
 }

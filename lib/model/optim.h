@@ -2,8 +2,8 @@
  * optim.h: AdamW over the flat fp32 master weights, and the loss scaler of fp16
  * training.
  *
- * The optimizer holds the ranges of the parameters it updates (one per tensor, with
- * its weight decay: the weight matrices, and the embeddings with decay_embeddings;
+ * The optimizer holds the ranges of the parameters it updates (one per piece of a
+ * tensor in the model's layer-major layout, with its weight decay: the weight matrices, and the embeddings with decay_embeddings;
  * never biases or LayerNorm parameters) within this rank's shard [lo, hi) of the
  * flat parameters (the whole of them at world size 1). Its state is the fp32 moments
  * m and v and the step count; each update writes the master weights and, in the
@@ -40,7 +40,7 @@ struct lmt_optim {
 	struct lmt_gpt *g;
 	struct lmt_adamw_cfg cfg;
 	size_t lo, hi;           /* this rank's shard of the flat parameters */
-	struct lmt_optim_range r[LMT_GPT_MAX_TENSORS];
+	struct lmt_optim_range *r;   /* one per piece of a tensor (a layer's part) in [lo, hi) */
 	int nr;
 	uint64_t steps;          /* AdamW steps taken (skipped updates excluded) */
 	float *m, *v;            /* device fp32 moments over the model's parameters */
@@ -58,6 +58,7 @@ struct lmt_loss_scaler {
  * moments if it has none. */
 int lmt_optim_init(struct lmt_optim *o, struct lmt_gpt *g, const struct lmt_adamw_cfg *cfg, size_t lo, size_t hi,
 		   struct lmt_err *err);
+void lmt_optim_release(struct lmt_optim *o);
 /* One AdamW step at lr with the gradient times gscale; *nonfinite_acc (device) +=
  * the count of non-finite updated parameters. */
 void lmt_optim_step(struct lmt_optim *o, double lr, float gscale, double *nonfinite_acc);

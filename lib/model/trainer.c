@@ -114,6 +114,7 @@ void lmt_trainer_release(struct lmt_trainer *tr)
 	free(tr->h_seg);
 	if (tr->loader.d)
 		lmt_loader_release(&tr->loader);
+	lmt_optim_release(&tr->opt);
 	memset(tr, 0, sizeof *tr);
 }
 

@@ -91,7 +91,7 @@ static void random_params(struct lmt_gpt *g)
 {
 	float *h = xcalloc(g->nparams * sizeof *h);
 	fixture_params(g, h, 0.5, 0, unif);
-	be.to_device(&be, g->params, h, g->nparams * sizeof *h);
+	lmt_gpt_scatter(g, g->params, h);
 	lmt_gpt_sync_weights(g);
 	free(h);
 }
@@ -109,7 +109,7 @@ static void closed_params(struct lmt_gpt *g)
 	h[lmt_gpt_tensor(g, "lnfb")->offset] = 1.0f;
 	for (int v = 0; v < g->cfg.V; v++)
 		h[lmt_gpt_tensor(g, "wte")->offset + (size_t)v * C] = closed_a(v);
-	be.to_device(&be, g->params, h, g->nparams * sizeof *h);
+	lmt_gpt_scatter(g, g->params, h);
 	lmt_gpt_sync_weights(g);
 	free(h);
 }

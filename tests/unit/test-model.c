@@ -91,7 +91,7 @@ static void random_params(struct lmt_gpt *g)
 {
 	float *h = xmalloc(g->nparams * sizeof *h);
 	fixture_params(g, h, 0.5, 0, unif);
-	be.to_device(&be, g->params, h, g->nparams * sizeof *h);
+	lmt_gpt_scatter(g, g->params, h);
 	lmt_gpt_sync_weights(g);
 	free(h);
 }
@@ -164,7 +164,7 @@ static void ref_init(struct ref *r, const struct lmt_gpt *g, const int32_t *tok,
 	ref_layout(r);
 	r->tok = tok, r->tgt = tgt, r->seg = seg;
 	float *h = xmalloc(g->nparams * 4);
-	be.to_host(&be, h, g->params, g->nparams * 4);
+	lmt_gpt_gather(g, h, g->params);
 	r->p = xmalloc(r->n * sizeof *r->p);
 	for (size_t i = 0; i < r->n && i < g->nparams; i++)
 		r->p[i] = h[i];
@@ -310,7 +310,7 @@ static void gradient_case(int untied, int use_seg)
 	double ls = forward_sum(&g, use_seg, (float)(1.0 / valid));
 	lmt_gpt_backward(&g, use_seg);
 	float *gr = xmalloc(g.nparams * 4);
-	be.to_host(&be, gr, g.grads, g.nparams * 4);
+	lmt_gpt_gather(&g, gr, g.grads);
 
 	struct ref r;
 	ref_init(&r, &g, tok, tgt, use_seg ? seg : NULL);
@@ -442,7 +442,7 @@ static void test_recompute(void)
 			lmt_gpt_backward(&g, 1);
 			np = g.nparams;
 			float *gr = xmalloc(np * 4);
-			be.to_host(&be, gr, g.grads, np * 4);
+			lmt_gpt_gather(&g, gr, g.grads);
 			if (K == 0) {
 				ref = gr, ref_loss = loss, ref_bytes = g.act_bytes.total;
 			} else {
@@ -464,6 +464,98 @@ static void test_recompute(void)
 		}
 		free(ref);
 	}
+}
+
+/* The grads-ready hook's calls: the layer, its range, and a copy of that range of
+ * the gradients as they were at the call. */
+struct ready {
+	struct lmt_gpt *g;
+	int n, layer[8];
+	size_t off[8], cnt[8];
+	float *snap[8];
+};
+
+static void on_ready(void *ctx, int layer, size_t off, size_t n)
+{
+	struct ready *r = ctx;
+	if (r->n >= 8)
+		return;
+	r->layer[r->n] = layer, r->off[r->n] = off, r->cnt[r->n] = n;
+	r->snap[r->n] = xmalloc(n * 4);
+	be.to_host(&be, r->snap[r->n], r->g->grads + off, n * 4);
+	r->n++;
+}
+
+/*
+ * The layer-major layout: every layer's twelve pieces tile its range exactly, the
+ * ranges tile the layers' region in order, gather and scatter are inverses, and the
+ * grads-ready hook fires once per layer, last layer first, with gradients that are
+ * already final (backward changes them no more afterwards).
+ */
+static void test_layout(void)
+{
+	enum { V = 40, L = 3, NH = 2, C = 8, B = 2, T = 6, N = B * T };
+	struct lmt_gpt g;
+	if (make_model(&g, T, V, L, NH, C, 1, B, T))
+		return;
+	int tiled = 1;
+	size_t prev_end = 0;
+	for (int l = 0; l < L; l++) {
+		size_t off, n = lmt_gpt_layer_range(&g, l, &off), covered = 0;
+		if (l && off != prev_end)
+			tiled = 0;
+		prev_end = off + n;
+		for (int i = 0; i < g.nt; i++) {
+			const struct lmt_tensor *t = &g.t[i];
+			if (!t->layered)
+				continue;
+			float *p = lmt_gpt_piece(&g, g.params, t->name, l);
+			size_t at = (size_t)(p - g.params);
+			tiled &= at >= off && at + t->lnumel <= off + n && t->lnumel * L == t->numel;
+			covered += t->lnumel;
+		}
+		tiled &= covered == n;
+	}
+	int unlayered = 0;
+	for (int i = 0; i < g.nt; i++)
+		unlayered += !g.t[i].layered;
+	tap_ok(tiled && unlayered == 5, "layer-major: each layer's 12 pieces tile its range, the ranges follow one "
+	       "another; wte, wpe, lnfw, lnfb, lm_head outside them");
+	float *h = xmalloc(g.nparams * 4), *h2 = xmalloc(g.nparams * 4);
+	for (size_t k = 0; k < g.nparams; k++)
+		h[k] = (float)k;
+	lmt_gpt_scatter(&g, g.params, h);
+	lmt_gpt_gather(&g, h2, g.params);
+	const struct lmt_tensor *q = lmt_gpt_tensor(&g, "qkvw");
+	float *q1 = lmt_gpt_piece(&g, g.params, "qkvw", 1);
+	tap_ok(!memcmp(h, h2, g.nparams * 4) && *q1 == (float)(q->offset + q->lnumel),
+	       "gather(scatter(x)) = x; layer 1 of qkvw on the device holds the canonical element %zu",
+	       q->offset + q->lnumel);
+	/* the hook */
+	int32_t tok[N], tgt[N];
+	for (int n = 0; n < N; n++)
+		tok[n] = (int32_t)(lmt_rng_next(&rng) % V), tgt[n] = (int32_t)(lmt_rng_next(&rng) % V);
+	random_params(&g);
+	set_inputs(&g, tok, tgt, NULL);
+	struct ready r = { &g, 0, { 0 }, { 0 }, { 0 }, { NULL } };
+	g.grads_ready = on_ready;
+	g.grads_ready_ctx = &r;
+	be.zero(&be, g.grads, g.nparams * 4);
+	forward_sum(&g, 0, 1.0f / N);
+	lmt_gpt_backward(&g, 0);
+	int order = r.n == L, final = 1;
+	for (int k = 0; k < r.n; k++) {
+		size_t off, n = lmt_gpt_layer_range(&g, L - 1 - k, &off);
+		order &= r.layer[k] == L - 1 - k && r.off[k] == off && r.cnt[k] == n;
+		be.to_host(&be, h, g.grads + r.off[k], r.cnt[k] * 4);
+		final &= !memcmp(h, r.snap[k], r.cnt[k] * 4);
+		free(r.snap[k]);
+	}
+	tap_ok(order, "grads_ready fires once per layer, last first, with the layer's range (%d calls)", r.n);
+	tap_ok(final, "... and each layer's gradients are final when it fires");
+	free(h);
+	free(h2);
+	lmt_gpt_release(&g);
 }
 
 /*
@@ -757,7 +849,7 @@ static double *host_grads(const struct lmt_gpt *g)
 {
 	float *f = xmalloc(g->nparams * 4);
 	double *d = xmalloc(g->nparams * 8);
-	be.to_host(&be, f, g->grads, g->nparams * 4);
+	lmt_gpt_gather(g, f, g->grads);
 	for (size_t i = 0; i < g->nparams; i++)
 		d[i] = f[i];
 	free(f);
@@ -910,14 +1002,15 @@ static void test_determinism(void)
 	}
 	size_t n = g[0].nparams * 4;
 	float *p0 = xmalloc(n), *p1 = xmalloc(n), *m0 = xmalloc(n), *m1 = xmalloc(n);
-	be.to_host(&be, p0, g[0].params, n), be.to_host(&be, p1, g[1].params, n);
+	lmt_gpt_gather(&g[0], p0, g[0].params);
+	lmt_gpt_gather(&g[1], p1, g[1].params);
 	be.to_host(&be, m0, g[0].v, n), be.to_host(&be, m1, g[1].v, n);
 	size_t moved = 0;
 	struct lmt_gpt fresh;
 	make_model(&fresh, (int)ds.seq_len, (int)ds.vocab_size, 2, 2, 16, 0, 2, (int)ds.seq_len);
 	lmt_gpt_init_weights(&fresh, 3, &err);
 	float *p00 = xmalloc(n);
-	be.to_host(&be, p00, fresh.params, n);
+	lmt_gpt_gather(&fresh, p00, fresh.params);
 	for (size_t i = 0; i < n / 4; i++)
 		moved += p00[i] != p0[i];
 	tap_ok(!memcmp(p0, p1, n) && !memcmp(m0, m1, n) && !memcmp(loss[0], loss[1], sizeof loss[0]) && moved > n / 8,
@@ -961,7 +1054,7 @@ static void test_llmc(void)
 	       "its header gives maxT %d, V %d, Vp %d, L %d, NH %d, C %d, tied, %zu parameters", g.cfg.max_T, g.cfg.V,
 	       g.cfg.Vp, g.cfg.L, g.cfg.NH, g.cfg.C, g.nparams);
 	float *h = xmalloc(g.nparams * 4);
-	be.to_host(&be, h, g.params, g.nparams * 4);
+	lmt_gpt_gather(&g, h, g.params);
 	int layout = 1;
 	for (int i = 0; i < NT - 1; i++) {
 		const struct lmt_tensor *t = lmt_gpt_tensor(&g, tname[i]);
@@ -1049,6 +1142,7 @@ int main(void)
 	test_alignment();
 	test_overfit();
 	test_recompute();
+	test_layout();
 	test_precision_loss();
 	test_lr_formulas();
 	test_llmc();

@@ -475,12 +475,12 @@ static int make_model(struct lmt_gpt *g, int untied, struct lmt_err *err)
 	    lmt_gpt_alloc_acts(g, B, T, err))
 		return -1;
 	float *h = xmalloc(g->nparams * 4);
-	be.to_host(&be, h, g->params, g->nparams * 4);
+	lmt_gpt_gather(g, h, g->params);
 	fixture_params(g, h, 0.3, 1, unif);
 	const struct lmt_tensor *wpe = lmt_gpt_tensor(g, "wpe");
 	h[wpe->offset + 15 * C + 3] = 70000.0f;
 	h[wpe->offset + 15 * C + 4] = NAN;
-	be.to_device(&be, g->params, h, g->nparams * 4);
+	lmt_gpt_scatter(g, g->params, h);
 	lmt_gpt_sync_weights(g);
 	free(h);
 	return 0;
@@ -544,7 +544,7 @@ static void model_case(int untied)
 	float *lib = xmalloc((size_t)B * T * g.cfg.Vp * 4);
 	be.to_host(&be, lib, g.a.logits, (size_t)B * T * g.cfg.Vp * 4);
 	float *params = xmalloc(g.nparams * 4);
-	be.to_host(&be, params, g.params, g.nparams * 4);
+	lmt_gpt_gather(&g, params, g.params);
 
 	char run[512], ck[4096];
 	snprintf(run, sizeof run, "%s/%s", dir, label);
