@@ -49,6 +49,8 @@ struct cpu {
 	float *scratch;          /* threads * scratch_per */
 	size_t scratch_per;
 	struct lmt_cpu_gemm_cache *gemm;
+	float *attn;             /* 2 T x T floats: one head's scores and their gradient */
+	size_t attn_cap;
 	int fail_rc;             /* the sticky status: the first failure since status() */
 	char fail_msg[1100];
 };
@@ -83,6 +85,7 @@ static void cpu_release(struct lmt_backend *be)
 	struct cpu *c = be->priv;
 	if (c) {
 		free(c->scratch);
+		free(c->attn);
 		lmt_cpu_gemm_release(c->gemm);
 	}
 	free(c);
@@ -553,12 +556,134 @@ static inline int seg_start(const int32_t *seg, int i)
 	return j;
 }
 
+/*
+ * Attention through GEMMs, for long sequences (T >= ATTN_GEMM_T, where the loops'
+ * one-row dot products fall far behind the GEMM kernels): one head at a time, its
+ * T x T scores S = scale Q K^T by one GEMM, the causal (and segment) softmax row by
+ * row in fp32, O = P V by another. Backward recomputes P from the saved
+ * log-sum-exp and takes dV = P^T dO, dP = dO V^T, dS = P (dP - D) scale, dQ = dS K,
+ * dK = dS^T Q as five GEMMs. The GEMMs compute the full square (twice the causal
+ * half's work) at many times the loops' rate. Scratch: 2 T^2 floats, kept.
+ */
+#define ATTN_GEMM_T 256
+
+static int attn_reserve(struct lmt_backend *be, int T)
+{
+	struct cpu *c = be->priv;
+	size_t need = (size_t)2 * T * T;
+	if (c->attn_cap >= need)
+		return 0;
+	float *p = NULL;
+	if (posix_memalign((void **)&p, 64, need * sizeof *p))
+		return LMT_ENOMEM;
+	free(c->attn);
+	c->attn = p;
+	c->attn_cap = need;
+	return 0;
+}
+
+/* C (M x N, ldc) = alpha op(A) op(B) + beta C, fp32, straight to the GEMM cache */
+static int sgemm(struct lmt_backend *be, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+		 const float *B, int ldb, float beta, float *C, int ldc)
+{
+	struct cpu *c = be->priv;
+	struct lmt_err e = { 0 };
+	struct lmt_gemm g = { .ta = ta, .tb = tb, .M = M, .N = N, .K = K, .alpha = alpha, .beta = beta, .A = A,
+			      .lda = lda, .B = B, .ldb = ldb, .C = C, .ldc = ldc, .batch = 1, .ab_dtype = LMT_DTYPE_F32,
+			      .c_dtype = LMT_DTYPE_F32 };
+	int rc = lmt_cpu_gemm(c->gemm, &g, &e);
+	if (rc)
+		fail(be, rc, "attention", e.msg);
+	return rc;
+}
+
+static void attention_fwd_gemm(struct lmt_backend *be, float *out, float *lse, const float *qkv, const int32_t *seg,
+			       int B, int T, int NH, int HS)
+{
+	struct cpu *cp = be->priv;
+	int C = NH * HS, C3 = 3 * C;
+	float scale = 1.0f / sqrtf((float)HS), *S = cp->attn;
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NH; h++) {
+			const float *q = qkv + (size_t)b * T * C3 + h * HS;
+			const int32_t *sg = seg ? seg + (size_t)b * T : NULL;
+			if (sgemm(be, 0, 1, T, T, HS, scale, q, C3, q + C, C3, 0.0f, S, T))
+				return;
+#pragma omp parallel for num_threads(be->threads) schedule(static)
+			for (int i = 0; i < T; i++) {
+				float *r = S + (size_t)i * T, mx = -INFINITY;
+				int j0 = seg_start(sg, i);
+				for (int j = j0; j <= i; j++)
+					mx = r[j] > mx ? r[j] : mx;
+				float sum = exp_row(r, j0, i + 1, 1.0f, mx);
+				float inv = 1.0f / sum;
+				for (int j = 0; j < j0; j++)
+					r[j] = 0;
+				for (int j = j0; j <= i; j++)
+					r[j] *= inv;
+				for (int j = i + 1; j < T; j++)
+					r[j] = 0;
+				lse[((size_t)b * NH + h) * T + i] = mx + logf(sum);
+			}
+			if (sgemm(be, 0, 0, T, HS, T, 1.0f, S, T, q + 2 * C, C3, 0.0f, out + (size_t)b * T * C + h * HS, C))
+				return;
+		}
+}
+
+static void attention_bwd_gemm(struct lmt_backend *be, float *dqkv, const float *dout, const float *qkv,
+			       const float *out, const float *lse, const int32_t *seg, int B, int T, int NH, int HS)
+{
+	struct cpu *cp = be->priv;
+	int C = NH * HS, C3 = 3 * C;
+	float scale = 1.0f / sqrtf((float)HS), *P = cp->attn, *dP = cp->attn + (size_t)T * T;
+	for (int b = 0; b < B; b++)
+		for (int h = 0; h < NH; h++) {
+			const float *q = qkv + (size_t)b * T * C3 + h * HS;
+			const float *dy = dout + (size_t)b * T * C + h * HS, *y = out + (size_t)b * T * C + h * HS;
+			float *dq = dqkv + (size_t)b * T * C3 + h * HS;
+			const int32_t *sg = seg ? seg + (size_t)b * T : NULL;
+			const float *L = lse + ((size_t)b * NH + h) * T;
+			/* the probabilities again, and dP = dO V^T */
+			if (sgemm(be, 0, 1, T, T, HS, scale, q, C3, q + C, C3, 0.0f, P, T) ||
+			    sgemm(be, 0, 1, T, T, HS, 1.0f, dy, C, q + 2 * C, C3, 0.0f, dP, T))
+				return;
+#pragma omp parallel for num_threads(be->threads) schedule(static)
+			for (int i = 0; i < T; i++) {
+				float *p = P + (size_t)i * T, *ds = dP + (size_t)i * T;
+				int j0 = seg_start(sg, i);
+				float D = dot(dy + (size_t)i * C, y + (size_t)i * C, HS);
+				exp_row(p, j0, i + 1, 1.0f, L[i]);
+				for (int j = 0; j < j0; j++)
+					p[j] = ds[j] = 0;
+				for (int j = j0; j <= i; j++)
+					ds[j] = p[j] * (ds[j] - D) * scale;
+				for (int j = i + 1; j < T; j++)
+					p[j] = ds[j] = 0;
+			}
+			/* dQ = dS K, dK = dS^T Q, dV = P^T dO */
+			if (sgemm(be, 0, 0, T, HS, T, 1.0f, dP, T, q + C, C3, 0.0f, dq, C3) ||
+			    sgemm(be, 1, 0, T, HS, T, 1.0f, dP, T, q, C3, 0.0f, dq + C, C3) ||
+			    sgemm(be, 1, 0, T, HS, T, 1.0f, P, T, dy, C, 0.0f, dq + 2 * C, C3))
+				return;
+		}
+}
+
 static void cpu_attention_fwd(struct lmt_backend *be, float *out, float *lse, const float *qkv, const int32_t *seg,
 			      int B, int T, int NH, int HS, int q0)
 {
 	struct cpu *cp = be->priv;
 	int C = NH * HS, C3 = 3 * C, TQ = T - q0;
 	float scale = 1.0f / sqrtf((float)HS);
+	if (q0 == 0 && lse && T >= ATTN_GEMM_T) {
+		if (attn_reserve(be, T)) {
+			fail(be, LMT_ENOMEM, "attention_fwd", "out of memory for one head's scores");
+			return;
+		}
+		OP_BEGIN;
+		attention_fwd_gemm(be, out, lse, qkv, seg, B, T, NH, HS);
+		OP_END(LMT_OPK_ATTENTION);
+		return;
+	}
 	if (reserve(be, T)) {
 		fail(be, LMT_ENOMEM, "attention_fwd", "out of memory for the rows of scores");
 		return;
@@ -600,6 +725,16 @@ static void cpu_attention_bwd(struct lmt_backend *be, float *dqkv, const float *
 	struct cpu *cp = be->priv;
 	int C = NH * HS, C3 = 3 * C;
 	float scale = 1.0f / sqrtf((float)HS);
+	if (T >= ATTN_GEMM_T) {
+		if (attn_reserve(be, T)) {
+			fail(be, LMT_ENOMEM, "attention_bwd", "out of memory for one head's scores");
+			return;
+		}
+		OP_BEGIN;
+		attention_bwd_gemm(be, dqkv, dout, qkv, out, lse, seg, B, T, NH, HS);
+		OP_END(LMT_OPK_ATTENTION);
+		return;
+	}
 	if (reserve(be, T)) {
 		fail(be, LMT_ENOMEM, "attention_bwd", "out of memory for the rows of scores");
 		return;
