@@ -432,7 +432,7 @@ int lmt_gpt_alloc_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err)
 	pt[np++] = (struct part){ (void **)&a->dqkv, N * 3 * C, LMT_DTYPE_F32 };
 	if (dt != LMT_DTYPE_F32)
 		pt[np++] = (struct part){ &a->dlp, N * LMT_MAX(4 * C, Vp), dt };
-	pt[np++] = (struct part){ (void **)&a->scalars, LMT_GPT_SCALARS * 2, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->scalars, LMT_GPT_SCALARS * 2, LMT_DTYPE_F64 };
 	memset(&g->act_bytes, 0, sizeof g->act_bytes);
 	size_t total = carve(pt, np, NULL, g->act_bytes.by_dtype);
 	g->acts_mem = be->alloc(be, total);
