@@ -562,8 +562,9 @@ static inline int seg_start(const int32_t *seg, int i)
  * T x T scores S = scale Q K^T by one GEMM, the causal (and segment) softmax row by
  * row in fp32, O = P V by another. Backward recomputes P from the saved
  * log-sum-exp and takes dV = P^T dO, dP = dO V^T, dS = P (dP - D) scale, dQ = dS K,
- * dK = dS^T Q as five GEMMs. The GEMMs compute the full square (twice the causal
- * half's work) at many times the loops' rate. Scratch: 2 T^2 floats, kept.
+ * dK = dS^T Q as five GEMMs. Queries go in blocks of ATTN_QB rows, each against the
+ * keys up to its last row, so the products skip the masked blocks above the
+ * diagonal. Scratch: 2 T^2 floats, kept.
  */
 #define ATTN_GEMM_T 256
 
@@ -597,6 +598,10 @@ static int sgemm(struct lmt_backend *be, int ta, int tb, int M, int N, int K, fl
 	return rc;
 }
 
+/* query blocks of the GEMM path: block r's rows attend to keys 0..(r+1) ATTN_QB - 1
+ * only, so the products skip the masked upper blocks (about half the square) */
+#define ATTN_QB 128
+
 static void attention_fwd_gemm(struct lmt_backend *be, float *out, float *lse, const float *qkv, const int32_t *seg,
 			       int B, int T, int NH, int HS)
 {
@@ -607,26 +612,31 @@ static void attention_fwd_gemm(struct lmt_backend *be, float *out, float *lse, c
 		for (int h = 0; h < NH; h++) {
 			const float *q = qkv + (size_t)b * T * C3 + h * HS;
 			const int32_t *sg = seg ? seg + (size_t)b * T : NULL;
-			if (sgemm(be, 0, 1, T, T, HS, scale, q, C3, q + C, C3, 0.0f, S, T))
-				return;
+			for (int i0 = 0; i0 < T; i0 += ATTN_QB) {
+				int i1 = LMT_MIN(T, i0 + ATTN_QB), M = i1 - i0;
+				float *Sr = S + (size_t)i0 * T; /* rows i0..i1-1, columns 0..i1-1, row stride T */
+				if (sgemm(be, 0, 1, M, i1, HS, scale, q + (size_t)i0 * C3, C3, q + C, C3, 0.0f, Sr, T))
+					return;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
-			for (int i = 0; i < T; i++) {
-				float *r = S + (size_t)i * T, mx = -INFINITY;
-				int j0 = seg_start(sg, i);
-				for (int j = j0; j <= i; j++)
-					mx = r[j] > mx ? r[j] : mx;
-				float sum = exp_row(r, j0, i + 1, 1.0f, mx);
-				float inv = 1.0f / sum;
-				for (int j = 0; j < j0; j++)
-					r[j] = 0;
-				for (int j = j0; j <= i; j++)
-					r[j] *= inv;
-				for (int j = i + 1; j < T; j++)
-					r[j] = 0;
-				lse[((size_t)b * NH + h) * T + i] = mx + logf(sum);
+				for (int i = i0; i < i1; i++) {
+					float *r = S + (size_t)i * T, mx = -INFINITY;
+					int j0 = seg_start(sg, i);
+					for (int j = j0; j <= i; j++)
+						mx = r[j] > mx ? r[j] : mx;
+					float sum = exp_row(r, j0, i + 1, 1.0f, mx);
+					float inv = 1.0f / sum;
+					for (int j = 0; j < j0; j++)
+						r[j] = 0;
+					for (int j = j0; j <= i; j++)
+						r[j] *= inv;
+					for (int j = i + 1; j < i1; j++)
+						r[j] = 0;
+					lse[((size_t)b * NH + h) * T + i] = mx + logf(sum);
+				}
+				if (sgemm(be, 0, 0, M, HS, i1, 1.0f, Sr, T, q + 2 * C, C3, 0.0f,
+					  out + ((size_t)b * T + i0) * C + h * HS, C))
+					return;
 			}
-			if (sgemm(be, 0, 0, T, HS, T, 1.0f, S, T, q + 2 * C, C3, 0.0f, out + (size_t)b * T * C + h * HS, C))
-				return;
 		}
 }
 
@@ -636,6 +646,7 @@ static void attention_bwd_gemm(struct lmt_backend *be, float *dqkv, const float 
 	struct cpu *cp = be->priv;
 	int C = NH * HS, C3 = 3 * C;
 	float scale = 1.0f / sqrtf((float)HS), *P = cp->attn, *dP = cp->attn + (size_t)T * T;
+	memset(dqkv, 0, (size_t)B * T * C3 * sizeof *dqkv); /* dK and dV accumulate over query blocks */
 	for (int b = 0; b < B; b++)
 		for (int h = 0; h < NH; h++) {
 			const float *q = qkv + (size_t)b * T * C3 + h * HS;
@@ -643,28 +654,32 @@ static void attention_bwd_gemm(struct lmt_backend *be, float *dqkv, const float 
 			float *dq = dqkv + (size_t)b * T * C3 + h * HS;
 			const int32_t *sg = seg ? seg + (size_t)b * T : NULL;
 			const float *L = lse + ((size_t)b * NH + h) * T;
-			/* the probabilities again, and dP = dO V^T */
-			if (sgemm(be, 0, 1, T, T, HS, scale, q, C3, q + C, C3, 0.0f, P, T) ||
-			    sgemm(be, 0, 1, T, T, HS, 1.0f, dy, C, q + 2 * C, C3, 0.0f, dP, T))
-				return;
+			for (int i0 = 0; i0 < T; i0 += ATTN_QB) {
+				int i1 = LMT_MIN(T, i0 + ATTN_QB), M = i1 - i0;
+				float *Pr = P + (size_t)i0 * T, *dPr = dP + (size_t)i0 * T;
+				/* the block's probabilities again, and dP = dO V^T */
+				if (sgemm(be, 0, 1, M, i1, HS, scale, q + (size_t)i0 * C3, C3, q + C, C3, 0.0f, Pr, T) ||
+				    sgemm(be, 0, 1, M, i1, HS, 1.0f, dy + (size_t)i0 * C, C, q + 2 * C, C3, 0.0f, dPr, T))
+					return;
 #pragma omp parallel for num_threads(be->threads) schedule(static)
-			for (int i = 0; i < T; i++) {
-				float *p = P + (size_t)i * T, *ds = dP + (size_t)i * T;
-				int j0 = seg_start(sg, i);
-				float D = dot(dy + (size_t)i * C, y + (size_t)i * C, HS);
-				exp_row(p, j0, i + 1, 1.0f, L[i]);
-				for (int j = 0; j < j0; j++)
-					p[j] = ds[j] = 0;
-				for (int j = j0; j <= i; j++)
-					ds[j] = p[j] * (ds[j] - D) * scale;
-				for (int j = i + 1; j < T; j++)
-					p[j] = ds[j] = 0;
+				for (int i = i0; i < i1; i++) {
+					float *p = P + (size_t)i * T, *ds = dP + (size_t)i * T;
+					int j0 = seg_start(sg, i);
+					float D = dot(dy + (size_t)i * C, y + (size_t)i * C, HS);
+					exp_row(p, j0, i + 1, 1.0f, L[i]);
+					for (int j = 0; j < j0; j++)
+						p[j] = ds[j] = 0;
+					for (int j = j0; j <= i; j++)
+						ds[j] = p[j] * (ds[j] - D) * scale;
+					for (int j = i + 1; j < i1; j++)
+						p[j] = ds[j] = 0;
+				}
+				/* dQ = dS K (this block's rows); dK, dV (rows 0..i1-1) += dS^T Q, P^T dO */
+				if (sgemm(be, 0, 0, M, HS, i1, 1.0f, dPr, T, q + C, C3, 0.0f, dq + (size_t)i0 * C3, C3) ||
+				    sgemm(be, 1, 0, i1, HS, M, 1.0f, dPr, T, q + (size_t)i0 * C3, C3, 1.0f, dq + C, C3) ||
+				    sgemm(be, 1, 0, i1, HS, M, 1.0f, Pr, T, dy + (size_t)i0 * C, C, 1.0f, dq + 2 * C, C3))
+					return;
 			}
-			/* dQ = dS K, dK = dS^T Q, dV = P^T dO */
-			if (sgemm(be, 0, 0, T, HS, T, 1.0f, dP, T, q + C, C3, 0.0f, dq, C3) ||
-			    sgemm(be, 1, 0, T, HS, T, 1.0f, dP, T, q, C3, 0.0f, dq + C, C3) ||
-			    sgemm(be, 1, 0, T, HS, T, 1.0f, P, T, dy, C, 0.0f, dq + 2 * C, C3))
-				return;
 		}
 }
 
