@@ -12,7 +12,8 @@ T=128, B=8, one micro-batch per update. Each run is `train --no-save --jsonl`, i
 update and eval records read from stdout.
 
 Written to -o: table.md (final train loss: the mean of the last 10 updates; final
-validation loss; median tokens/s and s/update over the updates after the first 5;
+validation loss and its difference from fp32's; max_dloss, the largest difference
+between a run's training loss and fp32's at the same update; median tokens/s and s/update over the updates after the first 5;
 activation bytes and total bytes of lmt's memory record (its by_dtype sum); skipped
 updates; overflows; the loss scale at the end; the 1-minute load average before and
 after each run), loss.svg (training loss per update, a line per precision, and the
@@ -43,7 +44,7 @@ def build_data(work, a):
             run([f'{bin_}/gen-corpus', '-q', '--docs', str(a.docs), '-o', 'corpus.jsonl'])
         run([f'{bin_}/tok-train', '-q', '-v', str(a.vocab), '-p', 'gpt2', '-o', 'tok.lmtok', 'corpus.jsonl'])
         run([f'{bin_}/tok-encode', '-q', '-t', 'tok.lmtok', '-o', 'corpus.lmtoks', 'corpus.jsonl'])
-        run([f'{bin_}/shard-pack', '-q', '-L', str(a.seq_len), '-o', 'data', 'corpus.lmtoks'])
+        run([f'{bin_}/shard-pack', '-q', '--force', '-L', str(a.seq_len), '-o', 'data', 'corpus.lmtoks'])
     finally:
         os.chdir(cwd)
     return os.path.join(work, 'data')
@@ -136,6 +137,12 @@ def svg_plot(res, path, title):
     os.replace(path + '.tmp', path)
 
 
+def max_dloss(r, ref):
+    """The largest |training loss - fp32's| over the updates both ran."""
+    return max((abs(x - y) for x, y in zip(r['train_loss'], ref['train_loss']) if finite(x) and finite(y)),
+               default=float('nan'))
+
+
 def markdown(rows, cols):
     out = ['| ' + ' | '.join(cols) + ' |', '|' + '---|' * len(cols)]
     out += ['| ' + ' | '.join(str(r[c]) for c in cols) + ' |' for r in rows]
@@ -176,11 +183,12 @@ def main():
                          val_loss=f'{r["final_val"]:.4f}' if r['final_val'] is not None else '',
                          val_vs_fp32=f'{r["final_val"] - ref["final_val"]:+.4f}' if ref and ref['final_val'] is not None
                          and r['final_val'] is not None else '',
+                         max_dloss=f'{max_dloss(r, ref):.5f}' if ref else '',
                          tok_s=round(r['tokens_per_s']), s_update=f'{r["s_per_update"]:.4f}',
                          activation_bytes=r['activations'], total_bytes=r['total'], skipped=r['skipped'],
                          overflows=r['overflows'], loss_scale=r['loss_scale'],
                          load=f'{r["load_before"]:.2f}->{r["load_after"]:.2f}'))
-    cols = ['precision', 'gemm_kernel', 'train_loss', 'val_loss', 'val_vs_fp32', 'tok_s', 's_update',
+    cols = ['precision', 'gemm_kernel', 'train_loss', 'val_loss', 'val_vs_fp32', 'max_dloss', 'tok_s', 's_update',
             'activation_bytes', 'total_bytes', 'skipped', 'overflows', 'loss_scale', 'load']
     print()
     table(rows, cols)
