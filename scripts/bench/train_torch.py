@@ -18,7 +18,11 @@ attention is spelled out. What it matches in lmt (lib/model/model.c, lib/model/t
   step     loss = sum of token cross-entropies / valid targets; backward; global
            gradient norm clipped to 1.0; AdamW (betas 0.9/0.95, eps 1e-8, weight
            decay 0.1 on the four per-block weight matrices only, not on wte, wpe,
-           biases or LayerNorm); fp32 throughout; one micro-batch per update.
+           biases or LayerNorm); one micro-batch per update. fp32 throughout, or
+           with --autocast bf16 the forward pass and the loss inside
+           torch.autocast("cpu", dtype=torch.bfloat16) (PyTorch's CPU mixed
+           precision: GEMMs in bf16, reductions and master parameters in fp32);
+           backward, clipping and AdamW outside it as usual.
   data     with --data, the dataset's first train shard read in manifest order, as
            lmt's train reads it with --shuffle-window 1 (so both see the same
            sequences); a target is valid where both positions are covered by a
@@ -27,9 +31,16 @@ attention is spelled out. What it matches in lmt (lib/model/model.c, lib/model/t
 
 The learning rate is constant (lmt's schedule changes no arithmetic). Each step is
 timed whole (batch, forward, backward, clipping, optimizer) and in parts; the first
---warmup-steps are not timed. One JSON line goes to stdout.
+--warmup-steps are not timed. With --kernels one more step runs after the timed
+ones under oneDNN's verbose mode, and the JSON line names the GEMM implementations
+it used: oneDNN's (matmul/inner_product implementation strings, e.g.
+brg:avx512_core_bf16) and, for the GEMMs oneDNN did not see, the BLAS library this
+process mapped (Debian's torch calls libblas.so.3, OpenBLAS by default, for fp32)
+and that OpenBLAS's kernel core. One JSON line goes to stdout.
 """
 import argparse
+import collections
+import contextlib
 import ctypes
 import json
 import math
@@ -176,6 +187,35 @@ def blas_core():
     return None, None
 
 
+def onednn_kernels(run_step):
+    """Run one step under oneDNN's verbose mode; return {implementation: calls} of its
+    GEMM primitives. oneDNN prints from C to fd 1, so fd 1 goes to a temporary file
+    meanwhile and stdio is flushed before it comes back."""
+    import tempfile
+    libc = ctypes.CDLL(None)
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as f:
+        os.dup2(f.fileno(), 1)
+        try:
+            with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+                run_step()
+        finally:
+            libc.fflush(None)
+            os.dup2(saved, 1)
+            os.close(saved)
+        f.seek(0)
+        lines = f.read().decode(errors='replace').splitlines()
+    seen = collections.Counter()
+    for line in lines:
+        v = line.split(',')
+        # onednn_verbose,exec,cpu,PRIMITIVE,IMPLEMENTATION,...
+        if len(v) > 4 and v[0] in ('onednn_verbose', 'dnnl_verbose') and v[1] == 'exec' \
+                and v[3] in ('matmul', 'inner_product'):
+            seen[f'{v[3]} {v[4]}'] += 1
+    return dict(seen)
+
+
 def main():
     ap = argparse.ArgumentParser(description='GPT-2 training steps in PyTorch (lmt train\'s peer)')
     ap.add_argument('--layers', type=int, default=6)
@@ -190,6 +230,10 @@ def main():
     ap.add_argument('--data', help='a shard-pack dataset (default: random tokens)')
     ap.add_argument('--lr', type=float, default=6e-4)
     ap.add_argument('--seed', type=int, default=1)
+    ap.add_argument('--autocast', choices=['none', 'bf16'], default='none',
+                    help='forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)')
+    ap.add_argument('--kernels', action='store_true',
+                    help='one more step under oneDNN verbose mode; report the GEMM implementations')
     a = ap.parse_args()
     if a.data:
         man = json.load(open(os.path.join(a.data, 'manifest.json')))
@@ -211,12 +255,19 @@ def main():
     params = m.params()
     nparams = sum(p.numel() for p in params)
     rows, losses = [], []
+
+    def autocast():
+        if a.autocast == 'bf16':
+            return torch.autocast('cpu', dtype=torch.bfloat16)
+        return contextlib.nullcontext()
     for s in range(a.steps):
         t0 = time.perf_counter()
         x, y = xs[s * B:(s + 1) * B], ys[s * B:(s + 1) * B]
         opt.zero_grad(set_to_none=False)
         t1 = time.perf_counter()
-        loss, valid = m.loss(x, y)
+        with autocast():
+            loss, valid = m.loss(x, y)
+        loss = loss.float()
         t2 = time.perf_counter()
         loss.backward()
         t3 = time.perf_counter()
@@ -228,9 +279,17 @@ def main():
                          step=t4 - t0, grad_norm=norm))
     timed = rows[a.warmup_steps:]
     secs = sum(r['step'] for r in timed)
+    kernels = None
+    if a.kernels:
+        def one_step():
+            opt.zero_grad(set_to_none=False)
+            with autocast():
+                loss, _ = m.loss(xs[:B], ys[:B])
+            loss.float().backward()
+        kernels = onednn_kernels(one_step)
     lib, core = blas_core()
     print(json.dumps(dict(
-        impl='pytorch', torch=torch.__version__, threads=torch.get_num_threads(), blas=lib, openblas_core=core,
+        impl='pytorch', torch=torch.__version__, autocast=a.autocast, onednn_gemms=kernels, threads=torch.get_num_threads(), blas=lib, openblas_core=core,
         openblas_coretype_env=os.environ.get('OPENBLAS_CORETYPE'), data=source,
         layers=a.layers, heads=a.heads, channels=a.channels, vocab=a.vocab, vocab_padded=m.Vp, seq_len=T,
         micro_batch=B, steps=a.steps, warmup_steps=a.warmup_steps, params=nparams,
