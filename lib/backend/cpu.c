@@ -557,7 +557,7 @@ static inline int seg_start(const int32_t *seg, int i)
 }
 
 /*
- * Attention through GEMMs, for long sequences (T >= ATTN_GEMM_T, where the loops'
+ * Attention through GEMMs, for long sequences (T >= ATTN_GEMM_T, 512, where the loops'
  * one-row dot products fall far behind the GEMM kernels): one head at a time, its
  * T x T scores S = scale Q K^T by one GEMM, the causal (and segment) softmax row by
  * row in fp32, O = P V by another. Backward recomputes P from the saved
@@ -566,7 +566,7 @@ static inline int seg_start(const int32_t *seg, int i)
  * keys up to its last row, so the products skip the masked blocks above the
  * diagonal. Scratch: 2 T^2 floats, kept.
  */
-#define ATTN_GEMM_T 256
+#define ATTN_GEMM_T 512
 
 static int attn_reserve(struct lmt_backend *be, int T)
 {
