@@ -220,6 +220,13 @@ static void test_allgather_broadcast(struct lmt_comm *c)
 	free(all);
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
 /* busy local work between start and wait, as backward would do */
 static double local_work(void)
 {
@@ -252,6 +259,44 @@ static void test_async(struct lmt_comm *c)
 		free(buf[k]);
 	}
 	tap_ok(c->wait(c, NULL, &err) == 0, "wait(NULL) is 0");
+	if (c->world < 2)
+		return;
+	/* start returns before the peers arrive: rank 1 starts 0.5 s after the others */
+	int64_t v = c->rank;
+	struct lmt_comm_req *q;
+	rc = c->barrier(c, &err);
+	if (c->rank == 1)
+		usleep(500000);
+	double t0 = now_s();
+	if (!rc)
+		rc = c->allreduce_start(c, &v, 1, LMT_DTYPE_I64, LMT_COMM_OP_MAX, &q, &err);
+	double t_start = now_s() - t0;
+	if (!rc)
+		rc = c->wait(c, q, &err);
+	double t_wait = now_s() - t0;
+	if (c->rank == 0)
+		tap_ok(rc == 0 && v == c->world - 1 && t_start < 0.2 && t_wait > 0.4,
+		       "start returns at once (%.3f s), wait when the late rank has started (%.3f s)", t_start, t_wait);
+	else
+		tap_ok(rc == 0 && v == c->world - 1, "a late start: max %lld", (long long)v);
+}
+
+/* bf16 and fp16 are summed in fp32 and rounded once: 256 + 1 + 1 is 258 in bf16 (its
+ * step at 256 is 2), where adding in bf16 from rank 0 up would give 256 + 1 = 256 (a
+ * tie to even) and again 256 (a tree that adds the ones first would not tell);
+ * fp16 the same at 2048. Two ranks: 257 is a tie, 256 either way. */
+static void test_half_rounding(struct lmt_comm *c)
+{
+	uint16_t b = lmt_f32_to_bf16(c->rank ? 1.0f : 256.0f), h = lmt_f32_to_f16(c->rank ? 1.0f : 2048.0f);
+	struct lmt_err err = { 0 };
+	int rc = c->allreduce(c, &b, 1, LMT_DTYPE_BF16, LMT_COMM_OP_SUM, &err);
+	if (!rc)
+		rc = c->allreduce(c, &h, 1, LMT_DTYPE_F16, LMT_COMM_OP_SUM, &err);
+	float wb = lmt_bf16_to_f32(lmt_f32_to_bf16(256.0f + (float)(c->world - 1)));
+	float wh = lmt_f16_to_f32(lmt_f32_to_f16(2048.0f + (float)(c->world - 1)));
+	tap_ok(rc == 0 && lmt_bf16_to_f32(b) == wb && lmt_f16_to_f32(h) == wh,
+	       "bf16/fp16 sums rounded once: %g and %g (expected %g and %g)", lmt_bf16_to_f32(b), lmt_f16_to_f32(h), wb,
+	       wh);
 }
 
 static void test_split(struct lmt_comm *c)
@@ -347,6 +392,7 @@ static void test_ops(struct lmt_comm *c)
 	test_reduce_scatter(c);
 	test_allgather_broadcast(c);
 	test_async(c);
+	test_half_rounding(c);
 	test_split(c);
 	test_p2p(c);
 	test_args(c);
@@ -398,13 +444,6 @@ static void test_pmix_missing(struct lmt_pmix *p)
 	unsigned char b[4];
 	int rc = lmt_pmix_get(p, 0, "lmt-test-nobody", b, sizeof b, &err);
 	tap_ok(rc == LMT_ENOTFOUND, "pmix: a key nobody put: LMT_ENOTFOUND (%s)", err.msg);
-}
-
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
 /* rank 1 sleeps past rank 0's timeout of 1 s before it joins the all-reduce */
