@@ -24,6 +24,8 @@
 #include "comm/comm.h"
 #include "comm/impl.h"
 
+#ifdef LMT_HAVE_MPI /* the whole file: a build without Open MPI has no mpi communicator */
+
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,3 +510,5 @@ int lmt_comm_mpi_init(struct lmt_comm *c, struct lmt_err *err)
 	}
 	return fill(c, s, 0, err);
 }
+
+#endif /* LMT_HAVE_MPI */
