@@ -67,11 +67,15 @@ endif
 ifeq ($(HAVE_NCCL),1)
 CFLAGS += -DLMT_HAVE_NCCL
 endif
+# lib/comm/mpi.c and pmix.c: their headers and libraries from pkg-config (Debian's
+# ompi-c also names the pmix2 include directory; pmix adds an rpath to its own)
 ifeq ($(HAVE_MPI),1)
-CFLAGS += -DLMT_HAVE_MPI
+CFLAGS += -DLMT_HAVE_MPI $(shell pkg-config --cflags ompi-c)
+LDLIBS += $(shell pkg-config --libs ompi-c)
 endif
 ifeq ($(HAVE_PMIX),1)
-CFLAGS += -DLMT_HAVE_PMIX
+CFLAGS += -DLMT_HAVE_PMIX $(shell pkg-config --cflags pmix)
+LDLIBS += $(shell pkg-config --libs pmix)
 endif
 yesno = $(if $(1),yes,no)
 CONFIG_LINE := cuda $(call yesno,$(HAVE_CUDA))$(if $(HAVE_CUDA), ($(NVCC))), nccl $(call yesno,$(HAVE_NCCL)), \

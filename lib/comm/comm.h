@@ -2,10 +2,23 @@
  * comm.h: the collectives the training step uses, behind a table of function
  * pointers, so one process is just a world of size 1.
  *
- * Implementations: self (one rank; self.c), and, in later work, mpi (CPU buffers,
- * Open MPI) and nccl (GPU buffers), wired up through PMIx. Buffers are the
- * backend's device pointers. Every call is collective over the whole world and
+ * Implementations: self (one rank; self.c), mpi (host buffers, Open MPI; mpi.c)
+ * and, in later work, nccl (GPU buffers), wired up through PMIx (pmix.h). Buffers
+ * are the backend's device pointers (host memory for self and mpi). Every call is
+ * collective over the communicator's group (send/recv: the two ranks named) and
  * returns 0 or an LMT_E* code with a message.
+ *
+ * Reductions take every dtype of core/dtype.h. bf16 and fp16 are summed in fp32
+ * and rounded once at the end (mpi: converted to fp32 buffers around the MPI
+ * call); avg is the sum divided by the group's size (integers: truncated toward
+ * zero); uint8 sums wrap modulo 256. A count of elements or bytes beyond INT_MAX is
+ * an LMT_ERANGE on mpi (MPI counts are ints).
+ *
+ * timeout_s (0 by default: wait for ever) bounds each wait for a collective or a
+ * send/recv: past it the call fails with LMT_EIO naming the operation ("a peer may
+ * have died"), and the communicator is broken: every later call fails at once and
+ * release does not finalize MPI, so the process can exit and its launcher end the
+ * job. The caller may set it at any time; split copies it.
  */
 #ifndef LMT_COMM_H
 #define LMT_COMM_H
@@ -14,6 +27,16 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+
+enum lmt_comm_op {
+	LMT_COMM_OP_SUM = 0,
+	LMT_COMM_OP_AVG,     /* sum / size of the group */
+	LMT_COMM_OP_MAX,
+};
+#define LMT_COMM_OP_COUNT 3
+
+/* A started operation (allreduce_start); owned by the communicator until wait. */
+struct lmt_comm_req;
 
 struct lmt_comm {
 	const char *name;        /* "self", "mpi", "nccl" */
@@ -31,11 +54,36 @@ struct lmt_comm {
 	int (*send)(struct lmt_comm *c, const void *buf, size_t bytes, int peer, struct lmt_err *err);
 	int (*recv)(struct lmt_comm *c, void *buf, size_t bytes, int peer, struct lmt_err *err);
 	void (*release)(struct lmt_comm *c);
+
+	/* ranks on this node (the shared-memory group), this rank's place among them is local_rank */
+	int local_world;
+	/* seconds a wait may last (0: for ever); see above */
+	double timeout_s;
+	/* buf[i] = op over ranks of buf[i], in place (enum lmt_comm_op) */
+	int (*allreduce)(struct lmt_comm *c, void *buf, size_t n, int dtype, int op, struct lmt_err *err);
+	/* as reduce_scatter_sum, with op */
+	int (*reduce_scatter)(struct lmt_comm *c, const void *send, void *recv, size_t n, int dtype, int op,
+			      struct lmt_err *err);
+	/* Start allreduce(buf) and return at once with *req; buf is the operation's
+	 * until wait(*req) returns (do not read or write it). Every rank starts the
+	 * same operations in the same order. wait completes the operation (its
+	 * timeout counts from the call to wait) and frees req; wait(NULL) is 0. */
+	int (*allreduce_start)(struct lmt_comm *c, void *buf, size_t n, int dtype, int op,
+			       struct lmt_comm_req **req, struct lmt_err *err);
+	int (*wait)(struct lmt_comm *c, struct lmt_comm_req *req, struct lmt_err *err);
+	/* Collective: *out = the group of the ranks that gave the same color (>= 0),
+	 * ranked by key (ties by rank here). out is released apart, before or after c. */
+	int (*split)(struct lmt_comm *c, int color, int key, struct lmt_comm *out, struct lmt_err *err);
 };
 
-/* Open the communicator called name ("self"; NULL or "auto" choose: one process
- * is "self"); an unknown name is an LMT_EINVAL naming the ones this build has. */
+/* Open the communicator called name ("self", "mpi" where built; NULL or "auto"
+ * choose: "mpi" when a launcher started more than one process (PMIx's job size,
+ * or OMPI_COMM_WORLD_SIZE, above 1), else "self"); an unknown name is an
+ * LMT_EINVAL naming the ones this build has; more than one process and no mpi in
+ * this build is an LMT_EUNSUPPORTED. */
 int lmt_comm_open(struct lmt_comm *c, const char *name, struct lmt_err *err);
 const char *lmt_comm_names(void);
+/* "sum", "avg", "max" ("?" if unknown) */
+const char *lmt_comm_op_name(int op);
 
 #endif
