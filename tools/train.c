@@ -48,7 +48,7 @@ enum {
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
-	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW,
+	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB,
 };
 
 static const struct option longopts[] = {
@@ -110,6 +110,7 @@ static const struct option longopts[] = {
 	{ "recompute", required_argument, NULL, OPT_RECOMPUTE },
 	{ "loss-scale", required_argument, NULL, OPT_LOSS_SCALE },
 	{ "loss-scale-window", required_argument, NULL, OPT_LOSS_SCALE_WINDOW },
+	{ "bucket-mb", required_argument, NULL, OPT_BUCKET_MB },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -177,6 +178,9 @@ static void usage(void)
 	       "  --loss-scale S --loss-scale-window N   fp16's dynamic loss scale: the first\n"
 	       "                          scale and the updates without overflow before it\n"
 	       "                          doubles (65536; 2000)\n"
+	       "  --bucket-mb X           data parallel: gradient MiB per all-reduce bucket, each\n"
+	       "                          started in backward as its layers finish (25; 0: a\n"
+	       "                          bucket per layer)\n"
 	       "  -j, --threads N         CPU threads (OMP_NUM_THREADS, else all cores)\n"
 	       "  --peak-flops X          FLOP/s for MFU (default: the measured GEMM peak in the\n"
 	       "                          run's precision)\n"
@@ -350,6 +354,7 @@ static void set_option(struct opts *o, int c, const char *arg)
 			usage_error("option '--precision': '%s' is not fp32, bf16, fp16 or auto", arg);
 		o->precision = strcmp(arg, "auto") ? lmt_dtype_name(lmt_dtype_parse(arg)) : NULL;
 		break;
+	case OPT_BUCKET_MB: o->tc.bucket_bytes = (size_t)(opt_double("bucket-mb", arg, 0, 1 << 20) * (1 << 20)); break;
 	case OPT_LOSS_SCALE: o->tc.loss_scale = opt_double("loss-scale", arg, 1.0 / 65536, 1e30); break;
 	case OPT_LOSS_SCALE_WINDOW:
 		o->tc.loss_scale_window = (uint64_t)opt_int("loss-scale-window", arg, 1, INT64_MAX);
@@ -567,9 +572,18 @@ static void show(const struct lmt_json *j)
 		die_write("<stdout>");
 }
 
+/* Data parallel: every rank trains, rank 0 alone owns the run directory and
+ * writes stdout; the others (followers) compute and take part in every collective. */
+static int follower;
+static struct lmt_comm the_comm;
+
 static void emit(struct lmt_json *j, int to_run)
 {
 	struct lmt_err err = { 0 };
+	if (follower) {
+		lmt_json_end(j);
+		return;
+	}
 	if (human) {
 		lmt_json_end(j);
 		lmt_strbuf_putc(&j->out, '\n');
@@ -623,7 +637,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	memset(o, 0, sizeof *o);
 	o->model = (struct lmt_gpt_config){ 0, 0, 0, 4, 4, 256, 0 };
 	o->tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
-					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0, 65536, 2000 };
+					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0, 65536, 2000, 25 << 20 };
 	o->eval_every = 100;
 	o->keep = 3;
 	o->eval_seqs = 64;
@@ -926,6 +940,71 @@ static void report_end(struct lmt_json *j, const struct opts *o, const struct lm
 		     (unsigned long long)(tr->tokens - tokens0), wall, (tr->tokens - tokens0) / wall);
 }
 
+/* With world > 1 the save's state needs every rank's loader cursor: gathered from
+ * every rank (a collective: each rank calls this at the same update). */
+static void gather_cursors(struct lmt_run_saver *sv, const struct lmt_trainer *tr, uint64_t *cursors)
+{
+	struct lmt_err err = { 0 };
+	if (!cursors)
+		return;
+	uint64_t mine = lmt_loader_cursor(&tr->loader);
+	if (the_comm.allgather(&the_comm, &mine, cursors, sizeof mine, &err))
+		die_err(&err);
+	sv->cursors = cursors;
+}
+
+/* The checkpoint rank 0 resumes from, opened by every other rank too (rank 0 has
+ * chosen it and cleaned up after interrupted saves before the others look). */
+static int share_checkpoint(struct opts *o, struct lmt_comm *comm, const char *chosen, struct lmt_ckpt *ck, int have)
+{
+	struct lmt_err err = { 0 };
+	char path[PATH_MAX] = "";
+	if (!follower && chosen)
+		snprintf(path, sizeof path, "%s", chosen);
+	if (comm->broadcast(comm, path, sizeof path, 0, &err))
+		die_err(&err);
+	if (!follower)
+		return have;
+	if (!path[0])
+		return 0;
+	uint64_t update;
+	if (lmt_ckpt_open(ck, path, 1, &err) || lmt_run_state_u64(ck, "update", &update, &err))
+		die_err(&err);
+	adopt_recorded(o, ck, update);
+	return 1;
+}
+
+/* Every rank must train the same run: a hash of what determines it (the dataset,
+ * the model, the optimisation, the seed, the precision), compared with rank 0's. */
+static void check_ranks_agree(const struct opts *o, const struct lmt_dataset *d, struct lmt_comm *comm)
+{
+	struct lmt_err err = { 0 };
+	char text[1024], hex[LMT_SHA256_HEX];
+	const struct lmt_train_cfg *t = &o->tc;
+	snprintf(text, sizeof text,
+		 "data %s; model L%d H%d C%d T%d V%u untied %d init %s/%llu; B %d accum %d updates %llu lr %.17g "
+		 "min %.17g warmup %llu schedule %d betas %.17g %.17g eps %.17g wd %.17g decay-emb %d clip %.17g "
+		 "seed %llu window %llu mask %d doc %d precision %s",
+		 lmt_sha256_hex(d->manifest_sha256, hex), o->model.L, o->model.NH, o->model.C, o->context,
+		 d->vocab_size, o->model.untied, o->init_llmc ? o->init_llmc : "gpt2", (unsigned long long)o->init_seed,
+		 t->B, t->accum, (unsigned long long)t->updates, t->lr, t->min_lr_frac, (unsigned long long)t->warmup,
+		 t->schedule, t->beta1, t->beta2, t->eps, t->weight_decay, t->decay_embeddings, t->clip,
+		 (unsigned long long)t->seed, (unsigned long long)t->shuffle_window, t->seg_mask, t->cross_doc_targets,
+		 o->precision ? o->precision : "auto");
+	uint8_t mine[LMT_SHA256_LEN];
+	lmt_sha256(text, strlen(text), mine);
+	uint8_t *all = malloc((size_t)comm->world * LMT_SHA256_LEN);
+	if (!all)
+		die("out of memory");
+	if (comm->allgather(comm, mine, all, LMT_SHA256_LEN, &err))
+		die_err(&err);
+	for (int r = 1; r < comm->world; r++)
+		if (memcmp(all, all + (size_t)r * LMT_SHA256_LEN, LMT_SHA256_LEN))
+			die("rank %d of %d trains another run than rank 0 (its dataset, model, optimisation, seed or "
+			    "precision differ: %s)", r, comm->world, follower ? text : "see that rank's options");
+	free(all);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -937,23 +1016,45 @@ int main(int argc, char **argv)
 	check_paths(&o);
 
 	struct lmt_err err = { 0 };
+	/* the ranks first: under a launcher every rank runs this, rank 0 owns the run */
+	struct lmt_comm *comm = &the_comm;
+	if (lmt_comm_open(comm, NULL, &err))
+		die_err(&err);
+	follower = comm->rank > 0;
+	if (comm->world > 1) {
+		if (!o.out && !o.no_save)
+			usage_error("%d ranks train one run: name it with -o RUN (or --no-save)", comm->world);
+		if (o.ckpt_minutes > 0)
+			usage_error("--ckpt-minutes with %d ranks: give --ckpt-every (every rank must save at the same update)",
+				    comm->world);
+		if (follower)
+			tool_quiet = 1;
+	}
 	lmt_run_lock_init(&run_lock);
 	/* one process owns a run: taken before anything of it is read (the checkpoint
 	 * to resume, the metrics to rewind) or made */
-	if (o.out && lmt_run_lock(o.out, 1, &run_lock, &err))
+	if (o.out && !follower && lmt_run_lock(o.out, 1, &run_lock, &err))
 		die_err(&err);
 	lmt_run_init(&run, notice, NULL);
 	struct lmt_ckpt ck;
 	int have_ck = 0;
+	const char *run_out = o.out; /* the run's directory, whichever rank this is */
 	if (o.resume) {
 		/* the run's recorded configuration is the resume's: read before the rest */
-		if (lmt_run_open(&run, o.out, 1, &err))
-			die_err(&err);
-		have_ck = open_checkpoint(&o, &ck);
+		if (!follower) {
+			if (lmt_run_open(&run, o.out, 1, &err))
+				die_err(&err);
+			have_ck = open_checkpoint(&o, &ck);
+		}
+		if (comm->world > 1)
+			have_ck = share_checkpoint(&o, comm, have_ck ? ck.dir : NULL, &ck, have_ck);
 		finish_args(&o);
 		check_paths(&o);
 	}
-	human = !o.jsonl && isatty(STDOUT_FILENO);
+	if (follower)
+		o.out = NULL; /* nothing of the run is written here */
+	/* under a launcher stdout may be a pty of its own (Open MPI): JSONL there */
+	human = !o.jsonl && isatty(STDOUT_FILENO) && comm->world == 1;
 	human_updates = o.tc.updates;
 	struct lmt_dataset d;
 	struct lmt_tokenizer tok;
@@ -962,12 +1063,9 @@ int main(int argc, char **argv)
 	struct lmt_backend be;
 	if (lmt_backend_open(&be, o.backend, tool_threads(o.threads), &err))
 		die_err(&err);
-	struct lmt_comm comm;
-	if (lmt_comm_open(&comm, NULL, &err))
-		die_err(&err);
 	struct lmt_gpt g;
 	open_model(&o, &d, &be, &g);
-	if (!o.out && !o.no_save) {
+	if (!o.out && !o.no_save && !follower) {
 		default_run(&o, &g);
 		check_paths(&o);
 	}
@@ -975,16 +1073,18 @@ int main(int argc, char **argv)
 		die_err(&err);
 	if (o.out)
 		atexit(run_atexit);
-	uint64_t cursor = (uint64_t)comm.rank;
+	uint64_t cursor = (uint64_t)comm->rank;
 	if (have_ck)
-		check_checkpoint(&o, &d, &g, &comm, &ck, &cursor);
+		check_checkpoint(&o, &d, &g, comm, &ck, &cursor);
+	if (comm->world > 1)
+		check_ranks_agree(&o, &d, comm);
 	/* a resumed run's weights come from the checkpoint */
 	if (!o.init_llmc && !have_ck && lmt_gpt_init_weights(&g, o.init_seed, &err))
 		die_err(&err);
 	set_precision(&o, &be, &g);
 	if (lmt_gpt_alloc_acts(&g, o.tc.B, T, &err))
 		die_err(&err);
-	if (lmt_trainer_init(&the_trainer, &o.tc, &be, &comm, &g, &d, cursor, &err))
+	if (lmt_trainer_init(&the_trainer, &o.tc, &be, comm, &g, &d, cursor, &err))
 		die_err(&err);
 	/* registered last, so it runs first at exit: stop the read-ahead thread before
 	 * the libraries it uses are torn down */
@@ -1007,7 +1107,7 @@ int main(int argc, char **argv)
 
 	double peak = o.peak > 0 ? o.peak : lmt_backend_peak_flops(&be, g.dtype, 1);
 	double fpt = lmt_gpt_flops_per_token(&g.cfg, T);
-	report_setup(&o, &d, &g, &be, &comm, peak, fpt, have_ck);
+	report_setup(&o, &d, &g, &be, comm, peak, fpt, have_ck);
 	if (have_ck) {
 		report_resume(tr, ck.dir, &rs, cursor);
 		lmt_ckpt_close(&ck);
@@ -1031,6 +1131,9 @@ int main(int argc, char **argv)
 	double wait_before = 0;
 	struct lmt_run_saver sv;
 	start_saver(&sv, &o, tr, rs.wall_offset, t_start, have_ck);
+	uint64_t *cursors = comm->world > 1 ? calloc((size_t)comm->world, sizeof *cursors) : NULL;
+	if (comm->world > 1 && !cursors)
+		die("out of memory");
 	double last_due = t_start;
 	struct lmt_json j;
 	lmt_json_init(&j);
@@ -1057,19 +1160,26 @@ int main(int argc, char **argv)
 				die_err(&err);
 			emit(&j, 1);
 		}
-		if (o.sample_every && (st.update % o.sample_every == 0 || last)) {
+		if (o.sample_every && !follower && (st.update % o.sample_every == 0 || last)) {
 			if (lmt_run_sample_record(&j, &g, &smp, st.update, &err))
 				die_err(&err);
 			emit(&j, 1);
 		}
-		if (o.out) {
-			if (lmt_run_save_poll(&sv, 0, &err))
+		/* a signal to any rank stops every rank after this update */
+		int stop = tool_interrupted;
+		if (comm->world > 1 && comm->allreduce(comm, &stop, 1, LMT_DTYPE_I32, LMT_COMM_OP_MAX, &err))
+			die_err(&err);
+		if (stop && !tool_interrupted)
+			tool_interrupted = stop;
+		if (run_out) {
+			if (o.out && lmt_run_save_poll(&sv, 0, &err))
 				die_err(&err);
 			int due = (o.ckpt_every && st.update % o.ckpt_every == 0) ||
 				  (o.ckpt_minutes > 0 && lmt_now() - last_due >= o.ckpt_minutes * 60);
 			if (due && !last && !tool_interrupted && tr->update != o.stop_at) {
 				last_due = lmt_now();
-				if (lmt_run_save(&sv, o.ckpt_sync, &err))
+				gather_cursors(&sv, tr, cursors);
+				if (o.out && lmt_run_save(&sv, o.ckpt_sync, &err))
 					die_err(&err);
 			}
 		}
@@ -1085,10 +1195,13 @@ int main(int argc, char **argv)
 	if (!tool_quiet && !human && isatty(STDERR_FILENO))
 		fputc('\n', stderr);
 	/* the final checkpoint, written before exit 0 (a failed run's state is not saved) */
+	if (run_out && !status)
+		gather_cursors(&sv, tr, cursors);
 	if (o.out && (status ? lmt_run_save_poll(&sv, 1, &err) : lmt_run_save(&sv, 1, &err)))
 		die_err(&err);
 	lmt_run_saver_release(&sv);
-	if (!status && !interrupted && o.export_llmc && lmt_gpt_save_llmc(&g, o.export_llmc, &err))
+	free(cursors);
+	if (!status && !interrupted && o.export_llmc && !follower && lmt_gpt_save_llmc(&g, o.export_llmc, &err))
 		die_err(&err);
 	report_end(&j, &o, tr, tokens0, updates0, lmt_now() - t_start, rs.wall_offset, status, interrupted);
 	lmt_run_close(&run);
@@ -1101,5 +1214,6 @@ int main(int argc, char **argv)
 		lmt_tok_release(&tok);
 	be.release(&be);
 	lmt_dataset_close(&d);
+	comm->release(comm);
 	return status;
 }

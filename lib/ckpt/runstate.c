@@ -880,6 +880,8 @@ int lmt_run_resume(struct lmt_run *r, const struct lmt_ckpt *c, struct lmt_train
 	json_t *clk = lmt_ckpt_state(c, "clocks");
 	out->wall_offset = json_number_value(json_object_get(clk, "wall_s"));
 	double last_wall;
+	if (!r->dir[0]) /* a rank other than 0 of a run: the run directory is rank 0's */
+		return 0;
 	if ((rc = lmt_run_state_u64(c, "metrics_offset", &offset, err)) ||
 	    (rc = rewind_metrics(r, offset, tr->update, &out->replayed, &last_wall, err)))
 		return rc;
@@ -998,10 +1000,12 @@ static char *state_json(struct lmt_run_saver *k, double wall)
 	lmt_json_u64(&j, "window", tc->shuffle_window);
 	lmt_json_u64(&j, "world", (uint64_t)comm->world);
 	lmt_json_arr(&j, "cursors");
-	lmt_json_obj(&j, NULL);
-	lmt_json_u64(&j, "rank", (uint64_t)comm->rank);
-	lmt_json_u64(&j, "cursor", lmt_loader_cursor(&tr->loader));
-	lmt_json_obj_end(&j);
+	for (int r = 0; r < (k->cursors ? comm->world : 1); r++) {
+		lmt_json_obj(&j, NULL);
+		lmt_json_u64(&j, "rank", (uint64_t)(k->cursors ? r : comm->rank));
+		lmt_json_u64(&j, "cursor", k->cursors ? k->cursors[r] : lmt_loader_cursor(&tr->loader));
+		lmt_json_obj_end(&j);
+	}
 	lmt_json_arr_end(&j);
 	lmt_json_obj_end(&j);
 	lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(d->tokenizer_sha256, hex));

@@ -222,13 +222,17 @@ struct lmt_run_saver {
 	struct lmt_ckpt_async async;
 	uint64_t last_saved;     /* UINT64_MAX: none yet */
 	double last_save_time;   /* the pause of the save in flight */
+	/* with world > 1: every rank's loader cursor (gathered by the caller before
+	 * each save); NULL: this rank's own */
+	const uint64_t *cursors;
 };
 
 void lmt_run_saver_init(struct lmt_run_saver *s, struct lmt_run *run, struct lmt_trainer *tr);
 void lmt_run_saver_release(struct lmt_run_saver *s);
 /* Save the trainer's state now; sync: write while training waits, else snapshot
- * and write on a thread. A periodic save while one is in flight is refused (a
- * notice and a "checkpoint-refused" event); a final (sync) one waits for it. */
+ * and write on a thread. A save due while one is in flight waits for it (a notice
+ * and a "checkpoint-wait" event). With world > 1 rank 0 saves the whole state, which
+ * data parallelism keeps identical on every rank, with every rank's cursor. */
 int lmt_run_save(struct lmt_run_saver *s, int sync, struct lmt_err *err);
 /* Collect a finished background save, if any (wait: block until it ends). */
 int lmt_run_save_poll(struct lmt_run_saver *s, int wait, struct lmt_err *err);

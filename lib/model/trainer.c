@@ -129,6 +129,81 @@ static void test_overflow(struct lmt_trainer *tr)
 	tr->be->to_device(tr->be, tr->g->grads + tr->g->nparams / 2, &inf, sizeof inf);
 }
 
+/*
+ * Gradient buckets for data parallelism: backward reports each layer's range as
+ * it becomes final (last layer first; the ranges are adjacent, descending), and
+ * adjacent ranges are gathered until a bucket holds bucket_bytes, then its
+ * all-reduce starts while backward goes on. What is left after backward (the
+ * last bucket, the embeddings before the layers, the final norm and head after
+ * them) starts then; every request is waited for before the optimizer.
+ */
+#define MAX_BUCKETS 256
+
+struct buckets {
+	struct lmt_trainer *tr;
+	size_t lo, hi;           /* the bucket being filled: [lo, hi) of the layout */
+	int n, failed;
+	struct lmt_comm_req *req[MAX_BUCKETS];
+	struct lmt_err err[1];
+};
+
+static void bucket_start(struct buckets *b, size_t lo, size_t hi)
+{
+	struct lmt_trainer *tr = b->tr;
+	if (hi <= lo || b->failed)
+		return;
+	if (b->n == MAX_BUCKETS) { /* more buckets than requests: this one at once */
+		b->failed = tr->comm->allreduce(tr->comm, tr->g->grads + lo, hi - lo, LMT_DTYPE_F32, LMT_COMM_OP_SUM, b->err);
+		return;
+	}
+	b->failed = tr->comm->allreduce_start(tr->comm, tr->g->grads + lo, hi - lo, LMT_DTYPE_F32, LMT_COMM_OP_SUM,
+					      &b->req[b->n], b->err);
+	if (!b->failed)
+		b->n++;
+}
+
+static void bucket_ready(void *ctx, int layer, size_t off, size_t n)
+{
+	struct buckets *b = ctx;
+	(void)layer;
+	if (b->hi == b->lo) { /* an empty bucket */
+		b->lo = off;
+		b->hi = off + n;
+	} else {
+		b->lo = off; /* descending and adjacent: this layer ends where the bucket begins */
+	}
+	size_t cap = b->tr->cfg.bucket_bytes ? b->tr->cfg.bucket_bytes / sizeof(float) : 0;
+	if ((b->hi - b->lo) >= cap) {
+		bucket_start(b, b->lo, b->hi);
+		b->lo = b->hi = 0;
+	}
+}
+
+static int buckets_finish(struct buckets *b, struct lmt_err *err)
+{
+	struct lmt_trainer *tr = b->tr;
+	struct lmt_gpt *g = tr->g;
+	if (tr->comm->world == 1)
+		return 0;
+	bucket_start(b, b->lo, b->hi);
+	size_t first, n = lmt_gpt_layer_range(g, 0, &first), last_end;
+	lmt_gpt_layer_range(g, g->cfg.L - 1, &last_end);
+	last_end += n;
+	bucket_start(b, 0, first);                   /* wte, wpe */
+	bucket_start(b, last_end, g->nparams);       /* lnfw, lnfb [, lm_head] */
+	int rc = b->failed;
+	for (int i = 0; i < b->n; i++) {
+		int r = tr->comm->wait(tr->comm, b->req[i], rc ? NULL : err);
+		if (r && !rc)
+			rc = r;
+	}
+	if (b->failed) {
+		*err = b->err[0];
+		return b->failed;
+	}
+	return rc;
+}
+
 int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct lmt_err *err)
 {
 	struct lmt_backend *be = tr->be;
@@ -166,6 +241,7 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 	memcpy(ops0, be->op_s, sizeof ops0);
 	be->to_device(be, acc, zero, sizeof zero);
 	be->zero(be, g->grads, g->nparams * sizeof(float));
+	struct buckets bk = { .tr = tr };
 	for (int m = 0; m < A; m++) {
 		t = lmt_now();
 		be->to_device(be, g->tok, tr->h_tok + m * N, N * sizeof(int32_t));
@@ -176,14 +252,24 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 		lmt_gpt_forward(g, c->seg_mask, dscale, &acc[0]);
 		st->t_forward += lmt_now() - t;
 		t = lmt_now();
+		/* data parallel: the last micro-batch's backward starts each bucket's
+		 * all-reduce as soon as its layers are final; earlier ones only accumulate */
+		if (m == A - 1 && tr->comm->world > 1) {
+			g->grads_ready = bucket_ready;
+			g->grads_ready_ctx = &bk;
+		}
 		lmt_gpt_backward(g, c->seg_mask);
+		g->grads_ready = NULL;
 		st->t_backward += lmt_now() - t;
 	}
 	test_overflow(tr);
 
-	/* 4: sum gradients over ranks; the loss sum rides with the scalars */
+	/* 4: sum gradients over ranks (the buckets started in backward, then the
+	 * embeddings and the head); the loss sum rides with the scalars */
 	t = lmt_now();
-	if ((rc = tr->comm->allreduce_sum(tr->comm, g->grads, g->nparams, LMT_DTYPE_F32, err)))
+	if ((rc = buckets_finish(&bk, err)))
+		return rc;
+	if (tr->comm->world == 1 && (rc = tr->comm->allreduce_sum(tr->comm, g->grads, g->nparams, LMT_DTYPE_F32, err)))
 		return rc;
 	st->t_comm += lmt_now() - t;
 

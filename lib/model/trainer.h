@@ -73,6 +73,7 @@ struct lmt_train_cfg {
 	int recompute_every;     /* 0: none; K: every K-th block recomputed in backward */
 	double loss_scale;       /* fp16: the first loss scale (optim.h) */
 	uint64_t loss_scale_window;  /* fp16: updates without overflow before the scale grows */
+	size_t bucket_bytes;     /* data parallel: gradient bytes per all-reduce bucket (0: one per layer) */
 };
 
 struct lmt_step_stats {

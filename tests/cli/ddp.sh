@@ -1,0 +1,122 @@
+#!/bin/sh
+# tests/cli/ddp.sh: data-parallel training on CPU ranks under Open MPI's mpirun
+# (issue "Distributed training"):
+#   - one update on 2 and on 3 ranks (micro-batch B each) equals one update on one
+#     rank with micro-batch 2B (3B) on the union batch, parameter by parameter, to
+#     a stated tolerance; also with accumulation;
+#   - 20 updates on 2 ranks track the 1-rank run's losses;
+#   - rank 0 alone writes the run (stdout, metrics, checkpoints with every rank's
+#     cursor); a 2-rank run stopped and resumed ends where the uninterrupted 2-rank
+#     run does, bitwise;
+#   - a rank with another configuration is refused at start, naming it; a rank
+#     killed mid-run ends the whole job non-zero.
+. tests/cli/lib.sh
+TR=$BIN/train
+TC=${B:-build}/tests/test-comm
+case $TC in /*) ;; *) TC=$(pwd)/$TC ;; esac
+if ! command -v mpirun > /dev/null 2>&1; then
+	echo "ok 1 # skip no mpirun on PATH (Debian: openmpi-bin)"
+	echo "1..1"
+	exit 0
+fi
+"$TC" --mpi > "$T/probe" 2>&1
+if grep -q "unknown communicator 'mpi'" "$T/probe"; then
+	echo "ok 1 # skip this build has no mpi communicator (make config: mpi no)"
+	echo "1..1"
+	exit 0
+fi
+MPIRUN="mpirun --oversubscribe"
+[ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
+
+"$BIN/gen-corpus" -q --docs 600 --seed 9 -o "$T/c.jsonl" > /dev/null
+"$BIN/tok-train" -q -v 400 -o "$T/t.lmtok" "$T/c.jsonl" > /dev/null
+"$BIN/tok-encode" -q -t "$T/t.lmtok" --eos -o "$T/s.lmtoks" "$T/c.jsonl" > /dev/null
+"$BIN/shard-pack" -q -L 32 --split val=0.1 -o "$T/d" "$T/s.lmtoks" > /dev/null
+# fp32: the tolerance below is about summation order, not bf16's rounding
+M="--data $T/d --layers 2 --heads 2 --channels 32 --lr 1e-2 --eps 1e-3 --eval-every 0 --threads 1 --precision fp32"
+
+# Tolerance: the ranks' gradients are summed by MPI in another order than one rank's
+# micro-batch sums them, so the fp32 gradient differs in its last bits (relative
+# ~1e-6). AdamW's first step is lr g / (|g| + eps): with eps = 1e-3 (not 1e-8, where
+# a gradient near zero turns a rounding difference into a step of up to lr) that
+# is smooth in g, and the parameters agree to ~1e-7. 1e-4 lets the rounding through
+# and catches any wrong normalisation or missing sample (those move parameters by
+# a good part of lr = 1e-2 on most elements).
+for n in 2 3; do
+	B=$((4 * n))
+	check "1 rank, micro-batch $B: one update" $TR $M --micro-batch $B --updates 1 -o "$T/one$n"
+	$MPIRUN -n $n $TR $M --micro-batch 4 --updates 1 -o "$T/dp$n" > "$T/dp$n.out" 2> "$T/dp$n.err"
+	[ $? = 0 ] && ok "$n ranks, micro-batch 4 each: one update" || notok "$n ranks" "$(tail -c 600 "$T/dp$n.err")"
+	"$BIN/ckpt-inspect" --diff --tensor 'param/*' --atol 1e-4 --ignore config --ignore clocks --ignore loader \
+		--ignore rng --ignore sharding --ignore metrics_offset --ignore code \
+		"$T/one$n/ckpt/step-00000001" "$T/dp$n/ckpt/step-00000001" > "$T/diff$n" 2>&1 \
+		&& ok "$n ranks: every parameter within 1e-4 of the 1-rank update on the union batch" \
+		|| notok "$n ranks against 1" "$(grep -v '"equal":true' "$T/diff$n" | head -c 600)"
+	# the record: one per update, from rank 0 only, with the global token count
+	[ "$(grep -c '"event":"update"' "$T/dp$n.out")" = 1 ] && \
+		[ "$(jq -s 'map(select(.event == "update")) | .[0].tokens' "$T/dp$n.out")" = \
+		  "$(jq -s 'map(select(.event == "update")) | .[0].tokens' "$T/.out")" ] \
+		&& ok "$n ranks: one update record on stdout (rank 0's), counting every rank's tokens" \
+		|| notok "$n ranks records" "$(grep -c update "$T/dp$n.out")"
+	jq -e --argjson n $n '.state.loader.world == $n and ([.state.loader.cursors[].rank] == [range($n)])' \
+		"$T/dp$n/ckpt/step-00000001/manifest.json" > /dev/null \
+		&& ok "$n ranks: the checkpoint holds every rank's loader cursor" \
+		|| notok "$n ranks cursors" "$(jq -c .state.loader "$T/dp$n/ckpt/step-00000001/manifest.json")"
+done
+
+# buckets: one per layer (--bucket-mb 0, an all-reduce started in backward as each
+# layer finishes, waited for after) against the default (one bucket): on 2 ranks
+# each element's sum a + b is the same whatever the chunks, so bitwise equal
+$MPIRUN -n 2 $TR $M --micro-batch 4 --updates 1 --bucket-mb 0 -o "$T/b0" > /dev/null 2> "$T/b0.err"
+same "2 ranks, a bucket per layer started in backward: bitwise the single-bucket run" \
+	"$T/dp2/ckpt/step-00000001/rank-00000.lmckpt" "$T/b0/ckpt/step-00000001/rank-00000.lmckpt"
+
+# with accumulation: 2 ranks x 2 micro-batches of 2 against 1 rank x 1 of 8
+check "1 rank, one micro-batch of 8" $TR $M --micro-batch 8 --updates 1 -o "$T/oneacc"
+$MPIRUN -n 2 $TR $M --micro-batch 2 --accum 2 --updates 1 -o "$T/dpacc" > /dev/null 2> "$T/dpacc.err"
+"$BIN/ckpt-inspect" --diff --tensor 'param/*' --atol 1e-4 --ignore config --ignore clocks --ignore loader --ignore rng \
+	--ignore sharding --ignore metrics_offset --ignore code \
+	"$T/oneacc/ckpt/step-00000001" "$T/dpacc/ckpt/step-00000001" > "$T/diffacc" 2>&1 \
+	&& ok "2 ranks x 2 micro-batches of 2 equal 1 rank x 8 within 1e-4" \
+	|| notok "accumulation" "$(head -c 600 "$T/dpacc.err") $(grep -v '"equal":true' "$T/diffacc" | head -c 400)"
+
+# 20 updates: the losses track. Tolerance 1e-4 nats: summation order moves the
+# trajectories apart slowly (measured here: 3e-8, fp32); a rank training on the
+# wrong samples, or a gradient not averaged, is off by far more within a few updates.
+check "1 rank, micro-batch 8, 20 updates" $TR $M --micro-batch 8 --updates 20 --no-save
+grep '"event":"update"' "$T/.out" | jq -r .loss > "$T/one20"
+$MPIRUN -n 2 $TR $M --micro-batch 4 --updates 20 --no-save > "$T/dp20.out" 2> "$T/dp20.err"
+grep '"event":"update"' "$T/dp20.out" | jq -r .loss > "$T/dp20"
+d=$(paste "$T/one20" "$T/dp20" | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d } END { print m + 0 }')
+[ "$(wc -l < "$T/dp20")" = 20 ] && awk -v d="$d" 'BEGIN { exit !(d < 1e-4) }' \
+	&& ok "20 updates on 2 ranks: every loss within 1e-4 of the 1-rank run's (largest gap $d)" \
+	|| notok "20 updates" "$d $(wc -l < "$T/dp20") $(tail -c 300 "$T/dp20.err")"
+
+# stop and resume on 2 ranks: bitwise the uninterrupted 2-rank run
+R="$M --micro-batch 4 --updates 8 --ckpt-every 4"
+$MPIRUN -n 2 $TR $R -o "$T/ref2" > /dev/null 2> "$T/ref2.err"
+$MPIRUN -n 2 $TR $R -o "$T/res2" --stop-at 4 > /dev/null 2> "$T/res2.err"
+$MPIRUN -n 2 $TR --resume auto -o "$T/res2" > "$T/res2.out" 2>> "$T/res2.err"
+[ $? = 0 ] && grep -q '"event":"resume"' "$T/res2.out" && ok "2 ranks: stopped at 4 and resumed with --resume auto" \
+	|| notok "2-rank resume" "$(tail -c 600 "$T/res2.err")"
+same "... ends on the same bytes as the uninterrupted 2-rank run" "$T/ref2/ckpt/step-00000008/rank-00000.lmckpt" \
+	"$T/res2/ckpt/step-00000008/rank-00000.lmckpt"
+ls -A "$T" | grep -q '^runs$' && notok "a rank wrote a default run directory" || ok "no rank made a run directory of its own"
+
+# a rank with another seed is refused at start, naming it
+$MPIRUN -n 1 $TR $M --micro-batch 4 --updates 2 --no-save : -n 1 $TR $M --micro-batch 4 --updates 2 --no-save --seed 7 \
+	> /dev/null 2> "$T/mis.err"
+rc=$?
+[ $rc != 0 ] && grep -q "rank 1 of 2 trains another run than rank 0" "$T/mis.err" \
+	&& ok "a rank with another --seed: the job fails at start naming rank 1" || notok "mismatch" "$rc $(tail -c 400 "$T/mis.err")"
+check_fail "several ranks without -o or --no-save: usage error" 2 "name it with -o RUN" \
+	$MPIRUN -n 2 $TR $M --micro-batch 4 --updates 1
+
+# a rank killed mid-run: the job ends non-zero, well within the guard
+LMT_DDP_KILL=1 timeout 60 $MPIRUN -n 2 sh -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -9 $$) & exec "$0" "$@"' \
+	$TR $M --micro-batch 4 --updates 100000 --no-save > /dev/null 2> "$T/kill.err"
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && ok "rank 1 killed mid-run: the job exits $rc, not hanging" \
+	|| notok "killed rank" "$rc $(tail -c 400 "$T/kill.err")"
+
+finish
