@@ -48,7 +48,8 @@ enum {
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
-	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB,
+	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB, OPT_COMM_TIMEOUT, OPT_SKEW_ALERT,
+	OPT_AUDIT_SAMPLES,
 };
 
 static const struct option longopts[] = {
@@ -111,6 +112,9 @@ static const struct option longopts[] = {
 	{ "loss-scale", required_argument, NULL, OPT_LOSS_SCALE },
 	{ "loss-scale-window", required_argument, NULL, OPT_LOSS_SCALE_WINDOW },
 	{ "bucket-mb", required_argument, NULL, OPT_BUCKET_MB },
+	{ "comm-timeout", required_argument, NULL, OPT_COMM_TIMEOUT },
+	{ "skew-alert", required_argument, NULL, OPT_SKEW_ALERT },
+	{ "audit-samples", required_argument, NULL, OPT_AUDIT_SAMPLES },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -181,6 +185,12 @@ static void usage(void)
 	       "  --bucket-mb X           data parallel: gradient MiB per all-reduce bucket, each\n"
 	       "                          started in backward as its layers finish (25; 0: a\n"
 	       "                          bucket per layer)\n"
+	       "  --comm-timeout S        several ranks: a collective waiting longer fails the\n"
+	       "                          job, naming the operation (300; 0: wait for ever)\n"
+	       "  --skew-alert PCT        several ranks: an alert event when the slowest rank's\n"
+	       "                          step is PCT%% over the median (20)\n"
+	       "  --audit-samples N       several ranks: an audit record of every rank's sample\n"
+	       "                          ids for each of the first N updates\n"
 	       "  -j, --threads N         CPU threads (OMP_NUM_THREADS, else all cores)\n"
 	       "  --peak-flops X          FLOP/s for MFU (default: the measured GEMM peak in the\n"
 	       "                          run's precision)\n"
@@ -195,6 +205,8 @@ static void usage(void)
 struct opts {
 	const char *data, *out, *tokenizer, *init_llmc, *export_llmc, *prompt, *backend;
 	const char *precision;   /* NULL: the backend's best */
+	double comm_timeout, skew_alert;
+	uint64_t audit;
 	int jsonl, no_save;
 	struct lmt_gpt_config model;
 	struct lmt_train_cfg tc;
@@ -354,6 +366,9 @@ static void set_option(struct opts *o, int c, const char *arg)
 			usage_error("option '--precision': '%s' is not fp32, bf16, fp16 or auto", arg);
 		o->precision = strcmp(arg, "auto") ? lmt_dtype_name(lmt_dtype_parse(arg)) : NULL;
 		break;
+	case OPT_COMM_TIMEOUT: o->comm_timeout = opt_double("comm-timeout", arg, 0, 1e9); break;
+	case OPT_SKEW_ALERT: o->skew_alert = opt_double("skew-alert", arg, 0, 1e9) / 100; break;
+	case OPT_AUDIT_SAMPLES: o->audit = (uint64_t)opt_int("audit-samples", arg, 0, INT64_MAX); break;
 	case OPT_BUCKET_MB: o->tc.bucket_bytes = (size_t)(opt_double("bucket-mb", arg, 0, 1 << 20) * (1 << 20)); break;
 	case OPT_LOSS_SCALE: o->tc.loss_scale = opt_double("loss-scale", arg, 1.0 / 65536, 1e30); break;
 	case OPT_LOSS_SCALE_WINDOW:
@@ -639,6 +654,8 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	o->tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
 					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0, 65536, 2000, 25 << 20 };
 	o->eval_every = 100;
+	o->comm_timeout = 300;
+	o->skew_alert = 0.2;
 	o->keep = 3;
 	o->eval_seqs = 64;
 	o->sample_tokens = 32;
@@ -940,6 +957,106 @@ static void report_end(struct lmt_json *j, const struct opts *o, const struct lm
 		     (unsigned long long)(tr->tokens - tokens0), wall, (tr->tokens - tokens0) / wall);
 }
 
+/* The median of n values (sorted in place). */
+static double median(double *v, int n)
+{
+	for (int i = 1; i < n; i++)
+		for (int k = i; k > 0 && v[k - 1] > v[k]; k--) {
+			double t = v[k];
+			v[k] = v[k - 1];
+			v[k - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Every rank's step time, data wait and communication time, gathered (a
+ * collective): their min, median, max and slowest rank in the update record, and
+ * an alert event when the slowest step passes the median by --skew-alert. */
+static void rank_times(struct lmt_json *j, const struct opts *o, struct lmt_comm *comm, const struct lmt_step_stats *st,
+		       double data_wait)
+{
+	struct lmt_err err = { 0 };
+	static int warned;
+	int W = comm->world;
+	double mine[3] = { st->t_total, data_wait, st->t_comm }, *all = malloc((size_t)W * 3 * sizeof *all),
+	       *v = malloc((size_t)W * sizeof *v);
+	if (!all || !v)
+		die("out of memory");
+	if (comm->allgather(comm, mine, all, sizeof mine, &err))
+		die_err(&err);
+	static const char *const names[3] = { "step_s", "data_wait_s", "comm_s" };
+	double skew = 0;
+	int slowest_step = 0;
+	lmt_json_obj(j, "ranks");
+	for (int k = 0; k < 3; k++) {
+		int slowest = 0;
+		for (int r = 0; r < W; r++) {
+			v[r] = all[r * 3 + k];
+			if (v[r] > all[slowest * 3 + k])
+				slowest = r;
+		}
+		double mx = all[slowest * 3 + k], med = median(v, W);
+		lmt_json_obj(j, names[k]);
+		lmt_json_num(j, "min", v[0]);
+		lmt_json_num(j, "median", med);
+		lmt_json_num(j, "max", mx);
+		lmt_json_u64(j, "slowest", (uint64_t)slowest);
+		lmt_json_obj_end(j);
+		if (k == 0) {
+			skew = med > 0 ? mx / med - 1 : 0;
+			slowest_step = slowest;
+		}
+	}
+	lmt_json_num(j, "skew", skew);
+	lmt_json_obj_end(j);
+	free(all);
+	free(v);
+	if (o->skew_alert > 0 && skew > o->skew_alert && !follower) {
+		char detail[160];
+		snprintf(detail, sizeof detail, "rank %d's step took %.0f%% longer than the median", slowest_step,
+			 100 * skew);
+		event("alert", detail, st->update);
+		if (!warned++)
+			warn("update %llu: %s (--skew-alert %.0f%%; later alerts go to events.jsonl only)",
+			     (unsigned long long)st->update, detail, 100 * o->skew_alert);
+	}
+}
+
+/* An audit record: the sample ids (shard, sequence) every rank consumed in this
+ * update, gathered to rank 0 (a collective). */
+static void audit_samples(struct lmt_json *j, struct lmt_comm *comm, const struct lmt_trainer *tr, uint64_t update)
+{
+	struct lmt_err err = { 0 };
+	int n = tr->cfg.B * tr->cfg.accum, W = comm->world;
+	uint64_t *mine = malloc((size_t)n * 2 * sizeof *mine), *all = malloc((size_t)W * n * 2 * sizeof *all);
+	if (!mine || !all)
+		die("out of memory");
+	for (int i = 0; i < n; i++) {
+		mine[2 * i] = tr->samples[i].shard;
+		mine[2 * i + 1] = tr->samples[i].index;
+	}
+	if (comm->allgather(comm, mine, all, (size_t)n * 2 * sizeof *mine, &err))
+		die_err(&err);
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "audit");
+	lmt_json_u64(j, "update", update);
+	lmt_json_arr(j, "ranks");
+	for (int r = 0; r < W; r++) {
+		lmt_json_arr(j, NULL);
+		for (int i = 0; i < n; i++) {
+			lmt_json_arr(j, NULL);
+			lmt_json_u64(j, NULL, all[((size_t)r * n + i) * 2]);
+			lmt_json_u64(j, NULL, all[((size_t)r * n + i) * 2 + 1]);
+			lmt_json_arr_end(j);
+		}
+		lmt_json_arr_end(j);
+	}
+	lmt_json_arr_end(j);
+	emit(j, 1);
+	free(mine);
+	free(all);
+}
+
 /* With world > 1 the save's state needs every rank's loader cursor: gathered from
  * every rank (a collective: each rank calls this at the same update). */
 static void gather_cursors(struct lmt_run_saver *sv, const struct lmt_trainer *tr, uint64_t *cursors)
@@ -1021,6 +1138,7 @@ int main(int argc, char **argv)
 	if (lmt_comm_open(comm, NULL, &err))
 		die_err(&err);
 	follower = comm->rank > 0;
+	comm->timeout_s = o.comm_timeout;
 	if (comm->world > 1) {
 		if (!o.out && !o.no_save)
 			usage_error("%d ranks train one run: name it with -o RUN (or --no-save)", comm->world);
@@ -1146,8 +1264,12 @@ int main(int argc, char **argv)
 			die_err(&err);
 		double wall = rs.wall_offset + (lmt_now() - t_start);
 		lmt_run_update_record(&j, tr, &st, tr->loader.wait_seconds - wait_before, wall, fpt, peak, o.log_samples);
+		if (comm->world > 1)
+			rank_times(&j, &o, comm, &st, tr->loader.wait_seconds - wait_before);
 		wait_before = tr->loader.wait_seconds;
 		emit(&j, 1);
+		if (comm->world > 1 && st.update <= o.audit)
+			audit_samples(&j, comm, tr, st.update);
 		if (st.nonfinite_what && (status = report_nonfinite(&st, rc, &err)))
 			break;
 		if (!tool_quiet && !human && isatty(STDERR_FILENO))

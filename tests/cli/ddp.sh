@@ -112,6 +112,34 @@ rc=$?
 check_fail "several ranks without -o or --no-save: usage error" 2 "name it with -o RUN" \
 	$MPIRUN -n 2 $TR $M --micro-batch 4 --updates 1
 
+# every rank's step, data wait and communication time in each update record
+jq -se 'map(select(.event == "update")) | length == 20 and all(.[]; .ranks.step_s.slowest < 2 and
+	.ranks.step_s.min <= .ranks.step_s.median and .ranks.step_s.median <= .ranks.step_s.max and .ranks.comm_s.max >= 0)' \
+	"$T/dp20.out" > /dev/null && ok "each update record gives the ranks' min, median, max step time and the slowest rank" \
+	|| notok "rank times" "$(grep '"event":"update"' "$T/dp20.out" | head -1 | jq -c .ranks)"
+
+# the audit: the ranks' samples are disjoint and together the 1-rank run's
+check "1 rank, micro-batch 8, sample ids logged" $TR $M --micro-batch 8 --updates 3 --no-save --log-samples
+cp "$T/.out" "$T/aud1.out"
+$MPIRUN -n 2 $TR $M --micro-batch 4 --updates 3 --no-save --audit-samples 3 > "$T/aud2.out" 2> "$T/aud2.err"
+jq -sre --slurpfile one "$T/aud1.out" '
+	[.[] | select(.event == "audit")] as $a
+	| [$one[] | select(.event == "update")] as $u
+	| ($a | length) == 3 and all(range(3); . as $k |
+		($a[$k].ranks[0] - $a[$k].ranks[1]) == $a[$k].ranks[0]
+		and (($a[$k].ranks[0] + $a[$k].ranks[1]) | sort) == ($u[$k].samples | sort))' "$T/aud2.out" > /dev/null \
+	&& ok "--audit-samples 3: in each update the 2 ranks' samples are disjoint and together the 1-rank run's" \
+	|| notok "audit" "$(grep audit "$T/aud2.out" | head -1 | cut -c1-300)"
+
+# a stalled rank: rank 0's collective times out (--comm-timeout 2) and the job fails,
+# naming the operation, instead of hanging
+timeout 60 $MPIRUN -n 2 sh -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 3; kill -STOP $$) & exec "$0" "$@"' \
+	$TR $M --micro-batch 4 --updates 100000 --no-save --comm-timeout 2 > /dev/null 2> "$T/stall.err"
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && grep -q "timed out after 2 s on rank 0 of 2" "$T/stall.err" \
+	&& ok "rank 1 stopped mid-run: rank 0 times out after --comm-timeout 2, naming the operation; the job exits $rc" \
+	|| notok "stalled rank" "$rc $(grep -v '^train: precision\|parameters' "$T/stall.err" | tail -c 400)"
+
 # a rank killed mid-run: the job ends non-zero, well within the guard
 LMT_DDP_KILL=1 timeout 60 $MPIRUN -n 2 sh -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -9 $$) & exec "$0" "$@"' \
 	$TR $M --micro-batch 4 --updates 100000 --no-save > /dev/null 2> "$T/kill.err"
