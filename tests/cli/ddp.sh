@@ -103,6 +103,18 @@ same "... ends on the same bytes as the uninterrupted 2-rank run" "$T/ref2/ckpt/
 	"$T/res2/ckpt/step-00000008/rank-00000.lmckpt"
 ls -A "$T" | grep -q '^runs$' && notok "a rank wrote a default run directory" || ok "no rank made a run directory of its own"
 
+# a 2-rank checkpoint resumed on 3 ranks: the cursors rebased, the run continuing
+# with the 3-rank batch (4 updates of 2 x 4 sequences, then 4 of 3 x 4)
+$MPIRUN -n 2 $TR $R -o "$T/w23" --stop-at 4 > /dev/null 2> "$T/w23.err"
+$MPIRUN -n 3 $TR --resume auto -o "$T/w23" > "$T/w23.out" 2>> "$T/w23.err"
+rc=$?
+K=$((4 * 2 * 4 + 4 * 3 * 4))
+[ $rc = 0 ] && jq -se --argjson k $K '(map(select(.event == "update")) | map(.update)) == [5, 6, 7, 8]' "$T/w23.out" > /dev/null \
+	&& jq -e --argjson k $K '.state.loader.world == 3 and ([.state.loader.cursors[].cursor] == [$k, $k + 1, $k + 2])' \
+		"$T/w23/ckpt/step-00000008/manifest.json" > /dev/null \
+	&& ok "a 2-rank checkpoint resumed on 3 ranks: updates 5-8, cursors rebased to $K, $((K + 1)), $((K + 2))" \
+	|| notok "2 -> 3 ranks" "$(tail -c 300 "$T/w23.err") $(jq -c .state.loader "$T/w23/ckpt/step-00000008/manifest.json")"
+
 # a rank with another seed is refused at start, naming it
 $MPIRUN -n 1 $TR $M --micro-batch 4 --updates 2 --no-save : -n 1 $TR $M --micro-batch 4 --updates 2 --no-save --seed 7 \
 	> /dev/null 2> "$T/mis.err"
