@@ -162,4 +162,14 @@ rc=$?
 w=$(jq -r 'select(.event == "summary") | .wrong' "$T/ms.jsonl")
 [ $rc != 0 ] && [ "$w" = 12 ] && ok "-n 2: rank 1's spoiled elements counted on rank 0 (12), the job fails" ||
 	notok "-n 2 spoiled" "exit $rc, wrong $w" "$(head -c 400 "$T/ms.err")"
+# the README's benchmark, on sizes that take a second: a row per size with both
+# columns and the ratio (what it writes, not how fast anything ran)
+if command -v mpicc > /dev/null 2>&1; then
+	RANKS=2 MIN=8 MAX=2K FACTOR=4 WARMUP=0 ITERS=1 scripts/bench/nccl-bench > "$T/bench.md" 2> "$T/bench.err"
+	rows=$(grep -c '^| [0-9]* | [0-9.]* | [0-9.e+-]* | [0-9.]* | [0-9.e+-]* | [0-9.]*x |$' "$T/bench.md")
+	[ "$rows" = "$(sizes 8 2048 4)" ] && ok "scripts/bench/nccl-bench: a row per size, both busbw and the ratio" ||
+		notok "scripts/bench/nccl-bench" "$(cat "$T/bench.md" "$T/bench.err" | head -20)"
+else
+	ok "# skip scripts/bench/nccl-bench: no mpicc"
+fi
 finish
