@@ -83,20 +83,26 @@ static MPI_Datatype mpi_type(int dtype)
 	case LMT_DTYPE_F64: return MPI_DOUBLE;
 	case LMT_DTYPE_I32: return MPI_INT32_T;
 	case LMT_DTYPE_I64: return MPI_INT64_T;
-	case LMT_DTYPE_U8: return MPI_UINT8_T;
-	default: return MPI_FLOAT; /* bf16, fp16: reduced as fp32 copies */
+	default: return MPI_FLOAT; /* bf16, fp16, uint8: reduced as fp32 copies */
 	}
 }
 
+/* The dtypes reduced through an fp32 copy: bf16 and fp16 (MPI has no such types),
+ * and uint8, whose sums Open MPI 4.1 saturates at 255 on longer buffers (its
+ * vectorised op) where comm.h promises they wrap; fp32 holds every uint8 sum of up
+ * to 2^16 ranks exactly. */
 static int is_half(int dtype)
 {
-	return dtype == LMT_DTYPE_BF16 || dtype == LMT_DTYPE_F16;
+	return dtype == LMT_DTYPE_BF16 || dtype == LMT_DTYPE_F16 || dtype == LMT_DTYPE_U8;
 }
 
 static void half_to_f32(float *dst, const void *src, size_t n, int dtype)
 {
 	const uint16_t *h = src;
-	if (dtype == LMT_DTYPE_BF16)
+	if (dtype == LMT_DTYPE_U8)
+		for (size_t i = 0; i < n; i++)
+			dst[i] = (float)((const uint8_t *)src)[i];
+	else if (dtype == LMT_DTYPE_BF16)
 		for (size_t i = 0; i < n; i++)
 			dst[i] = lmt_bf16_to_f32(h[i]);
 	else
@@ -107,7 +113,10 @@ static void half_to_f32(float *dst, const void *src, size_t n, int dtype)
 static void f32_to_half(void *dst, const float *src, size_t n, int dtype)
 {
 	uint16_t *h = dst;
-	if (dtype == LMT_DTYPE_BF16)
+	if (dtype == LMT_DTYPE_U8) /* the sum modulo 256; an average truncated toward zero */
+		for (size_t i = 0; i < n; i++)
+			((uint8_t *)dst)[i] = (uint8_t)(uint32_t)src[i];
+	else if (dtype == LMT_DTYPE_BF16)
 		for (size_t i = 0; i < n; i++)
 			h[i] = lmt_f32_to_bf16(src[i]);
 	else
@@ -203,7 +212,7 @@ static int mpi_wait(struct lmt_comm *c, struct lmt_comm_req *q, struct lmt_err *
 		return rc;
 	}
 	if (q->op == LMT_COMM_OP_AVG)
-		divide(q->tmp ? (void *)q->tmp : q->buf, q->n, q->dtype, c->world);
+		divide(q->tmp ? (void *)q->tmp : q->buf, q->n, q->tmp ? LMT_DTYPE_F32 : q->dtype, c->world);
 	if (q->tmp)
 		f32_to_half(q->buf, q->tmp, q->n, q->dtype);
 	req_free(q);
