@@ -8,21 +8,7 @@
 # operation, and the job end non-zero.
 . tests/cli/lib.sh
 
-TC=${B:-build}/tests/test-comm
-case $TC in /*) ;; *) TC=$(pwd)/$TC ;; esac
-if ! command -v mpirun > /dev/null 2>&1; then
-	echo "ok 1 # skip no mpirun on PATH (Debian: openmpi-bin)"
-	echo "1..1"
-	exit 0
-fi
-"$TC" --mpi > "$T/probe" 2>&1
-if grep -q "unknown communicator 'mpi'" "$T/probe"; then
-	echo "ok 1 # skip this build has no mpi communicator (make config: mpi no)"
-	echo "1..1"
-	exit 0
-fi
-MPIRUN="mpirun --oversubscribe"
-[ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
+need_mpi
 
 # tap_of DESC FILE: FILE is a passing TAP run (its plan met, no "not ok")
 tap_of() {
