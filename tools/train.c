@@ -28,6 +28,7 @@
 #include "ckpt/resumecfg.h"
 #include "ckpt/rundir.h"
 #include "ckpt/runlock.h"
+#include "ckpt/runranks.h"
 #include "ckpt/runstate.h"
 #include "comm/comm.h"
 #include "core/config.h"
@@ -957,64 +958,20 @@ static void report_end(struct lmt_json *j, const struct opts *o, const struct lm
 		     (unsigned long long)(tr->tokens - tokens0), wall, (tr->tokens - tokens0) / wall);
 }
 
-/* The median of n values (sorted in place). */
-static double median(double *v, int n)
-{
-	for (int i = 1; i < n; i++)
-		for (int k = i; k > 0 && v[k - 1] > v[k]; k--) {
-			double t = v[k];
-			v[k] = v[k - 1];
-			v[k - 1] = t;
-		}
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* Every rank's step time, data wait and communication time, gathered (a
- * collective): their min, median, max and slowest rank in the update record, and
- * an alert event when the slowest step passes the median by --skew-alert. */
+/* Every rank's times in the update record (a collective), and an alert event when
+ * the slowest step passes the median by --skew-alert. */
 static void rank_times(struct lmt_json *j, const struct opts *o, struct lmt_comm *comm, const struct lmt_step_stats *st,
 		       double data_wait)
 {
 	struct lmt_err err = { 0 };
 	static int warned;
-	int W = comm->world;
-	double mine[3] = { st->t_total, data_wait, st->t_comm }, *all = malloc((size_t)W * 3 * sizeof *all),
-	       *v = malloc((size_t)W * sizeof *v);
-	if (!all || !v)
-		die("out of memory");
-	if (comm->allgather(comm, mine, all, sizeof mine, &err))
+	double skew;
+	int slowest;
+	if (lmt_run_rank_times(j, comm, st, data_wait, &skew, &slowest, &err))
 		die_err(&err);
-	static const char *const names[3] = { "step_s", "data_wait_s", "comm_s" };
-	double skew = 0;
-	int slowest_step = 0;
-	lmt_json_obj(j, "ranks");
-	for (int k = 0; k < 3; k++) {
-		int slowest = 0;
-		for (int r = 0; r < W; r++) {
-			v[r] = all[r * 3 + k];
-			if (v[r] > all[slowest * 3 + k])
-				slowest = r;
-		}
-		double mx = all[slowest * 3 + k], med = median(v, W);
-		lmt_json_obj(j, names[k]);
-		lmt_json_num(j, "min", v[0]);
-		lmt_json_num(j, "median", med);
-		lmt_json_num(j, "max", mx);
-		lmt_json_u64(j, "slowest", (uint64_t)slowest);
-		lmt_json_obj_end(j);
-		if (k == 0) {
-			skew = med > 0 ? mx / med - 1 : 0;
-			slowest_step = slowest;
-		}
-	}
-	lmt_json_num(j, "skew", skew);
-	lmt_json_obj_end(j);
-	free(all);
-	free(v);
 	if (o->skew_alert > 0 && skew > o->skew_alert && !follower) {
 		char detail[160];
-		snprintf(detail, sizeof detail, "rank %d's step took %.0f%% longer than the median", slowest_step,
-			 100 * skew);
+		snprintf(detail, sizeof detail, "rank %d's step took %.0f%% longer than the median", slowest, 100 * skew);
 		event("alert", detail, st->update);
 		if (!warned++)
 			warn("update %llu: %s (--skew-alert %.0f%%; later alerts go to events.jsonl only)",
@@ -1022,39 +979,12 @@ static void rank_times(struct lmt_json *j, const struct opts *o, struct lmt_comm
 	}
 }
 
-/* An audit record: the sample ids (shard, sequence) every rank consumed in this
- * update, gathered to rank 0 (a collective). */
 static void audit_samples(struct lmt_json *j, struct lmt_comm *comm, const struct lmt_trainer *tr, uint64_t update)
 {
 	struct lmt_err err = { 0 };
-	int n = tr->cfg.B * tr->cfg.accum, W = comm->world;
-	uint64_t *mine = malloc((size_t)n * 2 * sizeof *mine), *all = malloc((size_t)W * n * 2 * sizeof *all);
-	if (!mine || !all)
-		die("out of memory");
-	for (int i = 0; i < n; i++) {
-		mine[2 * i] = tr->samples[i].shard;
-		mine[2 * i + 1] = tr->samples[i].index;
-	}
-	if (comm->allgather(comm, mine, all, (size_t)n * 2 * sizeof *mine, &err))
+	if (lmt_run_audit_record(j, comm, tr, update, &err))
 		die_err(&err);
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "audit");
-	lmt_json_u64(j, "update", update);
-	lmt_json_arr(j, "ranks");
-	for (int r = 0; r < W; r++) {
-		lmt_json_arr(j, NULL);
-		for (int i = 0; i < n; i++) {
-			lmt_json_arr(j, NULL);
-			lmt_json_u64(j, NULL, all[((size_t)r * n + i) * 2]);
-			lmt_json_u64(j, NULL, all[((size_t)r * n + i) * 2 + 1]);
-			lmt_json_arr_end(j);
-		}
-		lmt_json_arr_end(j);
-	}
-	lmt_json_arr_end(j);
 	emit(j, 1);
-	free(mine);
-	free(all);
 }
 
 /* With world > 1 the save's state needs every rank's loader cursor: gathered from
@@ -1108,18 +1038,8 @@ static void check_ranks_agree(const struct opts *o, const struct lmt_dataset *d,
 		 t->schedule, t->beta1, t->beta2, t->eps, t->weight_decay, t->decay_embeddings, t->clip,
 		 (unsigned long long)t->seed, (unsigned long long)t->shuffle_window, t->seg_mask, t->cross_doc_targets,
 		 o->precision ? o->precision : "auto");
-	uint8_t mine[LMT_SHA256_LEN];
-	lmt_sha256(text, strlen(text), mine);
-	uint8_t *all = malloc((size_t)comm->world * LMT_SHA256_LEN);
-	if (!all)
-		die("out of memory");
-	if (comm->allgather(comm, mine, all, LMT_SHA256_LEN, &err))
-		die_err(&err);
-	for (int r = 1; r < comm->world; r++)
-		if (memcmp(all, all + (size_t)r * LMT_SHA256_LEN, LMT_SHA256_LEN))
-			die("rank %d of %d trains another run than rank 0 (its dataset, model, optimisation, seed or "
-			    "precision differ: %s)", r, comm->world, follower ? text : "see that rank's options");
-	free(all);
+	if (lmt_run_ranks_agree(comm, text, &err))
+		die("%s (%s)", err.msg, follower ? text : "see that rank's options");
 }
 
 int main(int argc, char **argv)
