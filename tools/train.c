@@ -50,7 +50,7 @@ enum {
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
 	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB, OPT_COMM_TIMEOUT, OPT_SKEW_ALERT,
-	OPT_AUDIT_SAMPLES,
+	OPT_AUDIT_SAMPLES, OPT_ZERO,
 };
 
 static const struct option longopts[] = {
@@ -116,6 +116,7 @@ static const struct option longopts[] = {
 	{ "comm-timeout", required_argument, NULL, OPT_COMM_TIMEOUT },
 	{ "skew-alert", required_argument, NULL, OPT_SKEW_ALERT },
 	{ "audit-samples", required_argument, NULL, OPT_AUDIT_SAMPLES },
+	{ "zero", required_argument, NULL, OPT_ZERO },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -186,6 +187,7 @@ static void usage(void)
 	       "  --bucket-mb X           data parallel: gradient MiB per all-reduce bucket, each\n"
 	       "                          started in backward as its layers finish (25; 0: a\n"
 	       "                          bucket per layer)\n"
+	       "  --zero N                several ranks: 1 shards AdamW's state (ZeRO-1); 0 none\n"
 	       "  --comm-timeout S        several ranks: a collective waiting longer fails the\n"
 	       "                          job, naming the operation (300; 0: wait for ever)\n"
 	       "  --skew-alert PCT        several ranks: an alert event when the slowest rank's\n"
@@ -369,6 +371,12 @@ static void set_option(struct opts *o, int c, const char *arg)
 		break;
 	case OPT_COMM_TIMEOUT: o->comm_timeout = opt_double("comm-timeout", arg, 0, 1e9); break;
 	case OPT_SKEW_ALERT: o->skew_alert = opt_double("skew-alert", arg, 0, 1e9) / 100; break;
+	case OPT_ZERO:
+		o->tc.zero = (int)opt_int("zero", arg, 0, 3);
+		if (o->tc.zero > 1)
+			usage_error("option '--zero': %d shards gradients%s too; this build shards the optimizer state "
+				    "only (--zero 1)", o->tc.zero, o->tc.zero == 3 ? " and parameters" : "");
+		break;
 	case OPT_AUDIT_SAMPLES: o->audit = (uint64_t)opt_int("audit-samples", arg, 0, INT64_MAX); break;
 	case OPT_BUCKET_MB: o->tc.bucket_bytes = (size_t)(opt_double("bucket-mb", arg, 0, 1 << 20) * (1 << 20)); break;
 	case OPT_LOSS_SCALE: o->tc.loss_scale = opt_double("loss-scale", arg, 1.0 / 65536, 1e30); break;
@@ -653,7 +661,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	memset(o, 0, sizeof *o);
 	o->model = (struct lmt_gpt_config){ 0, 0, 0, 4, 4, 256, 0 };
 	o->tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
-					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0, 65536, 2000, 25 << 20 };
+					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0, 65536, 2000, 25 << 20, 0 };
 	o->eval_every = 100;
 	o->comm_timeout = 300;
 	o->skew_alert = 0.2;
@@ -1031,13 +1039,13 @@ static void check_ranks_agree(const struct opts *o, const struct lmt_dataset *d,
 	snprintf(text, sizeof text,
 		 "data %s; model L%d H%d C%d T%d V%u untied %d init %s/%llu; B %d accum %d updates %llu lr %.17g "
 		 "min %.17g warmup %llu schedule %d betas %.17g %.17g eps %.17g wd %.17g decay-emb %d clip %.17g "
-		 "seed %llu window %llu mask %d doc %d precision %s",
+		 "seed %llu window %llu mask %d doc %d precision %s zero %d",
 		 lmt_sha256_hex(d->manifest_sha256, hex), o->model.L, o->model.NH, o->model.C, o->context,
 		 d->vocab_size, o->model.untied, o->init_llmc ? o->init_llmc : "gpt2", (unsigned long long)o->init_seed,
 		 t->B, t->accum, (unsigned long long)t->updates, t->lr, t->min_lr_frac, (unsigned long long)t->warmup,
 		 t->schedule, t->beta1, t->beta2, t->eps, t->weight_decay, t->decay_embeddings, t->clip,
 		 (unsigned long long)t->seed, (unsigned long long)t->shuffle_window, t->seg_mask, t->cross_doc_targets,
-		 o->precision ? o->precision : "auto");
+		 o->precision ? o->precision : "auto", t->zero);
 	if (lmt_run_ranks_agree(comm, text, &err))
 		die("%s (%s)", err.msg, follower ? text : "see that rank's options");
 }
@@ -1131,7 +1139,8 @@ int main(int argc, char **argv)
 	struct lmt_run_resumed rs = { 0 };
 	if (have_ck) {
 		double t0 = lmt_now();
-		if (lmt_run_resume(&run, &ck, tr, &rs, &err))
+		if ((tr->shard && lmt_gpt_alloc_optimizer(&g, &err)) || lmt_run_resume(&run, &ck, tr, &rs, &err) ||
+		    lmt_trainer_take_moments(tr, &err))
 			die_err(&err);
 		info("resumed from '%s' at update %llu (%.2f s to load; %llu updates to redo)", ck.dir,
 		     (unsigned long long)tr->update, lmt_now() - t0, (unsigned long long)rs.replayed);
@@ -1221,8 +1230,9 @@ int main(int argc, char **argv)
 			if (due && !last && !tool_interrupted && tr->update != o.stop_at) {
 				last_due = lmt_now();
 				gather_cursors(&sv, tr, cursors);
-				if (o.out && lmt_run_save(&sv, o.ckpt_sync, &err))
+				if (lmt_trainer_gather_moments(tr, &err) || (o.out && lmt_run_save(&sv, o.ckpt_sync, &err)))
 					die_err(&err);
+				lmt_trainer_drop_moments(tr);
 			}
 		}
 		if (tool_interrupted) {
@@ -1237,10 +1247,14 @@ int main(int argc, char **argv)
 	if (!tool_quiet && !human && isatty(STDERR_FILENO))
 		fputc('\n', stderr);
 	/* the final checkpoint, written before exit 0 (a failed run's state is not saved) */
-	if (run_out && !status)
+	if (run_out && !status) {
 		gather_cursors(&sv, tr, cursors);
+		if (lmt_trainer_gather_moments(tr, &err))
+			die_err(&err);
+	}
 	if (o.out && (status ? lmt_run_save_poll(&sv, 1, &err) : lmt_run_save(&sv, 1, &err)))
 		die_err(&err);
+	lmt_trainer_drop_moments(tr);
 	lmt_run_saver_release(&sv);
 	free(cursors);
 	if (!status && !interrupted && o.export_llmc && !follower && lmt_gpt_save_llmc(&g, o.export_llmc, &err))

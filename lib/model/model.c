@@ -204,6 +204,35 @@ int lmt_gpt_init(struct lmt_gpt *g, const struct lmt_gpt_config *cfg, struct lmt
 	return 0;
 }
 
+int lmt_gpt_pad(struct lmt_gpt *g, size_t total, struct lmt_err *err)
+{
+	struct lmt_backend *be = g->be;
+	if (total <= g->nparams || total <= g->padded)
+		return 0;
+	size_t ds = lmt_dtype_size(g->dtype), n = g->nparams;
+	float *p = be->alloc(be, total * sizeof(float)), *gr = be->alloc(be, total * sizeof(float));
+	void *w = g->wparams != g->params ? be->alloc(be, total * ds) : NULL;
+	if (!p || !gr || (g->wparams != g->params && !w)) {
+		be->free(be, p);
+		be->free(be, gr);
+		be->free(be, w);
+		return lmt_err_set(err, LMT_ENOMEM, "cannot pad %zu parameters to %zu", n, total);
+	}
+	be->copy(be, p, g->params, n * sizeof(float));
+	be->copy(be, gr, g->grads, n * sizeof(float));
+	if (w) {
+		be->copy(be, w, g->wparams, n * ds);
+		be->free(be, g->wparams);
+	}
+	be->free(be, g->params);
+	be->free(be, g->grads);
+	g->params = p;
+	g->grads = gr;
+	g->wparams = w ? w : p;
+	g->padded = total;
+	return 0;
+}
+
 int lmt_gpt_set_precision(struct lmt_gpt *g, int dtype, struct lmt_err *err)
 {
 	struct lmt_backend *be = g->be;
@@ -215,7 +244,7 @@ int lmt_gpt_set_precision(struct lmt_gpt *g, int dtype, struct lmt_err *err)
 	g->wparams = g->params;
 	g->dtype = dtype;
 	if (dtype != LMT_DTYPE_F32) {
-		g->wparams = be->alloc(be, g->nparams * lmt_dtype_size(dtype));
+		g->wparams = be->alloc(be, LMT_MAX(g->nparams, g->padded) * lmt_dtype_size(dtype));
 		if (!g->wparams) {
 			g->wparams = g->params;
 			g->dtype = LMT_DTYPE_F32;

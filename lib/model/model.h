@@ -105,6 +105,7 @@ struct lmt_gpt {
 	struct lmt_tensor t[LMT_GPT_MAX_TENSORS];
 	int nt;
 	size_t nparams;
+	size_t padded;                   /* 0, or the elements params, grads and wparams hold (lmt_gpt_pad) */
 	float *params, *grads, *m, *v;   /* device; m, v allocated by lmt_gpt_alloc_optimizer */
 	/* compute precision: the GEMMs read wparams (a copy of params in dtype; params
 	 * itself for fp32) and GEMM inputs are stored in dtype */
@@ -147,6 +148,9 @@ int lmt_gpt_alloc_optimizer(struct lmt_gpt *g, struct lmt_err *err);
  * refreshes the copy as it updates.
  */
 int lmt_gpt_set_precision(struct lmt_gpt *g, int dtype, struct lmt_err *err);
+/* Give params, grads and the working copy room for total elements (zeros past
+ * nparams), so that world equal shards tile them (ZeRO); contents kept. */
+int lmt_gpt_pad(struct lmt_gpt *g, size_t total, struct lmt_err *err);
 void lmt_gpt_sync_weights(struct lmt_gpt *g);
 /* Keep only each block's input and recompute it in backward: every K-th block
  * (K = 1: every block; 0: none). Call before lmt_gpt_alloc_acts. */

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/util.h"
+
 int lmt_optim_init(struct lmt_optim *o, struct lmt_gpt *g, const struct lmt_adamw_cfg *cfg, size_t lo, size_t hi,
-		   struct lmt_err *err)
+		   size_t cap, struct lmt_err *err)
 {
 	memset(o, 0, sizeof *o);
 	o->g = g;
@@ -19,11 +21,23 @@ int lmt_optim_init(struct lmt_optim *o, struct lmt_gpt *g, const struct lmt_adam
 	if (o->lo > o->hi || o->hi > g->nparams)
 		return lmt_err_set(err, LMT_EINVAL, "optimizer shard [%zu, %zu) outside the %zu parameters", lo, hi,
 				   g->nparams);
-	int rc = lmt_gpt_alloc_optimizer(g, err);
-	if (rc)
-		return rc;
-	o->m = g->m;
-	o->v = g->v;
+	if (o->lo == 0 && o->hi == g->nparams) { /* the whole model: the model's moments */
+		int rc = lmt_gpt_alloc_optimizer(g, err);
+		if (rc)
+			return rc;
+		o->m = g->m;
+		o->v = g->v;
+	} else { /* a shard (ZeRO-1): moments for [lo, hi) only */
+		struct lmt_backend *be = g->be;
+		size_t n = LMT_MAX(o->hi - o->lo, cap);
+		o->m = be->alloc(be, (n ? n : 1) * sizeof(float));
+		o->v = be->alloc(be, (n ? n : 1) * sizeof(float));
+		o->own = 1;
+		if (!o->m || !o->v) {
+			lmt_optim_release(o);
+			return lmt_err_set(err, LMT_ENOMEM, "cannot allocate the AdamW moments of %zu parameters", n);
+		}
+	}
 	o->r = calloc((size_t)g->nt * (size_t)g->cfg.L, sizeof *o->r);
 	if (!o->r)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
@@ -42,6 +56,10 @@ int lmt_optim_init(struct lmt_optim *o, struct lmt_gpt *g, const struct lmt_adam
 
 void lmt_optim_release(struct lmt_optim *o)
 {
+	if (o->own && o->g) {
+		o->g->be->free(o->g->be, o->m);
+		o->g->be->free(o->g->be, o->v);
+	}
 	free(o->r);
 	memset(o, 0, sizeof *o);
 }
@@ -60,7 +78,8 @@ void lmt_optim_step(struct lmt_optim *o, double lr, float gscale, double *nonfin
 		const struct lmt_optim_range *r = &o->r[i];
 		a.wd = r->decay ? (float)o->cfg.weight_decay : 0.0f;
 		be->adamw(be, g->params + r->offset, low ? (char *)g->wparams + r->offset * ds : NULL, g->dtype,
-			  g->grads + r->offset, o->m + r->offset, o->v + r->offset, r->count, &a, nonfinite_acc);
+			  g->grads + r->offset, o->m + (r->offset - o->lo), o->v + (r->offset - o->lo), r->count, &a,
+			  nonfinite_acc);
 	}
 }
 

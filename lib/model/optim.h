@@ -43,7 +43,9 @@ struct lmt_optim {
 	struct lmt_optim_range *r;   /* one per piece of a tensor (a layer's part) in [lo, hi) */
 	int nr;
 	uint64_t steps;          /* AdamW steps taken (skipped updates excluded) */
-	float *m, *v;            /* device fp32 moments over the model's parameters */
+	float *m, *v;            /* device fp32 moments of [lo, hi): the model's own (g->m, g->v)
+				  * when the shard is everything, else the optimizer's (own) */
+	int own;
 };
 
 struct lmt_loss_scaler {
@@ -54,10 +56,12 @@ struct lmt_loss_scaler {
 	uint64_t overflows;      /* in all */
 };
 
-/* The optimizer over g's parameters [lo, hi) (hi = 0: all); allocates the model's
- * moments if it has none. */
+/* The optimizer over g's parameters [lo, hi) (hi = 0: all): over all of them it
+ * uses the model's moments (allocating them if it has none); over a shard (ZeRO-1)
+ * it holds moments for the shard only, room for cap (>= hi - lo) elements, so that
+ * equal shards can be gathered. */
 int lmt_optim_init(struct lmt_optim *o, struct lmt_gpt *g, const struct lmt_adamw_cfg *cfg, size_t lo, size_t hi,
-		   struct lmt_err *err);
+		   size_t cap, struct lmt_err *err);
 void lmt_optim_release(struct lmt_optim *o);
 /* One AdamW step at lr with the gradient times gscale; *nonfinite_acc (device) +=
  * the count of non-finite updated parameters. */

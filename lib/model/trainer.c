@@ -70,8 +70,18 @@ int lmt_trainer_init(struct lmt_trainer *tr, const struct lmt_train_cfg *cfg, st
 		return lmt_err_set(err, LMT_EINVAL, "model activations are for %d x %d, the step needs %d x %d", g->B,
 				   g->T, cfg->B, tr->T);
 	struct lmt_adamw_cfg ac = { cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay, cfg->decay_embeddings };
-	int rc = lmt_optim_init(&tr->opt, g, &ac, 0, 0, err);
-	if (rc)
+	size_t lo = 0, hi = 0;
+	int rc;
+	if (cfg->zero && comm->world > 1) {
+		/* ZeRO-1: equal shards of the flat layout, padded so that they tile it */
+		size_t W = (size_t)comm->world, S = (g->nparams + W - 1) / W;
+		if ((rc = lmt_gpt_pad(g, S * W, err)))
+			return rc;
+		tr->shard = S;
+		lo = LMT_MIN(g->nparams, (size_t)comm->rank * S);
+		hi = LMT_MIN(g->nparams, lo + S);
+	}
+	if ((rc = lmt_optim_init(&tr->opt, g, &ac, lo, hi, tr->shard, err)))
 		return rc;
 	lmt_loss_scaler_init(&tr->scaler, g->dtype == LMT_DTYPE_F16);
 	if (tr->scaler.enabled) {
@@ -100,6 +110,48 @@ int lmt_trainer_init(struct lmt_trainer *tr, const struct lmt_train_cfg *cfg, st
 		lmt_trainer_release(tr);
 		return rc;
 	}
+	return 0;
+}
+
+int lmt_trainer_gather_moments(struct lmt_trainer *tr, struct lmt_err *err)
+{
+	struct lmt_gpt *g = tr->g;
+	struct lmt_backend *be = tr->be;
+	if (!tr->shard)
+		return 0;
+	size_t bytes = tr->shard * sizeof(float), total = tr->shard * (size_t)tr->comm->world;
+	if (!g->m)
+		g->m = be->alloc(be, total * sizeof(float));
+	if (!g->v)
+		g->v = be->alloc(be, total * sizeof(float));
+	if (!g->m || !g->v) {
+		lmt_trainer_drop_moments(tr);
+		return lmt_err_set(err, LMT_ENOMEM, "cannot gather the AdamW moments (%.1f MB)", 2.0 * total * 4 / 1e6);
+	}
+	int rc = tr->comm->allgather(tr->comm, tr->opt.m, g->m, bytes, err);
+	return rc ? rc : tr->comm->allgather(tr->comm, tr->opt.v, g->v, bytes, err);
+}
+
+void lmt_trainer_drop_moments(struct lmt_trainer *tr)
+{
+	struct lmt_gpt *g = tr->g;
+	if (!tr->shard)
+		return;
+	tr->be->free(tr->be, g->m);
+	tr->be->free(tr->be, g->v);
+	g->m = g->v = NULL;
+}
+
+int lmt_trainer_take_moments(struct lmt_trainer *tr, struct lmt_err *err)
+{
+	struct lmt_gpt *g = tr->g;
+	(void)err;
+	if (!tr->shard)
+		return 0;
+	size_t n = tr->opt.hi - tr->opt.lo;
+	tr->be->copy(tr->be, tr->opt.m, g->m + tr->opt.lo, n * sizeof(float));
+	tr->be->copy(tr->be, tr->opt.v, g->v + tr->opt.lo, n * sizeof(float));
+	lmt_trainer_drop_moments(tr);
 	return 0;
 }
 
@@ -254,7 +306,7 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 		t = lmt_now();
 		/* data parallel: the last micro-batch's backward starts each bucket's
 		 * all-reduce as soon as its layers are final; earlier ones only accumulate */
-		if (m == A - 1 && tr->comm->world > 1) {
+		if (m == A - 1 && tr->comm->world > 1 && !tr->shard) {
 			g->grads_ready = bucket_ready;
 			g->grads_ready_ctx = &bk;
 		}
@@ -267,22 +319,37 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 	/* 4: sum gradients over ranks (the buckets started in backward, then the
 	 * embeddings and the head); the loss sum rides with the scalars */
 	t = lmt_now();
-	if ((rc = buckets_finish(&bk, err)))
+	int sharded = tr->shard > 0;
+	size_t lo = tr->opt.lo, hi = tr->opt.hi;
+	if (sharded) {
+		/* ZeRO-1: each rank's shard of the summed gradient (reduce-scatter, its
+		 * block landing first), moved to where the shard lies */
+		if ((rc = tr->comm->reduce_scatter(tr->comm, g->grads, g->grads, tr->shard, LMT_DTYPE_F32, LMT_COMM_OP_SUM,
+						   err)))
+			return rc;
+		if (tr->comm->rank)
+			be->copy(be, g->grads + (size_t)tr->comm->rank * tr->shard, g->grads, tr->shard * sizeof(float));
+	} else if ((rc = buckets_finish(&bk, err)) ||
+		   (tr->comm->world == 1 && (rc = tr->comm->allreduce_sum(tr->comm, g->grads, g->nparams, LMT_DTYPE_F32,
+									  err)))) {
 		return rc;
-	if (tr->comm->world == 1 && (rc = tr->comm->allreduce_sum(tr->comm, g->grads, g->nparams, LMT_DTYPE_F32, err)))
-		return rc;
+	}
 	st->t_comm += lmt_now() - t;
 
 	/* 5-6: norm, checks, clipping, AdamW */
 	t = lmt_now();
-	be->sumsq(be, acc + 1, g->grads, g->nparams);   /* acc[1] sum of squares, acc[2] non-finite count */
+	/* acc[1] sum of squares, acc[2] non-finite count: of the shard, summed over ranks */
+	be->sumsq(be, acc + 1, g->grads + (sharded ? lo : 0), sharded ? hi - lo : g->nparams);
 	be->to_host(be, h, acc, 3 * sizeof *h);
 	if ((rc = be->status(be, err)))
 		return lmt_err_prefix(err, "update %llu", (unsigned long long)tr->update + 1), rc;
 	double loss_sum = h[0];
 	t = lmt_now();
-	if ((rc = tr->comm->allreduce_sum(tr->comm, &loss_sum, 1, LMT_DTYPE_F64, err)))
+	if ((rc = tr->comm->allreduce_sum(tr->comm, sharded ? (void *)h : (void *)&loss_sum, sharded ? 3 : 1, LMT_DTYPE_F64,
+					  err)))
 		return rc;
+	if (sharded)
+		loss_sum = h[0];
 	st->t_comm += lmt_now() - t;
 	st->update = tr->update + 1;
 	st->valid_tokens = (uint64_t)gvalid;
@@ -308,6 +375,14 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 		be->to_host(be, &h[3], &acc[3], sizeof h[3]);
 		if ((rc = be->status(be, err)))
 			return lmt_err_prefix(err, "update %llu", (unsigned long long)tr->update + 1), rc;
+		if (sharded) { /* every rank's updated shard to every rank, and their checks */
+			size_t SH = tr->shard, r = (size_t)tr->comm->rank, ds = lmt_dtype_size(g->dtype);
+			if ((rc = tr->comm->allgather(tr->comm, g->params + r * SH, g->params, SH * sizeof(float), err)) ||
+			    (g->wparams != g->params &&
+			     (rc = tr->comm->allgather(tr->comm, (char *)g->wparams + r * SH * ds, g->wparams, SH * ds, err))) ||
+			    (rc = tr->comm->allreduce_sum(tr->comm, &h[3], 1, LMT_DTYPE_F64, err)))
+				return rc;
+		}
 		if (h[3] > 0) {
 			st->nonfinite_what = "parameter";
 			st->nonfinite_tensor = lmt_optim_find_nonfinite(&tr->opt, g->params);

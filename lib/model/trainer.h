@@ -74,6 +74,7 @@ struct lmt_train_cfg {
 	double loss_scale;       /* fp16: the first loss scale (optim.h) */
 	uint64_t loss_scale_window;  /* fp16: updates without overflow before the scale grows */
 	size_t bucket_bytes;     /* data parallel: gradient bytes per all-reduce bucket (0: one per layer) */
+	int zero;                /* 1: AdamW's state sharded over the ranks (ZeRO-1) */
 };
 
 struct lmt_step_stats {
@@ -98,6 +99,7 @@ struct lmt_trainer {
 	int T;
 	uint64_t update;         /* updates done */
 	struct lmt_optim opt;
+	size_t shard;            /* ZeRO-1: the parameters per rank (0: not sharded) */
 	struct lmt_loss_scaler scaler;   /* enabled when the model computes in fp16 */
 	uint64_t tokens;         /* valid target tokens consumed */
 	uint64_t clipped_updates;
@@ -112,6 +114,15 @@ int lmt_trainer_init(struct lmt_trainer *tr, const struct lmt_train_cfg *cfg, st
 		     struct lmt_comm *comm, struct lmt_gpt *g, struct lmt_dataset *d, uint64_t cursor,
 		     struct lmt_err *err);
 void lmt_trainer_release(struct lmt_trainer *tr);
+/*
+ * ZeRO-1's moments around checkpoints (no-ops when not sharded; collectives):
+ * gather puts every rank's shard of m and v into the model's full g->m, g->v (what
+ * a checkpoint saves), drop frees those again, take copies this rank's shard out
+ * of g->m, g->v after a restore into them, then drops them.
+ */
+int lmt_trainer_gather_moments(struct lmt_trainer *tr, struct lmt_err *err);
+void lmt_trainer_drop_moments(struct lmt_trainer *tr);
+int lmt_trainer_take_moments(struct lmt_trainer *tr, struct lmt_err *err);
 /* One optimizer update. Non-finite values stop it with LMT_ERANGE (policy stop) or
  * are recorded in st and the update skipped (policy skip). */
 int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct lmt_err *err);
