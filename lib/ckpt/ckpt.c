@@ -52,6 +52,14 @@ static void test_kill(const char *phase, uint64_t update)
 	kill(getpid(), SIGKILL);
 }
 
+/* LMT_TEST_CKPT_KILL_RANK=R: the rank whose data file the "data" kill interrupts
+ * (default 0), so that a test can kill one rank of several mid-save. */
+static int test_kill_rank(void)
+{
+	const char *v = getenv("LMT_TEST_CKPT_KILL_RANK");
+	return v ? atoi(v) : 0;
+}
+
 struct chunkrec {
 	int t, rank;
 	uint64_t offset, count, byte_offset;
@@ -172,10 +180,69 @@ static int write_manifest(const char *dir, uint64_t update, int W, const char *s
 	return rc;
 }
 
+/* Rank `rank`'s data file of a save of W ranks into dir: its chunk of every tensor,
+ * hashed on a second thread while this one writes; ch (ntensors) gets the chunks'
+ * layout and CRC-32C, f the file's size and payload SHA-256. */
+static int write_rank_file(const struct lmt_ckpt_save *s, int W, int rank, const char *dir, struct chunkrec *ch,
+			   struct filerec *f, struct lmt_err *err)
+{
+	char p[PATH_MAX];
+	int rc = 0;
+	struct lmt_binwriter w;
+	/* the layout first; then a thread hashes (SHA-256 of the payload, CRC-32C of
+	 * each chunk) while this one writes, both reading the same memory */
+	uint64_t size = 0;
+	for (int i = 0; i < s->ntensors; i++) {
+		struct chunkrec *c = &ch[i];
+		c->t = i;
+		c->rank = rank;
+		lmt_ckpt_split(s->tensors[i].numel, W, rank, &c->offset, &c->count);
+		size += (ALIGN - size % ALIGN) % ALIGN;
+		c->byte_offset = size;
+		size += c->count * 4;
+	}
+	struct hashjob hj = { s, ch, { 0 }, 0 };
+	pthread_t th;
+	if ((rc = lmt_path_fmt(p, sizeof p, err, "%s/rank-%05d.lmckpt", dir, rank)) ||
+	    (rc = lmt_binwriter_open(&w, p, &lmt_format_ckpt, err)))
+		return rc;
+	lmt_binwriter_external_sha(&w, NULL);
+	int threaded = pthread_create(&th, NULL, hash_rank, &hj) == 0;
+	for (int i = 0; i < s->ntensors && !rc; i++) {
+		const struct chunkrec *c = &ch[i];
+		static const uint8_t zero[ALIGN];
+		rc = lmt_binwriter_write(&w, zero, (size_t)(c->byte_offset - w.payload_size), err);
+		if (rank == test_kill_rank() && i == s->ntensors / 2)
+			test_kill("data", s->update);
+		if (!rc)
+			rc = lmt_binwriter_write(&w, s->tensors[i].data + c->offset, c->count * 4, err);
+	}
+	if (threaded)
+		pthread_join(th, NULL);
+	else
+		hash_rank(&hj);
+	if (!rc && hj.failed)
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	uint8_t ext[32] = { 0 };
+	lmt_store_u32(ext, (uint32_t)rank);
+	lmt_store_u32(ext + 4, (uint32_t)W);
+	lmt_store_u64(ext + 8, (uint64_t)s->ntensors);
+	if (rc) {
+		lmt_binwriter_abort(&w);
+		return rc;
+	}
+	lmt_binwriter_external_sha(&w, hj.sha);
+	f->bytes = LMT_HDR_SIZE + lmt_format_ckpt.ext_size + w.payload_size;
+	if ((rc = lmt_binwriter_finish(&w, ext, NULL, err)))
+		return rc;
+	memcpy(f->sha, w.payload_sha256, 32);
+	return 0;
+}
+
 int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, struct lmt_err *err)
 {
 	double t0 = lmt_now();
-	char ck[PATH_MAX], tmp[PATH_MAX], fin[PATH_MAX], p[PATH_MAX];
+	char ck[PATH_MAX], tmp[PATH_MAX], fin[PATH_MAX];
 	int rc;
 	memset(r, 0, sizeof *r);
 	if ((rc = lmt_path_fmt(ck, sizeof ck, err, "%s/ckpt", s->run_dir)) ||
@@ -198,57 +265,11 @@ int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, str
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		goto fail;
 	}
-	for (int rank = 0; rank < W; rank++) {
-		struct lmt_binwriter w;
-		/* the layout first; then a thread hashes (SHA-256 of the payload, CRC-32C
-		 * of each chunk) while this one writes, both reading the same memory */
-		uint64_t size = 0;
-		for (int i = 0; i < s->ntensors; i++) {
-			struct chunkrec *c = &ch[(size_t)rank * s->ntensors + i];
-			c->t = i;
-			c->rank = rank;
-			lmt_ckpt_split(s->tensors[i].numel, W, rank, &c->offset, &c->count);
-			size += (ALIGN - size % ALIGN) % ALIGN;
-			c->byte_offset = size;
-			size += c->count * 4;
-		}
-		struct hashjob hj = { s, ch + (size_t)rank * s->ntensors, { 0 }, 0 };
-		pthread_t th;
-		if ((rc = lmt_path_fmt(p, sizeof p, err, "%s/rank-%05d.lmckpt", tmp, rank)) ||
-		    (rc = lmt_binwriter_open(&w, p, &lmt_format_ckpt, err)))
-			goto fail;
-		lmt_binwriter_external_sha(&w, NULL);
-		int threaded = pthread_create(&th, NULL, hash_rank, &hj) == 0;
-		for (int i = 0; i < s->ntensors && !rc; i++) {
-			const struct chunkrec *c = &ch[(size_t)rank * s->ntensors + i];
-			static const uint8_t zero[ALIGN];
-			rc = lmt_binwriter_write(&w, zero, (size_t)(c->byte_offset - w.payload_size), err);
-			if (rank == 0 && i == s->ntensors / 2)
-				test_kill("data", s->update);
-			if (!rc)
-				rc = lmt_binwriter_write(&w, s->tensors[i].data + c->offset, c->count * 4, err);
-		}
-		if (threaded)
-			pthread_join(th, NULL);
-		else
-			hash_rank(&hj);
-		if (!rc && hj.failed)
-			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
-		uint8_t ext[32] = { 0 };
-		lmt_store_u32(ext, (uint32_t)rank);
-		lmt_store_u32(ext + 4, (uint32_t)W);
-		lmt_store_u64(ext + 8, (uint64_t)s->ntensors);
-		if (rc) {
-			lmt_binwriter_abort(&w);
-			goto fail;
-		}
-		lmt_binwriter_external_sha(&w, hj.sha);
-		files[rank].bytes = LMT_HDR_SIZE + lmt_format_ckpt.ext_size + w.payload_size;
-		if ((rc = lmt_binwriter_finish(&w, ext, NULL, err)))
-			goto fail;
-		memcpy(files[rank].sha, w.payload_sha256, 32);
-		r->bytes += files[rank].bytes;
-	}
+	for (int rank = 0; rank < W && !rc; rank++)
+		if (!(rc = write_rank_file(s, W, rank, tmp, ch + (size_t)rank * s->ntensors, &files[rank], err)))
+			r->bytes += files[rank].bytes;
+	if (rc)
+		goto fail;
 
 	/* the manifest, last */
 	const struct chunkrec **rank_ch = malloc((size_t)W * sizeof *rank_ch);
