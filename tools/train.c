@@ -652,7 +652,7 @@ static void start_saver(struct lmt_run_saver *sv, const struct opts *o, struct l
 	sv->saved = ckpt_saved;
 	sv->saved_ctx = (void *)o;
 	sv->last_saved = resumed ? tr->update : UINT64_MAX;
-	if (o->out && !o->ckpt_sync && (o->ckpt_every || o->ckpt_minutes > 0))
+	if (o->out && !o->ckpt_sync && (o->ckpt_every || o->ckpt_minutes > 0) && tr->comm->world == 1)
 		lmt_ckpt_async_reserve(&sv->async, tr->g->nparams * 3);
 }
 
@@ -1178,6 +1178,7 @@ int main(int argc, char **argv)
 	double wait_before = 0;
 	struct lmt_run_saver sv;
 	start_saver(&sv, &o, tr, rs.wall_offset, t_start, have_ck);
+	sv.run_dir = run_out;
 	uint64_t *cursors = comm->world > 1 ? calloc((size_t)comm->world, sizeof *cursors) : NULL;
 	if (comm->world > 1 && !cursors)
 		die("out of memory");
@@ -1230,7 +1231,7 @@ int main(int argc, char **argv)
 			if (due && !last && !tool_interrupted && tr->update != o.stop_at) {
 				last_due = lmt_now();
 				gather_cursors(&sv, tr, cursors);
-				if (lmt_trainer_gather_moments(tr, &err) || (o.out && lmt_run_save(&sv, o.ckpt_sync, &err)))
+				if (lmt_trainer_gather_moments(tr, &err) || lmt_run_save(&sv, o.ckpt_sync, &err))
 					die_err(&err);
 				lmt_trainer_drop_moments(tr);
 			}
@@ -1252,7 +1253,7 @@ int main(int argc, char **argv)
 		if (lmt_trainer_gather_moments(tr, &err))
 			die_err(&err);
 	}
-	if (o.out && (status ? lmt_run_save_poll(&sv, 1, &err) : lmt_run_save(&sv, 1, &err)))
+	if (run_out && (status ? lmt_run_save_poll(&sv, 1, &err) : lmt_run_save(&sv, 1, &err)))
 		die_err(&err);
 	lmt_trainer_drop_moments(tr);
 	lmt_run_saver_release(&sv);

@@ -2,6 +2,7 @@
  * ckpt.c: writing, reading and finding checkpoints (see ckpt.h).
  */
 #include "ckpt/ckpt.h"
+#include "comm/comm.h"
 #include "ckpt/verify.h"
 
 #include <dirent.h>
@@ -239,17 +240,18 @@ static int write_rank_file(const struct lmt_ckpt_save *s, int W, int rank, const
 	return 0;
 }
 
-int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, struct lmt_err *err)
+/* The paths of a save (RUN/ckpt, its final name, the temporary directory named for
+ * pid) and, with make, the temporary directory made afresh. */
+static int save_paths(const struct lmt_ckpt_save *s, int pid, int make, char *ck, char *fin, char *tmp,
+		      struct lmt_err *err)
 {
-	double t0 = lmt_now();
-	char ck[PATH_MAX], tmp[PATH_MAX], fin[PATH_MAX];
 	int rc;
-	memset(r, 0, sizeof *r);
-	if ((rc = lmt_path_fmt(ck, sizeof ck, err, "%s/ckpt", s->run_dir)) ||
-	    (rc = lmt_path_fmt(fin, sizeof fin, err, "%s/step-%08llu", ck, (unsigned long long)s->update)) ||
-	    (rc = lmt_path_fmt(tmp, sizeof tmp, err, "%s/.tmp-step-%08llu-%d", ck, (unsigned long long)s->update,
-			   (int)getpid())))
+	if ((rc = lmt_path_fmt(ck, PATH_MAX, err, "%s/ckpt", s->run_dir)) ||
+	    (rc = lmt_path_fmt(fin, PATH_MAX, err, "%s/step-%08llu", ck, (unsigned long long)s->update)) ||
+	    (rc = lmt_path_fmt(tmp, PATH_MAX, err, "%s/.tmp-step-%08llu-%d", ck, (unsigned long long)s->update, pid)))
 		return rc;
+	if (!make)
+		return 0;
 	if (mkdir(ck, 0755) && errno != EEXIST)
 		return lmt_err_errno(err, "'%s'", ck);
 	struct stat st;
@@ -258,52 +260,163 @@ int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, str
 	lmt_remove_dir(tmp);
 	if (mkdir(tmp, 0755))
 		return lmt_err_errno(err, "'%s'", tmp);
-	int W = s->world > 0 ? s->world : 1;
-	struct chunkrec *ch = calloc((size_t)W * s->ntensors, sizeof *ch);
-	struct filerec *files = calloc((size_t)W, sizeof *files);
-	if (!ch || !files) {
-		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
-		goto fail;
-	}
-	for (int rank = 0; rank < W && !rc; rank++)
-		if (!(rc = write_rank_file(s, W, rank, tmp, ch + (size_t)rank * s->ntensors, &files[rank], err)))
-			r->bytes += files[rank].bytes;
-	if (rc)
-		goto fail;
+	return 0;
+}
 
-	/* the manifest, last */
+/* The end of a save whose data files are in tmp: the manifest, last, then fsync,
+ * rename into place and fsync of the parent. */
+static int commit_save(const struct lmt_ckpt_save *s, int W, const char *ck, const char *fin, const char *tmp,
+		       const struct filerec *files, const struct chunkrec *ch, struct lmt_ckpt_result *r,
+		       struct lmt_err *err)
+{
 	const struct chunkrec **rank_ch = malloc((size_t)W * sizeof *rank_ch);
-	if (!rank_ch) {
-		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
-		goto fail;
-	}
+	if (!rank_ch)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	for (int rank = 0; rank < W; rank++)
 		rank_ch[rank] = ch + (size_t)rank * s->ntensors;
 	uint64_t mbytes = 0;
-	rc = write_manifest(tmp, s->update, W, s->state_json, s->tensors, s->ntensors, files, rank_ch, &mbytes, err);
+	int rc = write_manifest(tmp, s->update, W, s->state_json, s->tensors, s->ntensors, files, rank_ch, &mbytes, err);
 	free(rank_ch);
 	r->bytes += mbytes;
 	if (rc || (rc = lmt_fsync_dir(tmp, err)))
-		goto fail;
+		return rc;
 	test_kill("manifest", s->update);
 	const char *delay = getenv("LMT_TEST_CKPT_DELAY");
 	if (delay)
 		usleep((useconds_t)(atof(delay) * 1e6));
-	if (rename(tmp, fin)) {
-		rc = lmt_err_errno(err, "'%s': rename into place", fin);
-		goto fail;
-	}
+	if (rename(tmp, fin))
+		return lmt_err_errno(err, "'%s': rename into place", fin);
 	test_kill("rename", s->update);
-	if ((rc = lmt_fsync_dir(ck, err)))
-		goto out;
 	snprintf(r->path, sizeof r->path, "%s", fin);
+	return lmt_fsync_dir(ck, err) ? 1 : 0; /* renamed: complete, whatever the parent's fsync says */
+}
+
+int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, struct lmt_err *err)
+{
+	double t0 = lmt_now();
+	char ck[PATH_MAX], tmp[PATH_MAX], fin[PATH_MAX];
+	int rc;
+	memset(r, 0, sizeof *r);
+	if ((rc = save_paths(s, (int)getpid(), 1, ck, fin, tmp, err)))
+		return rc;
+	int W = s->world > 0 ? s->world : 1;
+	struct chunkrec *ch = calloc((size_t)W * s->ntensors, sizeof *ch);
+	struct filerec *files = calloc((size_t)W, sizeof *files);
+	if (!ch || !files)
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	for (int rank = 0; rank < W && !rc; rank++)
+		if (!(rc = write_rank_file(s, W, rank, tmp, ch + (size_t)rank * s->ntensors, &files[rank], err)))
+			r->bytes += files[rank].bytes;
+	if (!rc)
+		rc = commit_save(s, W, ck, fin, tmp, files, ch, r, err);
+	if (rc < 0)
+		lmt_remove_dir(tmp);
+	else if (rc > 0) /* renamed, the parent's fsync failed: the error stands */
+		rc = LMT_EIO;
+	else
+		r->write_s = lmt_now() - t0;
+	free(ch);
+	free(files);
+	return rc;
+}
+
+/* What each rank reports of its data file to rank 0. */
+struct rank_report {
+	int32_t rc;
+	uint32_t pad;
+	uint64_t bytes;
+	uint8_t sha[LMT_SHA256_LEN];
+	/* then ntensors CRC-32C */
+};
+
+int lmt_ckpt_write_ranks(const struct lmt_ckpt_save *s, struct lmt_comm *comm, struct lmt_ckpt_result *r,
+			 struct lmt_err *err)
+{
+	double t0 = lmt_now();
+	char ck[PATH_MAX], tmp[PATH_MAX], fin[PATH_MAX];
+	int W = comm->world, me = comm->rank, n = s->ntensors, rc = 0;
+	memset(r, 0, sizeof *r);
+	/* rank 0 makes the temporary directory, named for its pid, and says so */
+	int32_t start[2] = { 0, (int32_t)getpid() };
+	if (me == 0)
+		start[0] = save_paths(s, start[1], 1, ck, fin, tmp, err);
+	if ((rc = comm->broadcast(comm, start, sizeof start, 0, err)))
+		return rc;
+	if (start[0])
+		return me == 0 ? start[0] : lmt_err_set(err, start[0], "the save of update %llu failed on rank 0",
+							(unsigned long long)s->update);
+	if (me && (rc = save_paths(s, start[1], 0, ck, fin, tmp, err)))
+		return rc;
+	/* every rank writes its own file, in parallel */
+	size_t rec = sizeof(struct rank_report) + (size_t)n * 4;
+	struct chunkrec *ch = calloc((size_t)W * n, sizeof *ch);
+	struct filerec *files = calloc((size_t)W, sizeof *files);
+	uint8_t *all = calloc((size_t)W, rec), *mine = calloc(1, rec);
+	if (!ch || !files || !all || !mine) {
+		free(ch), free(files), free(all), free(mine);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	struct lmt_err e2 = { 0 };
+	struct rank_report *rp = (struct rank_report *)mine;
+	struct chunkrec *my = ch + (size_t)me * n;
+	rp->rc = write_rank_file(s, W, me, tmp, my, &files[me], &e2);
+	rp->bytes = files[me].bytes;
+	memcpy(rp->sha, files[me].sha, LMT_SHA256_LEN);
+	for (int i = 0; i < n; i++)
+		lmt_store_u32(mine + sizeof *rp + (size_t)i * 4, my[i].crc);
+	/* the reports to every rank (a barrier carrying the hashes) */
+	if ((rc = comm->allgather(comm, mine, all, rec, err)))
+		goto out;
+	int bad = -1;
+	for (int k = 0; k < W && bad < 0; k++)
+		if (((struct rank_report *)(all + (size_t)k * rec))->rc)
+			bad = k;
+	if (bad >= 0) {
+		rc = bad == me ? rp->rc : LMT_EIO;
+		lmt_err_set(err, rc, "the save of update %llu failed on rank %d%s%s", (unsigned long long)s->update, bad,
+			    bad == me ? ": " : "", bad == me ? e2.msg : "");
+		if (me == 0)
+			lmt_remove_dir(tmp);
+		goto out;
+	}
+	/* rank 0: the manifest from every rank's report, then the rename */
+	int32_t done = 0;
+	if (me == 0) {
+		for (int k = 0; k < W; k++) {
+			const struct rank_report *q = (const struct rank_report *)(all + (size_t)k * rec);
+			files[k].bytes = q->bytes;
+			memcpy(files[k].sha, q->sha, LMT_SHA256_LEN);
+			for (int i = 0; i < n; i++) {
+				struct chunkrec *c = &ch[(size_t)k * n + i];
+				uint64_t size = i ? ch[(size_t)k * n + i - 1].byte_offset + ch[(size_t)k * n + i - 1].count * 4 : 0;
+				c->t = i;
+				c->rank = k;
+				lmt_ckpt_split(s->tensors[i].numel, W, k, &c->offset, &c->count);
+				c->byte_offset = size + (ALIGN - size % ALIGN) % ALIGN;
+				c->crc = lmt_load_u32(all + (size_t)k * rec + sizeof *q + (size_t)i * 4);
+			}
+			r->bytes += q->bytes;
+		}
+		done = commit_save(s, W, ck, fin, tmp, files, ch, r, err);
+		if (done < 0)
+			lmt_remove_dir(tmp);
+	}
+	if ((rc = comm->broadcast(comm, &done, sizeof done, 0, me ? err : &e2)))
+		goto out;
+	if (done < 0) {
+		rc = me == 0 ? done : lmt_err_set(err, done, "the save of update %llu failed on rank 0",
+						  (unsigned long long)s->update);
+		goto out;
+	}
+	rc = done > 0 ? LMT_EIO : 0;
+	if (me)
+		snprintf(r->path, sizeof r->path, "%s", fin);
 	r->write_s = lmt_now() - t0;
-	goto out;
-fail:
-	lmt_remove_dir(tmp);
 out:
 	free(ch);
 	free(files);
+	free(all);
+	free(mine);
 	return rc;
 }
 

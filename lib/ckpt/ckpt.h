@@ -66,6 +66,17 @@ struct lmt_ckpt_result {
 
 /* Write a checkpoint now (the tensors' host memory must stay valid until it returns). */
 int lmt_ckpt_write(const struct lmt_ckpt_save *s, struct lmt_ckpt_result *r, struct lmt_err *err);
+/*
+ * The same save by every rank of comm at once (a collective): rank 0 makes the
+ * temporary directory, each rank writes its own data file into it in parallel and
+ * reports its size, SHA-256 and chunk CRCs (an all-gather that is also the barrier),
+ * and rank 0 writes the manifest only once every rank's file is written and
+ * fsynced, then renames. A rank failing or dying leaves no directory that resume
+ * accepts. Every rank gets the result; s->world must be comm's.
+ */
+struct lmt_comm;
+int lmt_ckpt_write_ranks(const struct lmt_ckpt_save *s, struct lmt_comm *comm, struct lmt_ckpt_result *r,
+			 struct lmt_err *err);
 
 /*
  * Asynchronous saving: lmt_ckpt_async_start copies the tensors into the writer's own

@@ -1117,9 +1117,13 @@ int lmt_run_save_poll(struct lmt_run_saver *k, int wait, struct lmt_err *err)
 int lmt_run_save(struct lmt_run_saver *k, int sync, struct lmt_err *err)
 {
 	struct lmt_trainer *tr = k->tr;
-	int rc;
-	if (!k->run->dir[0] || k->last_saved == tr->update)
+	int rc, ranks = tr->comm->world > 1;
+	/* a rank other than 0 has the run's directory, not the run (rank 0's) */
+	const char *dir = k->run->dir[0] ? k->run->dir : k->run_dir;
+	if (!dir || !dir[0] || k->last_saved == tr->update)
 		return 0;
+	if (ranks)
+		sync = 1; /* every rank writes its own file, all together */
 	/* one save at a time: a save that falls due while the previous one is still
 	 * being written waits for it, so the set of checkpoints a run leaves never
 	 * depends on the machine's load; the wait is training time lost, and said */
@@ -1148,14 +1152,15 @@ int lmt_run_save(struct lmt_run_saver *k, int sync, struct lmt_err *err)
 		return rc;
 	double wall = k->wall_offset + (lmt_now() - k->t_start);
 	char *state = state_json(k, wall);
-	struct lmt_ckpt_save sv = { k->run->dir, tr->update, tr->comm->world, t, n, state };
+	struct lmt_ckpt_save sv = { dir, tr->update, tr->comm->world, t, n, state };
 	if (!state) {
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	} else if (sync) {
 		struct lmt_ckpt_result r;
-		if (!(rc = lmt_ckpt_write(&sv, &r, err))) {
+		if (!(rc = ranks ? lmt_ckpt_write_ranks(&sv, tr->comm, &r, err) : lmt_ckpt_write(&sv, &r, err))) {
 			k->last_saved = tr->update;
-			rc = report_ckpt(k, &r, waited + (lmt_now() - t0), 0, err);
+			if (k->run->dir[0])
+				rc = report_ckpt(k, &r, waited + (lmt_now() - t0), 0, err);
 		}
 	} else if (!(rc = lmt_ckpt_async_start(&k->async, &sv, err))) {
 		k->last_saved = tr->update;

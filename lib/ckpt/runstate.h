@@ -225,14 +225,18 @@ struct lmt_run_saver {
 	/* with world > 1: every rank's loader cursor (gathered by the caller before
 	 * each save); NULL: this rank's own */
 	const uint64_t *cursors;
+	/* a rank other than 0: the run's directory, to write its own checkpoint file
+	 * into (the run itself is rank 0's) */
+	const char *run_dir;
 };
 
 void lmt_run_saver_init(struct lmt_run_saver *s, struct lmt_run *run, struct lmt_trainer *tr);
 void lmt_run_saver_release(struct lmt_run_saver *s);
 /* Save the trainer's state now; sync: write while training waits, else snapshot
  * and write on a thread. A save due while one is in flight waits for it (a notice
- * and a "checkpoint-wait" event). With world > 1 rank 0 saves the whole state, which
- * data parallelism keeps identical on every rank, with every rank's cursor. */
+ * and a "checkpoint-wait" event). With world > 1 every rank calls it at the same
+ * update: the save is synchronous, each rank writing its own file of the state
+ * (lmt_ckpt_write_ranks), rank 0 the manifest with every rank's cursor. */
 int lmt_run_save(struct lmt_run_saver *s, int sync, struct lmt_err *err);
 /* Collect a finished background save, if any (wait: block until it ends). */
 int lmt_run_save_poll(struct lmt_run_saver *s, int wait, struct lmt_err *err);

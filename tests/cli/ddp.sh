@@ -113,6 +113,29 @@ same "... ends on the same bytes as the uninterrupted 2-rank run" "$T/ref2/ckpt/
 	"$T/res2/ckpt/step-00000008/rank-00000.lmckpt"
 ls -A "$T" | grep -q '^runs$' && notok "a rank wrote a default run directory" || ok "no rank made a run directory of its own"
 
+# each rank writes its own file of a save: rank 1 killed half-way through its file
+# of the save of update 8 ends the job; no step-00000008 appears, update 4 stays the
+# newest valid checkpoint, and the resume from it ends bitwise where the
+# uninterrupted run does
+R12="$M --micro-batch 4 --updates 12 --ckpt-every 4"
+$MPIRUN -n 2 $TR $R12 -o "$T/k12ref" > /dev/null 2> "$T/k12ref.err"
+LMT_TEST_CKPT_KILL=data@8 LMT_TEST_CKPT_KILL_RANK=1 timeout 60 $MPIRUN -n 2 $TR $R12 -o "$T/k12" \
+	> /dev/null 2> "$T/k12.err"
+rc=$?
+# (mpirun names the process that died: rank 1's own, so rank 1 wrote its file)
+[ $rc != 0 ] && [ $rc != 124 ] && [ -f "$T/k12/ckpt/step-00000004/manifest.json" ] && [ ! -e "$T/k12/ckpt/step-00000008" ] \
+	&& ls -A "$T/k12/ckpt" | grep -q '^\.tmp-step-00000008-' && grep -q "process rank 1 .*signal 9" "$T/k12.err" \
+	&& ok "rank 1 killed writing its own file of a save: the job fails ($rc), update 4 stays the newest checkpoint" \
+	|| notok "rank killed mid-save" "$rc $(ls -A "$T/k12/ckpt") $(tail -c 300 "$T/k12.err")"
+"$BIN/ckpt-inspect" -q --verify "$T/k12/ckpt/step-00000004" > /dev/null 2>&1 \
+	&& ok "... and it verifies" || notok "step 4 verify" "$(tail -c 300 "$T/k12.err")"
+$MPIRUN -n 2 $TR --resume auto -o "$T/k12" > "$T/k12r.out" 2> "$T/k12r.err"
+[ $? = 0 ] && has_resume=$(jq -se 'map(select(.event == "resume")) | .[0].update == 4' "$T/k12r.out") \
+	&& [ "$has_resume" = true ] && ok "... resumed on 2 ranks from update 4" || notok "resume after the kill" "$(tail -c 300 "$T/k12r.err")"
+same "... ending on the same bytes as the run never killed" "$T/k12ref/ckpt/step-00000012/rank-00000.lmckpt" \
+	"$T/k12/ckpt/step-00000012/rank-00000.lmckpt"
+same "... rank 1's file too" "$T/k12ref/ckpt/step-00000012/rank-00001.lmckpt" "$T/k12/ckpt/step-00000012/rank-00001.lmckpt"
+
 # a 2-rank checkpoint resumed on 3 ranks: the cursors rebased, the run continuing
 # with the 3-rank batch (4 updates of 2 x 4 sequences, then 4 of 3 x 4)
 $MPIRUN -n 2 $TR $R -o "$T/w23" --stop-at 4 > /dev/null 2> "$T/w23.err"
