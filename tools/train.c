@@ -1114,6 +1114,7 @@ int main(int argc, char **argv)
 	if (!o.out && !o.no_save && !follower) {
 		default_run(&o, &g);
 		check_paths(&o);
+		run_out = o.out;
 	}
 	if (o.out && !o.resume && lmt_run_open(&run, o.out, 0, &err))
 		die_err(&err);
