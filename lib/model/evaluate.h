@@ -144,7 +144,7 @@ int lmt_split_docs(struct lmt_dataset *d, int split, const uint64_t *want, size_
  * in scoring) reproduces its next `cont` tokens exactly: hit[i] = 1 or 0. Computed by
  * teacher forcing in one forward pass per batch: greedy decoding reproduces the
  * continuation if and only if, fed the true tokens, the argmax at each of the cont
- * positions (the lowest id on a tie, as lmt_sample_tokens breaks it) is the true
+ * positions (the lowest id on a tie, as lmt_pick_token breaks it) is the true
  * next token. Documents need n >= prefix + cont; the prompt and continuation must
  * fit the model's context.
  */

@@ -150,8 +150,8 @@ static int nucleus(const float *row, int kk, double top_p, float mx, double temp
 int lmt_pick_token_p(const float *row, int V, double temperature, int top_k, double top_p, struct lmt_rng *r,
 		     int *idx)
 {
-	/* the selection of lmt_sample_tokens (trainer.c), step for step; top_p < 1 only
-	 * narrows the candidates, so with top_p >= 1 the draws are that sampler's */
+	/* lmt_pick_token's selection, step for step; top_p < 1 only narrows the
+	 * candidates, so with top_p >= 1 the draws are lmt_pick_token's */
 	int next = 0;
 	if (temperature <= 0) {
 		for (int j = 1; j < V; j++)
@@ -212,7 +212,7 @@ int lmt_generate_stream(struct lmt_gpt *g, const int32_t *prompt, int np, int n,
 		return rc;
 	}
 	struct lmt_rng r;
-	lmt_rng_seed(&r, sp->seed, 0x5a3); /* lmt_sample_tokens' stream */
+	lmt_rng_seed(&r, sp->seed, 0x5a3); /* one stream per seed, whoever samples */
 	memcpy(ctx, prompt, (size_t)np * sizeof *ctx);
 	int len = np;
 	int start = len > T ? len - T : 0;

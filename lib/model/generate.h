@@ -53,8 +53,7 @@ int lmt_kv_step(struct lmt_kv *kv, int32_t tok, float *logits, struct lmt_err *e
 /*
  * The next token from a row of V logits: the argmax (lowest id on a tie) when
  * temperature <= 0, else a draw from the softmax at temperature over the top_k
- * largest (0: all), the same selection and the same single draw from r as
- * lmt_sample_tokens. idx: V ints of scratch.
+ * largest (0: all), by one draw from r. idx: V ints of scratch.
  */
 int lmt_pick_token(const float *row, int V, double temperature, int top_k, struct lmt_rng *r, int *idx);
 /*
@@ -66,7 +65,10 @@ int lmt_pick_token(const float *row, int V, double temperature, int top_k, struc
 int lmt_pick_token_p(const float *row, int V, double temperature, int top_k, double top_p, struct lmt_rng *r,
 		     int *idx);
 
-/* lmt_sample_tokens' contract (trainer.h), with the cache. */
+/* n tokens continuing the np >= 1 tokens of prompt into out, each from
+ * lmt_pick_token with one random stream seeded by seed alone (the same tokens for
+ * the same seed, model and settings, whichever tool samples); past the context the
+ * window slides (generate.h, above). */
 int lmt_generate(struct lmt_gpt *g, const int32_t *prompt, int np, int n, double temperature, int top_k,
 		 uint64_t seed, int32_t *out, struct lmt_err *err);
 

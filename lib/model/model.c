@@ -546,7 +546,7 @@ void lmt_gpt_block_fwd(struct lmt_gpt *g, int l, const struct lmt_gpt_slot *s, f
 	struct lmt_backend *be = g->be;
 	const struct lmt_gpt_config *c = &g->cfg;
 	int C = c->C, NH = c->NH, HS = C / NH, dt = g->dtype, TQ = T - q0, N = B * TQ;
-	size_t NC = (size_t)N * C, ds = dsz(g);
+	size_t NC = (size_t)N * C;
 	be->layernorm_fwd(be, s->ln1, dt, s->ln1_mean, s->ln1_rstd, x_in, P(g, "ln1w", l), P(g, "ln1b", l),
 			  N, C);
 	/* the new rows of qkv: with q0 > 0 (B = 1) they follow the cached ones */
@@ -566,7 +566,6 @@ void lmt_gpt_block_fwd(struct lmt_gpt *g, int l, const struct lmt_gpt_slot *s, f
 		linear(g, x_out, s->fchg, W(g, "fcprojw", l), P(g, "fcprojb", l), N, 4 * C, C,
 		       1);
 	}
-	(void)ds;
 }
 
 static const float *block_in(const struct lmt_gpt *g, int l)
@@ -575,7 +574,6 @@ static const float *block_in(const struct lmt_gpt *g, int l)
 	return l ? g->a.residual3 + (l - 1) * NC : g->a.encoded;
 }
 
-static void forward_to_logits(struct lmt_gpt *g, int use_seg);
 static void forward_to_logits(struct lmt_gpt *g, int use_seg)
 {
 	struct lmt_backend *be = g->be;

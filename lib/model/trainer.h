@@ -14,7 +14,9 @@
  *      gives the gradient of the whole batch's mean, not a mean of micro-batch
  *      means. Zero valid targets is an error;
  *   3. runs forward and backward per micro-batch, accumulating gradients;
- *   4. all-reduces the gradients (sum) and the loss;
+ *   4. sums the gradients and the loss over the ranks: gradient buckets all-reduced
+ *      as backward finishes their layers, or with ZeRO-1 one reduce-scatter, each
+ *      rank then updating its share and the parameters all-gathered;
  *   5. computes the global gradient norm, checks loss, gradients and (after the
  *      step) parameters for non-finite values, clips the norm to clip once; a
  *      non-finite loss or gradient skips the update under the skip policy, a

@@ -33,9 +33,9 @@ void tool_defer_signals(void);
 void tool_check_interrupt(void);
 
 /*
- * For tools that compute with OpenBLAS and OpenMP in turn: both thread pools must
- * sleep when idle, or a spinning pool takes cores from the working one (measured:
- * 17% of a GPT-2 step). OpenMP's wait policy is fixed when libgomp loads, before
+ * For tools that compute with oneDNN and OpenMP loops: OpenMP's threads must sleep
+ * when idle, or spinning threads take cores from the work between parallel regions
+ * (measured when the GEMMs were OpenBLAS's own pool: 17% of a GPT-2 step). OpenMP's wait policy is fixed when libgomp loads, before
  * main, so when OMP_WAIT_POLICY is unset this sets it to PASSIVE and executes the
  * program again (once; if that fails it carries on as it is).
  */
