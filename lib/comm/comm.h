@@ -35,7 +35,7 @@ enum lmt_comm_op {
 };
 #define LMT_COMM_OP_COUNT 3
 
-/* A started operation (allreduce_start); owned by the communicator until wait. */
+/* A started operation (allreduce_start, reduce_scatterv_start, allgatherv_start); owned by the communicator until wait. */
 struct lmt_comm_req;
 
 struct lmt_comm {
@@ -74,6 +74,20 @@ struct lmt_comm {
 	/* Collective: *out = the group of the ranks that gave the same color (>= 0),
 	 * ranked by key (ties by rank here). out is released apart, before or after c. */
 	int (*split)(struct lmt_comm *c, int color, int key, struct lmt_comm *out, struct lmt_err *err);
+	/*
+	 * Uneven parts, for ZeRO-2 and -3 over flat shards (a layer's range meets
+	 * one or two ranks' shards): counts[r] (world entries, kept valid until
+	 * wait) elements are rank r's part, the parts laid end to end in rank order.
+	 * reduce_scatterv: recv (counts[rank] elements) = this rank's part of the
+	 * op over ranks of send (the sum of counts); allgatherv: recv (the sum of
+	 * counts) = every rank's send (counts[rank] elements) end to end. Both are
+	 * started and completed by wait, as allreduce_start; a rank's part may be
+	 * empty.
+	 */
+	int (*reduce_scatterv_start)(struct lmt_comm *c, const void *send, void *recv, const size_t *counts,
+				     int dtype, int op, struct lmt_comm_req **req, struct lmt_err *err);
+	int (*allgatherv_start)(struct lmt_comm *c, const void *send, void *recv, const size_t *counts, int dtype,
+				struct lmt_comm_req **req, struct lmt_err *err);
 };
 
 /* Open the communicator called name ("self", "mpi" where built; NULL or "auto"

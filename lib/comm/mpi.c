@@ -44,6 +44,7 @@ struct lmt_comm_req {
 	float *tmp;         /* bf16/fp16: the fp32 copy MPI reduces (result first) */
 	size_t n;           /* elements of the result */
 	int dtype, op;
+	int *counts;        /* the uneven collectives: world counts, then world displacements */
 	char what[96];      /* "all-reduce (sum, 3 bf16 elements)", for messages */
 };
 
@@ -195,6 +196,7 @@ static struct lmt_comm_req *req_new(struct lmt_err *err)
 static void req_free(struct lmt_comm_req *q)
 {
 	free(q->tmp);
+	free(q->counts);
 	free(q);
 }
 
@@ -311,6 +313,78 @@ static int mpi_reduce_scatter(struct lmt_comm *c, const void *send, void *recv, 
 	rc = started(MPI_Ireduce_scatter_block(in, res, (int)n, mpi_type(dtype), mpi_op(op), s->comm, &q->r), q,
 			 err);
 	return rc ? rc : mpi_wait(c, q, err);
+}
+
+/* q->counts: MPI's int counts and displacements of counts (times unit), checked */
+static int uneven_counts(struct lmt_comm *c, struct lmt_comm_req *q, const size_t *counts, size_t unit, size_t *sum,
+			 struct lmt_err *err)
+{
+	size_t W = (size_t)c->world, at = 0;
+	if (!(q->counts = malloc(2 * W * sizeof *q->counts)))
+		return lmt_err_set(err, LMT_ENOMEM, "mpi: %s: out of memory", q->what);
+	for (size_t r = 0; r < W; r++) {
+		int rc = check_count(q->what, at + counts[r] * unit, unit == 1 ? "elements" : "bytes", err);
+		if (rc)
+			return rc;
+		q->counts[r] = (int)(counts[r] * unit);
+		q->counts[W + r] = (int)at;
+		at += counts[r] * unit;
+	}
+	*sum = at / unit;
+	return 0;
+}
+
+static int mpi_reduce_scatterv_start(struct lmt_comm *c, const void *send, void *recv, const size_t *counts,
+				     int dtype, int op, struct lmt_comm_req **out, struct lmt_err *err)
+{
+	struct state *s = c->priv;
+	struct lmt_comm_req *q;
+	size_t all = 0;
+	*out = NULL;
+	for (int r = 0; r < c->world; r++)
+		all += counts[r];
+	int rc = reduction(c, "reduce-scatter", recv, send, counts[c->rank], all, 1, dtype, op, &q, err);
+	if (rc)
+		return rc;
+	size_t sum;
+	if ((rc = uneven_counts(c, q, counts, 1, &sum, err))) {
+		req_free(q);
+		return rc;
+	}
+	const void *in = q->tmp ? (const void *)(q->tmp + q->n) : send;
+	void *res = q->tmp ? (void *)q->tmp : recv;
+	rc = started(MPI_Ireduce_scatter(in, res, q->counts, mpi_type(dtype), mpi_op(op), s->comm, &q->r), q, err);
+	if (!rc)
+		*out = q;
+	return rc;
+}
+
+static int mpi_allgatherv_start(struct lmt_comm *c, const void *send, void *recv, const size_t *counts, int dtype,
+				struct lmt_comm_req **out, struct lmt_err *err)
+{
+	struct state *s = c->priv;
+	size_t ds = lmt_dtype_size(dtype), sum;
+	int rc;
+	*out = NULL;
+	if (!ds)
+		return lmt_err_set(err, LMT_EINVAL, "all-gather: unknown dtype %d", dtype);
+	if ((rc = check_usable(c, "all-gather", err)))
+		return rc;
+	struct lmt_comm_req *q = req_new(err);
+	if (!q)
+		return LMT_ENOMEM;
+	q->buf = recv, q->n = counts[c->rank], q->dtype = dtype, q->op = LMT_COMM_OP_SUM;
+	snprintf(q->what, sizeof q->what, "all-gather (%zu %s element%s from rank %d)", q->n, lmt_dtype_name(dtype),
+		 q->n == 1 ? "" : "s", c->rank);
+	if ((rc = uneven_counts(c, q, counts, ds, &sum, err))) {
+		req_free(q);
+		return rc;
+	}
+	rc = started(MPI_Iallgatherv(send, q->counts[c->rank], MPI_BYTE, recv, q->counts, q->counts + c->world,
+				     MPI_BYTE, s->comm, &q->r), q, err);
+	if (!rc)
+		*out = q;
+	return rc;
 }
 
 static int mpi_reduce_scatter_sum(struct lmt_comm *c, const void *send, void *recv, size_t n, int dtype,
@@ -449,6 +523,8 @@ static int fill(struct lmt_comm *c, struct state *s, double timeout_s, struct lm
 	c->allreduce_start = mpi_allreduce_start;
 	c->wait = mpi_wait;
 	c->split = mpi_split;
+	c->reduce_scatterv_start = mpi_reduce_scatterv_start;
+	c->allgatherv_start = mpi_allgatherv_start;
 	int rc;
 	MPI_Comm shm = MPI_COMM_NULL;
 	if ((rc = MPI_Comm_rank(s->comm, &c->rank)) != MPI_SUCCESS || (rc = MPI_Comm_size(s->comm, &c->world)) != MPI_SUCCESS ||

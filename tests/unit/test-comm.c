@@ -407,8 +407,65 @@ static void test_args(struct lmt_comm *c)
 	}
 }
 
+/*
+ * The uneven collectives over parts of counts[r] = (r * 7 + 3) % 11 elements (3,
+ * 10 and 6 on ranks 0, 1 and 2),
+ * then with rank 0's part empty, as a layer's range that misses a shard: every
+ * dtype and op reduced; the gathered parts end to end.
+ */
+static void test_uneven(struct lmt_comm *c)
+{
+	struct lmt_err err = { 0 };
+	size_t counts[64], total = 0, at = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		total = at = 0;
+		for (int r = 0; r < c->world && r < 64; r++) {
+			counts[r] = pass && r == 0 ? 0 : (size_t)(r * 7 + 3) % 11;
+			if (r < c->rank)
+				at += counts[r];
+			total += counts[r];
+		}
+		void *send = malloc(total * 8 + 8), *recv = malloc(counts[c->rank] * 8 + 8);
+		for (int d = 0; d < NDTYPES; d++)
+			for (int op = 0; op < LMT_COMM_OP_COUNT; op++) {
+				struct lmt_comm_req *q = NULL;
+				fill(dtypes[d], send, c->rank, total);
+				int rc = c->reduce_scatterv_start(c, send, recv, counts, dtypes[d], op, &q, &err);
+				if (!rc)
+					rc = c->wait(c, q, &err);
+				check_reduced(pass ? "reduce_scatterv, rank 0's part empty" : "reduce_scatterv", dtypes[d],
+					      op, c->world, recv, counts[c->rank], at, rc, &err);
+			}
+		/* all-gather: rank r's part holds input(r, its indices) */
+		for (int d = 0; d < NDTYPES; d++) {
+			struct lmt_comm_req *q = NULL;
+			size_t ds = lmt_dtype_size(dtypes[d]);
+			void *all = malloc(total * 8 + 8), *mine = malloc(counts[c->rank] * 8 + 8);
+			for (size_t i = 0; i < counts[c->rank]; i++)
+				put(dtypes[d], mine, i, input(dtypes[d], c->rank, at + i));
+			memset(all, 0xff, total * ds);
+			int rc = c->allgatherv_start(c, mine, all, counts, dtypes[d], &q, &err);
+			if (!rc)
+				rc = c->wait(c, q, &err);
+			long bad = -1;
+			for (int r = 0, i = 0; !rc && r < c->world; r++)
+				for (size_t k = 0; k < counts[r]; k++, i++)
+					if (bad < 0 && get(dtypes[d], all, (size_t)i) != input(dtypes[d], r, (size_t)i))
+						bad = i;
+			if (!tap_ok(rc == 0 && bad < 0, "allgatherv%s %s", pass ? ", rank 0's part empty" : "",
+				    lmt_dtype_name(dtypes[d])))
+				tap_diag("  %s", rc ? err.msg : "a wrong element");
+			free(all);
+			free(mine);
+		}
+		free(send);
+		free(recv);
+	}
+}
+
 static void test_ops(struct lmt_comm *c)
 {
+	test_uneven(c);
 	test_allreduce(c);
 	test_reduce_scatter(c);
 	test_allgather_broadcast(c);
