@@ -50,7 +50,7 @@ enum {
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
 	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB, OPT_COMM_TIMEOUT, OPT_SKEW_ALERT,
-	OPT_AUDIT_SAMPLES, OPT_ZERO,
+	OPT_AUDIT_SAMPLES, OPT_ZERO, OPT_PREFETCH,
 };
 
 static const struct option longopts[] = {
@@ -117,6 +117,7 @@ static const struct option longopts[] = {
 	{ "skew-alert", required_argument, NULL, OPT_SKEW_ALERT },
 	{ "audit-samples", required_argument, NULL, OPT_AUDIT_SAMPLES },
 	{ "zero", required_argument, NULL, OPT_ZERO },
+	{ "prefetch", no_argument, NULL, OPT_PREFETCH },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -187,7 +188,9 @@ static void usage(void)
 	       "  --bucket-mb X           data parallel: gradient MiB per all-reduce bucket, each\n"
 	       "                          started in backward as its layers finish (25; 0: a\n"
 	       "                          bucket per layer)\n"
-	       "  --zero N                several ranks: 1 shards AdamW's state (ZeRO-1); 0 none\n"
+	       "  --zero N                several ranks: 1 shards AdamW's state (ZeRO-1), 2 and the\n"
+	       "                          gradients, 3 and the parameters (FSDP); 0 none\n"
+	       "  --prefetch              --zero 3: gather the next layer while this one computes\n"
 	       "  --comm-timeout S        several ranks: a collective waiting longer fails the\n"
 	       "                          job, naming the operation (300; 0: wait for ever)\n"
 	       "  --skew-alert PCT        several ranks: an alert event when the slowest rank's\n"
@@ -373,10 +376,8 @@ static void set_option(struct opts *o, int c, const char *arg)
 	case OPT_SKEW_ALERT: o->skew_alert = opt_double("skew-alert", arg, 0, 1e9) / 100; break;
 	case OPT_ZERO:
 		o->tc.zero = (int)opt_int("zero", arg, 0, 3);
-		if (o->tc.zero > 1)
-			usage_error("option '--zero': %d shards gradients%s too; this build shards the optimizer state "
-				    "only (--zero 1)", o->tc.zero, o->tc.zero == 3 ? " and parameters" : "");
 		break;
+	case OPT_PREFETCH: o->tc.prefetch = 1; break;
 	case OPT_AUDIT_SAMPLES: o->audit = (uint64_t)opt_int("audit-samples", arg, 0, INT64_MAX); break;
 	case OPT_BUCKET_MB: o->tc.bucket_bytes = (size_t)(opt_double("bucket-mb", arg, 0, 1 << 20) * (1 << 20)); break;
 	case OPT_LOSS_SCALE: o->tc.loss_scale = opt_double("loss-scale", arg, 1.0 / 65536, 1e30); break;
@@ -661,7 +662,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	memset(o, 0, sizeof *o);
 	o->model = (struct lmt_gpt_config){ 0, 0, 0, 4, 4, 256, 0 };
 	o->tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
-					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0, 65536, 2000, 25 << 20, 0 };
+					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0, 65536, 2000, 25 << 20, 0, 0 };
 	o->eval_every = 100;
 	o->comm_timeout = 300;
 	o->skew_alert = 0.2;
@@ -1208,16 +1209,22 @@ int main(int argc, char **argv)
 				(unsigned long long)st.update, (unsigned long long)o.tc.updates, st.loss, st.lr,
 				st.valid_tokens / st.t_total, 100 * fpt * (double)st.positions / st.t_total / peak);
 		int last = st.update == o.tc.updates;
-		if (o.eval_every && d.split_seqs[LMT_SPLIT_VAL] && (st.update % o.eval_every == 0 || last)) {
+		int eval_due = o.eval_every && d.split_seqs[LMT_SPLIT_VAL] && (st.update % o.eval_every == 0 || last);
+		int sample_due = o.sample_every && (st.update % o.sample_every == 0 || last);
+		/* ZeRO-3: every parameter on every rank for these (collective, so on followers too) */
+		if ((eval_due || sample_due) && lmt_trainer_unshard(tr, &err))
+			die_err(&err);
+		if (eval_due) {
 			if (lmt_run_eval_record(&j, tr, o.eval_seqs, st.update, &err))
 				die_err(&err);
 			emit(&j, 1);
 		}
-		if (o.sample_every && !follower && (st.update % o.sample_every == 0 || last)) {
+		if (sample_due && !follower) {
 			if (lmt_run_sample_record(&j, &g, &smp, st.update, &err))
 				die_err(&err);
 			emit(&j, 1);
 		}
+		lmt_trainer_reshard(tr);
 		/* a signal to any rank stops every rank after this update */
 		int stop = tool_interrupted;
 		if (comm->world > 1 && comm->allreduce(comm, &stop, 1, LMT_DTYPE_I32, LMT_COMM_OP_MAX, &err))
@@ -1259,7 +1266,8 @@ int main(int argc, char **argv)
 	lmt_trainer_drop_moments(tr);
 	lmt_run_saver_release(&sv);
 	free(cursors);
-	if (!status && !interrupted && o.export_llmc && !follower && lmt_gpt_save_llmc(&g, o.export_llmc, &err))
+	if (!status && !interrupted && o.export_llmc &&
+	    (lmt_trainer_unshard(tr, &err) || (!follower && lmt_gpt_save_llmc(&g, o.export_llmc, &err))))
 		die_err(&err);
 	report_end(&j, &o, tr, tokens0, updates0, lmt_now() - t_start, rs.wall_offset, status, interrupted);
 	lmt_run_close(&run);

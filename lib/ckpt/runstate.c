@@ -24,6 +24,7 @@
 #include "core/util.h"
 #include "core/version.h"
 #include "model/generate.h"
+#include "model/zero.h"
 
 static void notice(const struct lmt_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void notice(const struct lmt_run *r, const char *fmt, ...)
@@ -216,22 +217,25 @@ static void model_shape(struct lmt_json *j, const struct lmt_gpt_config *m)
 	lmt_json_bool(j, "untied", m->untied);
 }
 
-/* The model's allocations in bytes, and the same bytes by dtype: master weights,
- * gradients and moments are fp32; the working copy and the GEMMs' inputs among the
- * activations are in the compute dtype. */
-static void memory_fields(struct lmt_json *j, const struct lmt_gpt *g, size_t opt_elems)
+/* The model's allocations in bytes on this rank (zero.h), and the same bytes by
+ * dtype: master weights, gradients, moments and staging in fp32 (the staging's
+ * working copies counted there too); the working copy and the GEMMs' inputs among
+ * the activations in the compute dtype. */
+static void memory_fields(struct lmt_json *j, const struct lmt_gpt *g, int zero, int world)
 {
-	size_t params = g->nparams * 4;
-	size_t work = g->wparams != g->params ? g->nparams * lmt_dtype_size(g->dtype) : 0;
-	lmt_json_u64(j, "params", params);
-	lmt_json_u64(j, "weights_working", work);
-	lmt_json_u64(j, "grads", params);
-	lmt_json_u64(j, "optimizer", 2 * 4 * opt_elems); /* this rank's: a shard under ZeRO-1 */
+	struct lmt_state_bytes sb;
+	lmt_state_bytes(g, zero, world, &sb);
+	lmt_json_u64(j, "params", sb.params);
+	lmt_json_u64(j, "weights_working", sb.working);
+	lmt_json_u64(j, "grads", sb.grads);
+	lmt_json_u64(j, "optimizer", sb.optimizer);
+	lmt_json_u64(j, "staging", sb.staging);
 	lmt_json_u64(j, "activations", g->nacts);
 	lmt_json_obj(j, "by_dtype");
 	for (int d = 0; d < LMT_DTYPE_COUNT; d++) {
-		size_t b = g->act_bytes.by_dtype[d] + (d == LMT_DTYPE_F32 ? 2 * params + 8 * opt_elems : 0) +
-			   (d == g->dtype ? work : 0);
+		size_t b = g->act_bytes.by_dtype[d] +
+			   (d == LMT_DTYPE_F32 ? sb.params + sb.grads + sb.optimizer + sb.staging : 0) +
+			   (d == g->dtype ? sb.working : 0);
 		if (b)
 			lmt_json_u64(j, lmt_dtype_name(d), b);
 	}
@@ -269,8 +273,7 @@ int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, cons
 	lmt_json_str(&j, "export_llmc", c->export_llmc);
 	lmt_json_obj_end(&j);
 	lmt_json_obj(&j, "memory");
-	memory_fields(&j, g, tc->zero && comm->world > 1 ? (g->nparams + (size_t)comm->world - 1) / (size_t)comm->world
-							 : g->nparams);
+	memory_fields(&j, g, tc->zero, comm->world);
 	lmt_json_obj_end(&j);
 	lmt_json_obj(&j, "optimization");
 	lmt_json_u64(&j, "micro_batch", (uint64_t)tc->B);
@@ -413,7 +416,7 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 	lmt_json_num(j, "device_s", wall * tr->comm->world);
 	lmt_json_obj_end(j);
 	lmt_json_obj(j, "memory");
-	memory_fields(j, g, tr->opt.hi - tr->opt.lo);
+	memory_fields(j, g, tr->cfg.zero, tr->comm->world);
 	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
 	lmt_json_obj_end(j);
 	if (log_samples) {

@@ -63,13 +63,41 @@ const struct lmt_tensor *lmt_gpt_tensor(const struct lmt_gpt *g, const char *nam
 
 /* layer l's piece of tensor name in the parameters, the gradients and the working
  * copy (the GEMMs' weights, in the compute dtype) */
-#define P(g, name, l) lmt_gpt_piece((g), (g)->params, name, l)
-#define G(g, name, l) lmt_gpt_piece((g), (g)->grads, name, l)
-#define W(g, name, l) ((const char *)(g)->wparams + dev_at(lmt_gpt_tensor((g), name), l) * dsz(g))
+#define P(g, name, l) ((float *)at_unit((g), 0, name, l))
+#define G(g, name, l) ((float *)at_unit((g), 1, name, l))
+#define W(g, name, l) ((const void *)at_unit((g), 2, name, l))
 
 static size_t dev_at(const struct lmt_tensor *t, int l)
 {
 	return t->dev + (size_t)l * t->lstride;
+}
+
+static size_t dsz(const struct lmt_gpt *g);
+
+/* layer l's piece of tensor name in the parameters (which 0), gradients (1) or
+ * working copy (2): in the whole buffers, or in its unit's copy where it has one */
+static void *at_unit(const struct lmt_gpt *g, int which, const char *name, int l)
+{
+	const struct lmt_tensor *t = lmt_gpt_tensor(g, name);
+	size_t at = dev_at(t, l), es = which == 2 ? dsz(g) : sizeof(float);
+	char *whole = which == 0 ? (char *)g->params : which == 1 ? (char *)g->grads : (char *)g->wparams;
+	if (g->unit) {
+		int u = t->layered ? l + 1 : t->dev < lmt_gpt_tensor(g, "ln1w")->dev ? 0 : g->cfg.L + 1;
+		const struct lmt_gpt_unit *un = &g->unit[u];
+		char *mine = which == 0 ? (char *)un->p : which == 1 ? (char *)un->g : (char *)un->w;
+		if (mine) {
+			size_t off;
+			lmt_gpt_unit_range(g, u, &off);
+			return mine + (at - off) * es;
+		}
+	}
+	return whole + at * es;
+}
+
+static void fetch(struct lmt_gpt *g, int u, int phase)
+{
+	if (g->fetch)
+		g->fetch(g->fetch_ctx, u, phase);
 }
 
 float *lmt_gpt_piece(const struct lmt_gpt *g, float *buf, const char *name, int l)
@@ -109,6 +137,20 @@ size_t lmt_gpt_layer_range(const struct lmt_gpt *g, int l, size_t *offset)
 	const struct lmt_tensor *t = lmt_gpt_tensor(g, "ln1w"); /* the first of a layer's tensors */
 	*offset = t->dev + (size_t)l * t->lstride;
 	return t->lstride;
+}
+
+size_t lmt_gpt_unit_range(const struct lmt_gpt *g, int u, size_t *offset)
+{
+	size_t first, n = lmt_gpt_layer_range(g, 0, &first), end = first + n * (size_t)g->cfg.L;
+	if (u == 0) {
+		*offset = 0;
+		return first;
+	}
+	if (u == g->cfg.L + 1) {
+		*offset = end;
+		return g->nparams - end;
+	}
+	return lmt_gpt_layer_range(g, u - 1, offset);
 }
 
 /* The device layout: the unlayered tensors before the first layered one, the layers,
@@ -581,10 +623,14 @@ static void forward_to_logits(struct lmt_gpt *g, int use_seg)
 	int B = g->B, T = g->T, N = B * T, C = c->C, L = c->L;
 	size_t NC = (size_t)N * C;
 	struct lmt_gpt_acts *a = &g->a;
+	fetch(g, 0, LMT_GPT_FETCH_FORWARD);
+	fetch(g, L + 1, LMT_GPT_FETCH_FORWARD);
 	be->embed_fwd(be, a->encoded, g->tok, P(g, "wte", 0), P(g, "wpe", 0), B, T, C);
-	for (int l = 0; l < L; l++)
+	for (int l = 0; l < L; l++) {
+		fetch(g, l + 1, LMT_GPT_FETCH_FORWARD);
 		lmt_gpt_block_fwd(g, l, &a->slot[l], a->slot[l].qkv, block_in(g, l), a->residual3 + l * NC,
 				  use_seg ? g->seg : NULL, B, T, 0);
+	}
 	lmt_gpt_head_fwd(g, a->logits, a->residual3 + (L - 1) * NC, a->lnf, a->lnf_mean, a->lnf_rstd, N);
 }
 
@@ -635,6 +681,7 @@ void lmt_gpt_backward(struct lmt_gpt *g, int use_seg)
 	for (int l = L - 1; l >= 0; l--) {
 		const float *res = block_in(g, l);
 		const struct lmt_gpt_slot *s = &a->slot[l];
+		fetch(g, l + 1, LMT_GPT_FETCH_BACKWARD);
 		if (lmt_gpt_recomputed(g, l))
 			lmt_gpt_block_fwd(g, l, s, s->qkv, res, NULL, seg, B, T, 0);
 		/* MLP: r3 = r2 + fcproj(gelu(fc(ln2(r2)))) */

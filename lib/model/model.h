@@ -67,6 +67,21 @@ struct lmt_tensor {
 #define LMT_GPT_MAX_TENSORS 17
 
 /*
+ * Units of the device layout, for ZeRO-2 and -3 (one unit's parameters gathered,
+ * its gradients reduced, at a time): unit 0 is what comes before the layers (wte,
+ * wpe), unit l + 1 is layer l, unit L + 1 what follows them (lnfw, lnfb [,
+ * lm_head]). lmt_gpt_unit_range says where each is. A unit whose p, w or g is
+ * set has that copy of its parameters, working weights or gradients there (the
+ * unit's first element first) instead of in params, wparams or grads: the passes
+ * read and write through these. NULL: in the whole buffers.
+ */
+struct lmt_gpt_unit {
+	float *p, *g;
+	void *w;
+};
+enum { LMT_GPT_FETCH_FORWARD = 0, LMT_GPT_FETCH_BACKWARD };
+
+/*
  * One block's activations for `rows` positions: what its backward pass reads. The
  * inputs of GEMMs (ln1, atty_lp, ln2, fchg) are in the model's compute dtype
  * (act_dtype); the rest is fp32. atty_lp is atty itself when that dtype is fp32.
@@ -116,6 +131,14 @@ struct lmt_gpt {
 	 * range in the layout (lmt_gpt_layer_range); NULL: none */
 	void (*grads_ready)(void *ctx, int layer, size_t offset, size_t count);
 	void *grads_ready_ctx;
+	/* units (NULL: none; else L + 2 of them, see above) and the hook the passes
+	 * call before they read a unit's parameters (the forward pass: units 0 and
+	 * L + 1 first, then each layer's; backward: each layer's, before its
+	 * recompute, and before its gradients are written), which may gather them and
+	 * point the unit at them (NULL: none) */
+	struct lmt_gpt_unit *unit;
+	void (*fetch)(void *ctx, int unit, int phase);
+	void *fetch_ctx;
 	int recompute_every;             /* K: block l is recomputed when l % K == 0 */
 	/* activations for a (B, T) micro-batch */
 	int B, T;
@@ -219,6 +242,8 @@ void lmt_gpt_gather(const struct lmt_gpt *g, float *host, const float *dev);
 void lmt_gpt_scatter(const struct lmt_gpt *g, float *dev, const float *host);
 /* Layer l's contiguous range [*offset, *offset + return) of the device layout. */
 size_t lmt_gpt_layer_range(const struct lmt_gpt *g, int l, size_t *offset);
+/* Unit u's range (0 <= u <= L + 1; see struct lmt_gpt_unit), the same way. */
+size_t lmt_gpt_unit_range(const struct lmt_gpt *g, int u, size_t *offset);
 
 /* llm.c's model file: 256 int32 header (20240326, 3, maxT, V, L, NH, C, Vp), then
  * the parameters in the order above as fp32 (tied: no lm_head). */

@@ -72,15 +72,41 @@ void lmt_optim_step(struct lmt_optim *o, double lr, float gscale, double *nonfin
 	double b1 = o->cfg.beta1, b2 = o->cfg.beta2;
 	struct lmt_adamw a = { (float)lr, (float)b1, (float)b2, (float)o->cfg.eps, 0.0f,
 			       (float)(1.0 - pow(b1, (double)o->steps)), (float)(1.0 - pow(b2, (double)o->steps)), gscale };
-	size_t ds = lmt_dtype_size(g->dtype);
-	int low = g->wparams != g->params;
+	size_t ds = lmt_dtype_size(g->dtype), pb = o->p ? o->pbase : 0, gb = o->p ? o->gbase : 0;
+	float *p = o->p ? o->p : g->params, *gr = o->p ? o->gr : g->grads;
+	char *w = o->p ? o->w : g->wparams != g->params ? g->wparams : NULL;
 	for (int i = 0; i < o->nr; i++) {
 		const struct lmt_optim_range *r = &o->r[i];
 		a.wd = r->decay ? (float)o->cfg.weight_decay : 0.0f;
-		be->adamw(be, g->params + r->offset, low ? (char *)g->wparams + r->offset * ds : NULL, g->dtype,
-			  g->grads + r->offset, o->m + (r->offset - o->lo), o->v + (r->offset - o->lo), r->count, &a,
-			  nonfinite_acc);
+		be->adamw(be, p + (r->offset - pb), w ? w + (r->offset - pb) * ds : NULL, g->dtype, gr + (r->offset - gb),
+			  o->m + (r->offset - o->lo), o->v + (r->offset - o->lo), r->count, &a, nonfinite_acc);
 	}
+}
+
+void lmt_optim_bind(struct lmt_optim *o, float *p, void *w, size_t pbase, float *gr, size_t gbase)
+{
+	o->p = p;
+	o->w = w;
+	o->pbase = pbase;
+	o->gr = gr;
+	o->gbase = gbase;
+}
+
+const char *lmt_optim_find_nonfinite_shard(const struct lmt_optim *o, const float *buf, size_t base)
+{
+	struct lmt_backend *be = o->g->be;
+	double *acc = o->g->a.scalars + LMT_GPT_SCALARS; /* the second half: scratch */
+	for (int i = 0; i < o->nr;) {
+		const char *name = o->r[i].tensor;
+		double h[2] = { 0, 0 };
+		be->to_device(be, acc, h, sizeof h);
+		for (; i < o->nr && !strcmp(o->r[i].tensor, name); i++) /* a tensor's pieces are adjacent ranges */
+			be->sumsq(be, acc, buf + (o->r[i].offset - base), o->r[i].count);
+		be->to_host(be, h, acc, sizeof h);
+		if (h[1] > 0)
+			return name;
+	}
+	return NULL;
 }
 
 const char *lmt_optim_find_nonfinite(const struct lmt_optim *o, const float *buf)

@@ -46,6 +46,12 @@ struct lmt_optim {
 	float *m, *v;            /* device fp32 moments of [lo, hi): the model's own (g->m, g->v)
 				  * when the shard is everything, else the optimizer's (own) */
 	int own;
+	/* where it reads and writes (lmt_optim_bind): parameter i at p[i - pbase],
+	 * its working copy at w[i - pbase] (NULL: none kept), its gradient at
+	 * gr[i - gbase]; unbound (p NULL): the model's params, wparams and grads */
+	float *p, *gr;
+	void *w;
+	size_t pbase, gbase;
 };
 
 struct lmt_loss_scaler {
@@ -68,6 +74,12 @@ void lmt_optim_release(struct lmt_optim *o);
 void lmt_optim_step(struct lmt_optim *o, double lr, float gscale, double *nonfinite_acc);
 /* The first tensor with a non-finite value in buf (the model's params or grads). */
 const char *lmt_optim_find_nonfinite(const struct lmt_optim *o, const float *buf);
+/* ZeRO-2 and -3: the master weights, their working copy and the gradients of the
+ * shard in buffers of their own (see struct lmt_optim). */
+void lmt_optim_bind(struct lmt_optim *o, float *p, void *w, size_t pbase, float *gr, size_t gbase);
+/* The first tensor of the shard with a non-finite value in buf, whose element i
+ * of the layout is buf[i - base]. */
+const char *lmt_optim_find_nonfinite_shard(const struct lmt_optim *o, const float *buf, size_t base);
 
 /* The scaler: enabled for fp16, else a scale of 1 that never changes. */
 void lmt_loss_scaler_init(struct lmt_loss_scaler *s, int enabled);

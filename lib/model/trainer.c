@@ -83,6 +83,16 @@ int lmt_trainer_init(struct lmt_trainer *tr, const struct lmt_train_cfg *cfg, st
 	}
 	if ((rc = lmt_optim_init(&tr->opt, g, &ac, lo, hi, tr->shard, err)))
 		return rc;
+	if (tr->shard && cfg->zero >= 2) {
+		if ((rc = lmt_zero_init(&tr->z, g, comm, cfg->zero, cfg->prefetch, tr->shard, err))) {
+			lmt_optim_release(&tr->opt);
+			return rc;
+		}
+		if (cfg->zero == 2)
+			lmt_optim_bind(&tr->opt, g->params, g->wparams != g->params ? g->wparams : NULL, 0, tr->z.gshard, lo);
+		else
+			lmt_optim_bind(&tr->opt, tr->z.pshard, NULL, lo, tr->z.gshard, lo);
+	}
 	lmt_loss_scaler_init(&tr->scaler, g->dtype == LMT_DTYPE_F16);
 	if (tr->scaler.enabled) {
 		if (cfg->loss_scale > 0)
@@ -129,7 +139,20 @@ int lmt_trainer_gather_moments(struct lmt_trainer *tr, struct lmt_err *err)
 		return lmt_err_set(err, LMT_ENOMEM, "cannot gather the AdamW moments (%.1f MB)", 2.0 * total * 4 / 1e6);
 	}
 	int rc = tr->comm->allgather(tr->comm, tr->opt.m, g->m, bytes, err);
-	return rc ? rc : tr->comm->allgather(tr->comm, tr->opt.v, g->v, bytes, err);
+	if (!rc)
+		rc = tr->comm->allgather(tr->comm, tr->opt.v, g->v, bytes, err);
+	return rc ? rc : lmt_trainer_unshard(tr, err);
+}
+
+int lmt_trainer_unshard(struct lmt_trainer *tr, struct lmt_err *err)
+{
+	return tr->z.g ? lmt_zero_unshard(&tr->z, err) : 0;
+}
+
+void lmt_trainer_reshard(struct lmt_trainer *tr)
+{
+	if (tr->z.g)
+		lmt_zero_reshard(&tr->z);
 }
 
 void lmt_trainer_drop_moments(struct lmt_trainer *tr)
@@ -140,6 +163,7 @@ void lmt_trainer_drop_moments(struct lmt_trainer *tr)
 	tr->be->free(tr->be, g->m);
 	tr->be->free(tr->be, g->v);
 	g->m = g->v = NULL;
+	lmt_trainer_reshard(tr);
 }
 
 int lmt_trainer_take_moments(struct lmt_trainer *tr, struct lmt_err *err)
@@ -151,6 +175,8 @@ int lmt_trainer_take_moments(struct lmt_trainer *tr, struct lmt_err *err)
 	size_t n = tr->opt.hi - tr->opt.lo;
 	tr->be->copy(tr->be, tr->opt.m, g->m + tr->opt.lo, n * sizeof(float));
 	tr->be->copy(tr->be, tr->opt.v, g->v + tr->opt.lo, n * sizeof(float));
+	if (tr->z.g)
+		lmt_zero_take_params(&tr->z);
 	lmt_trainer_drop_moments(tr);
 	return 0;
 }
@@ -166,6 +192,7 @@ void lmt_trainer_release(struct lmt_trainer *tr)
 	free(tr->h_seg);
 	if (tr->loader.d)
 		lmt_loader_release(&tr->loader);
+	lmt_zero_release(&tr->z);
 	lmt_optim_release(&tr->opt);
 	memset(tr, 0, sizeof *tr);
 }
@@ -178,7 +205,13 @@ static void test_overflow(struct lmt_trainer *tr)
 	if (!v || strtoull(v, NULL, 10) != tr->update + 1)
 		return;
 	float inf = INFINITY;
-	tr->be->to_device(tr->be, tr->g->grads + tr->g->nparams / 2, &inf, sizeof inf);
+	size_t at = tr->g->nparams / 2;
+	if (tr->z.g) { /* in the shard of the rank that owns it */
+		if (at >= tr->z.lo && at < tr->z.hi)
+			tr->be->to_device(tr->be, tr->z.gshard + (at - tr->z.lo), &inf, sizeof inf);
+		return;
+	}
+	tr->be->to_device(tr->be, tr->g->grads + at, &inf, sizeof inf);
 }
 
 /*
@@ -292,7 +325,13 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 	double ops0[LMT_OPK_COUNT];
 	memcpy(ops0, be->op_s, sizeof ops0);
 	be->to_device(be, acc, zero, sizeof zero);
-	be->zero(be, g->grads, g->nparams * sizeof(float));
+	struct lmt_zero *z = tr->z.g ? &tr->z : NULL;
+	if (z) {
+		lmt_zero_reshard(z);
+		lmt_zero_begin_update(z);
+	} else {
+		be->zero(be, g->grads, g->nparams * sizeof(float));
+	}
 	struct buckets bk = { .tr = tr };
 	for (int m = 0; m < A; m++) {
 		t = lmt_now();
@@ -310,8 +349,13 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 			g->grads_ready = bucket_ready;
 			g->grads_ready_ctx = &bk;
 		}
+		if (z) /* ZeRO-2, -3: every micro-batch's layers reduced as they are done */
+			lmt_zero_begin_backward(z);
 		lmt_gpt_backward(g, c->seg_mask);
-		g->grads_ready = NULL;
+		if (!z)
+			g->grads_ready = NULL;
+		else if ((rc = lmt_zero_end_backward(z, err)))
+			return rc;
 		st->t_backward += lmt_now() - t;
 	}
 	test_overflow(tr);
@@ -321,7 +365,10 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 	t = lmt_now();
 	int sharded = tr->shard > 0;
 	size_t lo = tr->opt.lo, hi = tr->opt.hi;
-	if (sharded) {
+	float *gsh = z ? z->gshard : sharded ? g->grads + lo : g->grads; /* this rank's summed gradients */
+	if (z) {
+		/* ZeRO-2, -3: reduced in backward */
+	} else if (sharded) {
 		/* ZeRO-1: each rank's shard of the summed gradient (reduce-scatter, its
 		 * block landing first), moved to where the shard lies */
 		if ((rc = tr->comm->reduce_scatter(tr->comm, g->grads, g->grads, tr->shard, LMT_DTYPE_F32, LMT_COMM_OP_SUM,
@@ -339,7 +386,7 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 	/* 5-6: norm, checks, clipping, AdamW */
 	t = lmt_now();
 	/* acc[1] sum of squares, acc[2] non-finite count: of the shard, summed over ranks */
-	be->sumsq(be, acc + 1, g->grads + (sharded ? lo : 0), sharded ? hi - lo : g->nparams);
+	be->sumsq(be, acc + 1, gsh, sharded ? hi - lo : g->nparams);
 	be->to_host(be, h, acc, 3 * sizeof *h);
 	if ((rc = be->status(be, err)))
 		return lmt_err_prefix(err, "update %llu", (unsigned long long)tr->update + 1), rc;
@@ -360,7 +407,8 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 	st->lr = lmt_lr_at(c, tr->update);
 	if (!isfinite(st->loss) || !isfinite(st->grad_norm)) {
 		st->nonfinite_what = !isfinite(st->loss) ? "loss" : "gradient";
-		st->nonfinite_tensor = lmt_optim_find_nonfinite(&tr->opt, g->grads);
+		st->nonfinite_tensor = sharded ? lmt_optim_find_nonfinite_shard(&tr->opt, gsh, lo)
+					       : lmt_optim_find_nonfinite(&tr->opt, g->grads);
 	}
 	/* fp16: a non-finite gradient with a finite loss is the scale's overflow */
 	if (tr->scaler.enabled && st->nonfinite_what && isfinite(st->loss) && !strcmp(st->nonfinite_what, "gradient"))
@@ -375,7 +423,11 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 		be->to_host(be, &h[3], &acc[3], sizeof h[3]);
 		if ((rc = be->status(be, err)))
 			return lmt_err_prefix(err, "update %llu", (unsigned long long)tr->update + 1), rc;
-		if (sharded) { /* every rank's updated shard to every rank, and their checks */
+		if (z && z->stage == 3) { /* the parameters stay sharded: only the checks */
+			lmt_zero_params_changed(z);
+			if ((rc = tr->comm->allreduce_sum(tr->comm, &h[3], 1, LMT_DTYPE_F64, err)))
+				return rc;
+		} else if (sharded) { /* every rank's updated shard to every rank, and their checks */
 			size_t SH = tr->shard, r = (size_t)tr->comm->rank, ds = lmt_dtype_size(g->dtype);
 			if ((rc = tr->comm->allgather(tr->comm, g->params + r * SH, g->params, SH * sizeof(float), err)) ||
 			    (g->wparams != g->params &&
@@ -385,7 +437,8 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 		}
 		if (h[3] > 0) {
 			st->nonfinite_what = "parameter";
-			st->nonfinite_tensor = lmt_optim_find_nonfinite(&tr->opt, g->params);
+			st->nonfinite_tensor = z && z->stage == 3 ? lmt_optim_find_nonfinite_shard(&tr->opt, z->pshard, lo)
+								  : lmt_optim_find_nonfinite(&tr->opt, g->params);
 		}
 	}
 	lmt_loss_scaler_update(&tr->scaler, st->overflow);

@@ -15,8 +15,10 @@
  *      means. Zero valid targets is an error;
  *   3. runs forward and backward per micro-batch, accumulating gradients;
  *   4. sums the gradients and the loss over the ranks: gradient buckets all-reduced
- *      as backward finishes their layers, or with ZeRO-1 one reduce-scatter, each
- *      rank then updating its share and the parameters all-gathered;
+ *      as backward finishes their layers, or with ZeRO-1 one reduce-scatter, or
+ *      with ZeRO-2 and -3 each layer's reduced to its owners as backward
+ *      finishes it (zero.h), each rank then updating its share and the parameters
+ *      all-gathered (ZeRO-3: gathered layer by layer in the next passes);
  *   5. computes the global gradient norm, checks loss, gradients and (after the
  *      step) parameters for non-finite values, clips the norm to clip once; a
  *      non-finite loss or gradient skips the update under the skip policy, a
@@ -53,6 +55,7 @@
 #include "data/loader.h"
 #include "model/model.h"
 #include "model/optim.h"
+#include "model/zero.h"
 
 enum lmt_schedule { LMT_SCHED_COSINE = 0, LMT_SCHED_LINEAR, LMT_SCHED_CONSTANT };
 enum lmt_nonfinite { LMT_NONFINITE_STOP = 0, LMT_NONFINITE_SKIP };
@@ -76,7 +79,8 @@ struct lmt_train_cfg {
 	double loss_scale;       /* fp16: the first loss scale (optim.h) */
 	uint64_t loss_scale_window;  /* fp16: updates without overflow before the scale grows */
 	size_t bucket_bytes;     /* data parallel: gradient bytes per all-reduce bucket (0: one per layer) */
-	int zero;                /* 1: AdamW's state sharded over the ranks (ZeRO-1) */
+	int zero;                /* ZeRO stage over the ranks: 1 AdamW's state, 2 and gradients, 3 and parameters (zero.h) */
+	int prefetch;            /* ZeRO-3: gather the next layer while this one computes */
 };
 
 struct lmt_step_stats {
@@ -101,7 +105,8 @@ struct lmt_trainer {
 	int T;
 	uint64_t update;         /* updates done */
 	struct lmt_optim opt;
-	size_t shard;            /* ZeRO-1: the parameters per rank (0: not sharded) */
+	size_t shard;            /* ZeRO: the parameters per rank (0: not sharded) */
+	struct lmt_zero z;       /* ZeRO-2 and -3 */
 	struct lmt_loss_scaler scaler;   /* enabled when the model computes in fp16 */
 	uint64_t tokens;         /* valid target tokens consumed */
 	uint64_t clipped_updates;
@@ -117,14 +122,18 @@ int lmt_trainer_init(struct lmt_trainer *tr, const struct lmt_train_cfg *cfg, st
 		     struct lmt_err *err);
 void lmt_trainer_release(struct lmt_trainer *tr);
 /*
- * ZeRO-1's moments around checkpoints (no-ops when not sharded; collectives):
+ * ZeRO's state around checkpoints (no-ops when not sharded; collectives):
  * gather puts every rank's shard of m and v into the model's full g->m, g->v (what
- * a checkpoint saves), drop frees those again, take copies this rank's shard out
- * of g->m, g->v after a restore into them, then drops them.
+ * a checkpoint saves), and under ZeRO-3 the parameters into g->params; drop frees
+ * those again; take copies this rank's shard out of g->m, g->v (and g->params)
+ * after a restore into them, then drops them. unshard and reshard do it for the
+ * parameters alone (ZeRO-3), around evaluation, sampling and exports.
  */
 int lmt_trainer_gather_moments(struct lmt_trainer *tr, struct lmt_err *err);
 void lmt_trainer_drop_moments(struct lmt_trainer *tr);
 int lmt_trainer_take_moments(struct lmt_trainer *tr, struct lmt_err *err);
+int lmt_trainer_unshard(struct lmt_trainer *tr, struct lmt_err *err);
+void lmt_trainer_reshard(struct lmt_trainer *tr);
 /* One optimizer update. Non-finite values stop it with LMT_ERANGE (policy stop) or
  * are recorded in st and the update skipped (policy skip). */
 int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct lmt_err *err);

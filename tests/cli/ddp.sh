@@ -3,7 +3,7 @@
 # (issue "Distributed training"):
 #   - one update on 2 and on 3 ranks (micro-batch B each) equals one update on one
 #     rank with micro-batch 2B (3B) on the union batch, parameter by parameter, to
-#     a stated tolerance; also with accumulation;
+#     a stated tolerance; also with accumulation; the same for ZeRO-1, -2 and -3;
 #   - 20 updates on 2 ranks track the 1-rank run's losses;
 #   - rank 0 alone writes the run (stdout, metrics, checkpoints with every rank's
 #     cursor); a 2-rank run stopped and resumed ends where the uninterrupted 2-rank
@@ -50,29 +50,72 @@ for n in 2 3; do
 		|| notok "$n ranks cursors" "$(jq -c .state.loader "$T/dp$n/ckpt/step-00000001/manifest.json")"
 done
 
-# ZeRO-1: AdamW's state sharded (reduce-scatter, each rank's shard updated, all-gather)
-for n in 2 3; do
-	$MPIRUN -n $n $TR $M --micro-batch 4 --updates 1 --zero 1 -o "$T/z$n" > "$T/z$n.out" 2> "$T/z$n.err"
+# ZeRO: 1 AdamW's state sharded (reduce-scatter, each rank's shard updated,
+# all-gather); 2 the gradients too (each layer's reduced to its owners in
+# backward); 3 the parameters too (each layer gathered before its forward and its
+# backward): every stage's one update against the 1-rank update on the union batch,
+# under the tolerance above (only the summation order differs)
+zero_diff() { # DESC REF RUN
 	"$BIN/ckpt-inspect" --diff --atol 1e-4 --ignore config --ignore clocks --ignore loader --ignore rng \
 		--ignore sharding --ignore metrics_offset --ignore code \
-		"$T/one$n/ckpt/step-00000001" "$T/z$n/ckpt/step-00000001" > "$T/zdiff$n" 2>&1 \
-		&& ok "--zero 1 on $n ranks: parameters and the gathered AdamW moments within 1e-4 of the 1-rank update" \
-		|| notok "zero 1 on $n" "$(tail -c 300 "$T/z$n.err") $(grep -v '"status":"same"' "$T/zdiff$n" | head -c 400)"
-	# this rank's optimizer bytes: two fp32 moments of ceil(N / n) parameters
-	jq -se --argjson n $n '(map(select(.event == "update"))[0].memory) as $m
-		| (map(select(.event == "parameters"))[0].total) as $p
-		| $m.optimizer == 8 * (($p + $n - 1) / $n | floor)' "$T/z$n.out" > /dev/null \
-		&& ok "--zero 1 on $n ranks: the optimizer's bytes are 1/$n of the model's moments" \
-		|| notok "zero memory" "$(grep '"event":"update"' "$T/z$n.out" | jq -c .memory)"
+		"$2/ckpt/step-00000001" "$3/ckpt/step-00000001" > "$3.diff" 2>&1 \
+		&& ok "$1: parameters and the gathered AdamW moments within 1e-4 of the 1-rank update" \
+		|| notok "$1" "$(tail -c 300 "$3.err") $(grep -v '"status":"same"' "$3.diff" | head -c 400)"
+}
+for n in 2 3; do
+	for z in 1 2 3; do
+		$MPIRUN -n $n $TR $M --micro-batch 4 --updates 1 --zero $z -o "$T/z$z-$n" > "$T/z$z-$n.out" 2> "$T/z$z-$n.err"
+		zero_diff "--zero $z on $n ranks" "$T/one$n" "$T/z$z-$n"
+		# this rank's bytes: 1/n (rounded up) of the moments, and of the gradients
+		# from stage 2, of the master weights at stage 3
+		jq -se --argjson n $n --argjson z $z '(map(select(.event == "update"))[0].memory) as $m
+			| (map(select(.event == "parameters"))[0].total) as $p
+			| (($p + $n - 1) / $n | floor) as $s
+			| $m.optimizer == 8 * $s and ($z < 2 or $m.grads == 4 * $s) and ($z < 3 or $m.params == 4 * $s)
+			  and ($z >= 2 or $m.grads >= 4 * $p) and ($z >= 3 or $m.params >= 4 * $p)' "$T/z$z-$n.out" > /dev/null \
+			&& ok "--zero $z on $n ranks: the sharded states' bytes are 1/$n of the model's" \
+			|| notok "zero $z memory" "$(grep '"event":"update"' "$T/z$z-$n.out" | jq -c .memory)"
+	done
 done
-RZ="$M --micro-batch 4 --updates 8 --ckpt-every 4 --zero 1"
-$MPIRUN -n 2 $TR $RZ -o "$T/zref" > /dev/null 2> "$T/zref.err"
-$MPIRUN -n 2 $TR $RZ -o "$T/zres" --stop-at 4 > /dev/null 2> "$T/zres.err"
-$MPIRUN -n 2 $TR --resume auto -o "$T/zres" > /dev/null 2>> "$T/zres.err"
-same "--zero 1 on 2 ranks, stopped at 4 and resumed: the same bytes as the uninterrupted run" \
-	"$T/zref/ckpt/step-00000008/rank-00000.lmckpt" "$T/zres/ckpt/step-00000008/rank-00000.lmckpt"
-check_fail "--zero 2 is a usage error naming what this build shards" 2 "this build shards the optimizer state only" \
-	$TR $M --micro-batch 4 --updates 1 --zero 2 --no-save
+$MPIRUN -n 3 $TR $M --micro-batch 4 --updates 1 --zero 3 --prefetch -o "$T/z3p" > /dev/null 2> "$T/z3p.err"
+zero_diff "--zero 3 --prefetch on 3 ranks" "$T/one3" "$T/z3p"
+for z in 2 3; do
+	$MPIRUN -n 2 $TR $M --micro-batch 2 --accum 2 --updates 1 --zero $z -o "$T/za$z" > /dev/null 2> "$T/za$z.err"
+	zero_diff "--zero $z on 2 ranks with --accum 2 (each micro-batch reduced into the shard)" "$T/one2" "$T/za$z"
+done
+# 20 updates with evaluations, samples and an export (ZeRO-3 gathers every
+# parameter for them): the same losses as data parallelism without sharding, and
+# the same llm.c file. Each update's gradient sums in another order, so equality
+# is not promised; 1e-4 nats over 20 updates at lr 1e-2 catches a wrong step.
+for z in 0 3; do
+	$MPIRUN -n 2 $TR $M --micro-batch 4 --updates 20 --eval-every 5 --sample-every 10 --zero $z --prefetch \
+		--export-llmc "$T/lz$z.bin" --no-save > "$T/lz$z.out" 2> "$T/lz$z.err" || notok "zero $z 20 updates" "$(tail -c 300 "$T/lz$z.err")"
+done
+jq -s '[.[] | select(.event == "update" or .event == "eval") | .loss]' "$T/lz0.out" > "$T/lz0.l"
+jq -s --slurpfile a "$T/lz0.l" '[.[] | select(.event == "update" or .event == "eval") | .loss] as $b
+	| ($b | length) == 24 and ([range(24)] | all(($a[0][.] - $b[.]) | fabs < 1e-4))' "$T/lz3.out" > /dev/null \
+	&& ok "--zero 3 on 2 ranks, 20 updates with evaluations and samples: losses within 1e-4 of --zero 0" \
+	|| notok "zero 3 losses" "$(jq -c . "$T/lz0.l" | head -c 200)"
+cmp -s "$T/lz0.bin" "$T/lz3.bin" && ok "... and its --export-llmc file is the same bytes" \
+	|| notok "zero 3 export" "$(ls -l "$T/lz0.bin" "$T/lz3.bin" 2>&1)"
+# bf16: the working copy gathered and cast by each rank, as AdamW writes it unsharded
+for z in 0 3; do
+	$MPIRUN -n 2 $TR $M --precision bf16 --micro-batch 4 --updates 5 --zero $z --no-save > "$T/bz$z.out" 2> "$T/bz$z.err"
+done
+jq -s '[.[] | select(.event == "update") | .loss]' "$T/bz0.out" > "$T/bz0.l"
+jq -s --slurpfile a "$T/bz0.l" '[.[] | select(.event == "update") | .loss] as $b
+	| ($b | length) == 5 and ([range(5)] | all(($a[0][.] - $b[.]) | fabs < 1e-3))' "$T/bz3.out" > /dev/null \
+	&& ok "--zero 3 in bf16 on 2 ranks: 5 losses within 1e-3 of --zero 0 (bf16's rounding of an update apart)" \
+	|| notok "zero 3 bf16" "$(tail -c 300 "$T/bz3.err") $(cat "$T/bz0.l" | head -c 200)"
+
+for z in 1 3; do
+	RZ="$M --micro-batch 4 --updates 8 --ckpt-every 4 --zero $z"
+	$MPIRUN -n 2 $TR $RZ -o "$T/zref$z" > /dev/null 2> "$T/zref$z.err"
+	$MPIRUN -n 2 $TR $RZ -o "$T/zres$z" --stop-at 4 > /dev/null 2> "$T/zres$z.err"
+	$MPIRUN -n 2 $TR --resume auto -o "$T/zres$z" > /dev/null 2>> "$T/zres$z.err"
+	same "--zero $z on 2 ranks, stopped at 4 and resumed: the same bytes as the uninterrupted run" \
+		"$T/zref$z/ckpt/step-00000008/rank-00000.lmckpt" "$T/zres$z/ckpt/step-00000008/rank-00000.lmckpt"
+done
 
 # buckets: one per layer (--bucket-mb 0, an all-reduce started in backward as each
 # layer finishes, waited for after) against the default (one bucket): on 2 ranks
@@ -117,7 +160,7 @@ ls -A "$T" | grep -q '^runs$' && notok "a rank wrote a default run directory" ||
 # of the save of update 8 ends the job; no step-00000008 appears, update 4 stays the
 # newest valid checkpoint, and the resume from it ends bitwise where the
 # uninterrupted run does
-R12="$M --micro-batch 4 --updates 12 --ckpt-every 4"
+R12="$M --micro-batch 4 --updates 12 --ckpt-every 4 --zero 2"
 $MPIRUN -n 2 $TR $R12 -o "$T/k12ref" > /dev/null 2> "$T/k12ref.err"
 LMT_TEST_CKPT_KILL=data@8 LMT_TEST_CKPT_KILL_RANK=1 timeout 60 $MPIRUN -n 2 $TR $R12 -o "$T/k12" \
 	> /dev/null 2> "$T/k12.err"
@@ -137,7 +180,8 @@ same "... ending on the same bytes as the run never killed" "$T/k12ref/ckpt/step
 same "... rank 1's file too" "$T/k12ref/ckpt/step-00000012/rank-00001.lmckpt" "$T/k12/ckpt/step-00000012/rank-00001.lmckpt"
 
 # a 2-rank checkpoint resumed on 3 ranks: the cursors rebased, the run continuing
-# with the 3-rank batch (4 updates of 2 x 4 sequences, then 4 of 3 x 4)
+# with the 3-rank batch (4 updates of 2 x 4 sequences, then 4 of 3 x 4); under
+# ZeRO-2 the same losses as without sharding (within 1e-4, as above)
 $MPIRUN -n 2 $TR $R -o "$T/w23" --stop-at 4 > /dev/null 2> "$T/w23.err"
 $MPIRUN -n 3 $TR --resume auto -o "$T/w23" > "$T/w23.out" 2>> "$T/w23.err"
 rc=$?
@@ -147,6 +191,13 @@ K=$((4 * 2 * 4 + 4 * 3 * 4))
 		"$T/w23/ckpt/step-00000008/manifest.json" > /dev/null \
 	&& ok "a 2-rank checkpoint resumed on 3 ranks: updates 5-8, cursors rebased to $K, $((K + 1)), $((K + 2))" \
 	|| notok "2 -> 3 ranks" "$(tail -c 300 "$T/w23.err") $(jq -c .state.loader "$T/w23/ckpt/step-00000008/manifest.json")"
+$MPIRUN -n 2 $TR $R --zero 2 -o "$T/w23z" --stop-at 4 > /dev/null 2> "$T/w23z.err"
+$MPIRUN -n 3 $TR --resume auto -o "$T/w23z" > "$T/w23z.out" 2>> "$T/w23z.err"
+jq -s '[.[] | select(.event == "update") | .loss]' "$T/w23.out" > "$T/w23.l"
+jq -se --slurpfile a "$T/w23.l" '[.[] | select(.event == "update") | .loss] as $b
+	| ($b | length) == 4 and ([range(4)] | all(($a[0][.] - $b[.]) | fabs < 1e-4))' "$T/w23z.out" > /dev/null \
+	&& ok "--zero 2: a 2-rank checkpoint resumed on 3 ranks continues with the losses of the unsharded run" \
+	|| notok "zero 2, 2 -> 3 ranks" "$(tail -c 300 "$T/w23z.err") $(head -c 200 "$T/w23.l")"
 
 # a rank with another seed is refused at start, naming it
 $MPIRUN -n 1 $TR $M --micro-batch 4 --updates 2 --no-save : -n 1 $TR $M --micro-batch 4 --updates 2 --no-save --seed 7 \
