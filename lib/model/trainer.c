@@ -326,6 +326,7 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 	memcpy(ops0, be->op_s, sizeof ops0);
 	be->to_device(be, acc, zero, sizeof zero);
 	struct lmt_zero *z = tr->z.g ? &tr->z : NULL;
+	double zwait = z ? z->t_wait : 0;
 	if (z) {
 		lmt_zero_reshard(z);
 		lmt_zero_begin_update(z);
@@ -382,6 +383,8 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 		return rc;
 	}
 	st->t_comm += lmt_now() - t;
+	if (z) /* the waits in the passes' hooks (also counted in t_forward, t_backward) */
+		st->t_comm += z->t_wait - zwait;
 
 	/* 5-6: norm, checks, clipping, AdamW */
 	t = lmt_now();

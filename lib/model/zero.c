@@ -8,6 +8,15 @@
 
 #include "core/util.h"
 
+/* comm->wait, its time counted as exposed communication */
+static int waited(struct lmt_zero *z, struct lmt_comm_req *q, struct lmt_err *err)
+{
+	double t = lmt_now();
+	int rc = z->comm->wait(z->comm, q, err);
+	z->t_wait += lmt_now() - t;
+	return rc;
+}
+
 /* counts[r]: the elements of [a, b) in rank r's shard */
 static void parts(const struct lmt_zero *z, size_t a, size_t b, size_t *counts)
 {
@@ -31,7 +40,7 @@ static void grad_finish(struct lmt_zero *z, int k)
 	struct lmt_backend *be = z->g->be;
 	if (z->gunit[k] < 0)
 		return;
-	int rc = z->comm->wait(z->comm, z->greq[k], z->failed ? NULL : &z->err);
+	int rc = waited(z, z->greq[k], z->failed ? NULL : &z->err);
 	z->greq[k] = NULL;
 	fail(z, rc);
 	if (!rc && z->rn[k])
@@ -82,7 +91,7 @@ static void param_finish(struct lmt_zero *z, int k)
 {
 	struct lmt_gpt *g = z->g;
 	if (z->preq[k] || !z->pcast[k]) {
-		fail(z, z->comm->wait(z->comm, z->preq[k], z->failed ? NULL : &z->err));
+		fail(z, waited(z, z->preq[k], z->failed ? NULL : &z->err));
 		z->preq[k] = NULL;
 	}
 	if (!z->pcast[k] && g->dtype != LMT_DTYPE_F32)
@@ -102,7 +111,7 @@ static void outer_gather(struct lmt_zero *z)
 		parts(z, u[i].a, u[i].a + u[i].n, counts);
 		const float *mine = z->pshard + (LMT_MIN(LMT_MAX(u[i].a, z->lo), z->hi) - z->lo);
 		int rc = c->allgatherv_start(c, mine, u[i].dst, counts, LMT_DTYPE_F32, &q, &z->err);
-		fail(z, rc ? rc : c->wait(c, q, &z->err));
+		fail(z, rc ? rc : waited(z, q, &z->err));
 	}
 	if (g->dtype != LMT_DTYPE_F32)
 		g->be->cast(g->be, z->outer_w, g->dtype, z->outer_p, LMT_DTYPE_F32, z->n0 + z->n1, 0, 0);

@@ -59,6 +59,7 @@ struct lmt_zero {
 	size_t *pcounts[2];
 	int punit[2], pcast[2], pcur, outer_ok, full;
 	size_t staging;          /* bytes of the slots and outer units */
+	double t_wait;           /* seconds spent waiting for collectives (exposed; inside the passes) */
 	int failed;              /* a hook's collective failed: err says how */
 	struct lmt_err err;
 };
