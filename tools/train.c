@@ -39,6 +39,7 @@
 #include "data/tokenizer.h"
 #include "model/model.h"
 #include "model/trainer.h"
+#include "report/alerts.h"
 #include "tool.h"
 
 /* long-only options (getopt_long returns these) */
@@ -49,7 +50,7 @@ enum {
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
-	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB, OPT_COMM_TIMEOUT, OPT_SKEW_ALERT,
+	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB, OPT_COMM_TIMEOUT, OPT_SKEW_ALERT, OPT_ALERT,
 	OPT_AUDIT_SAMPLES, OPT_ZERO, OPT_PREFETCH,
 };
 
@@ -115,6 +116,7 @@ static const struct option longopts[] = {
 	{ "bucket-mb", required_argument, NULL, OPT_BUCKET_MB },
 	{ "comm-timeout", required_argument, NULL, OPT_COMM_TIMEOUT },
 	{ "skew-alert", required_argument, NULL, OPT_SKEW_ALERT },
+	{ "alert", required_argument, NULL, OPT_ALERT },
 	{ "audit-samples", required_argument, NULL, OPT_AUDIT_SAMPLES },
 	{ "zero", required_argument, NULL, OPT_ZERO },
 	{ "prefetch", no_argument, NULL, OPT_PREFETCH },
@@ -195,6 +197,9 @@ static void usage(void)
 	       "                          job, naming the operation (300; 0: wait for ever)\n"
 	       "  --skew-alert PCT        several ranks: an alert event when the slowest rank's\n"
 	       "                          step is PCT%% over the median (20)\n"
+	       "  --alert NAME=X          an alert's threshold, 0 off: loss_spike (6 sigma), grad_spike\n"
+	       "                          (5x median), clipping (0.8), overflow (0.2), starvation\n"
+	       "                          (0.25), skew (0.2), val_regression (0.02); window=N (50)\n"
 	       "  --audit-samples N       several ranks: an audit record of every rank's sample\n"
 	       "                          ids for each of the first N updates\n"
 	       "  -j, --threads N         CPU threads (OMP_NUM_THREADS, else all cores)\n"
@@ -211,7 +216,8 @@ static void usage(void)
 struct opts {
 	const char *data, *out, *tokenizer, *init_llmc, *export_llmc, *prompt, *backend;
 	const char *precision;   /* NULL: the backend's best */
-	double comm_timeout, skew_alert;
+	double comm_timeout;
+	struct lmt_alert_cfg alert;
 	uint64_t audit;
 	int jsonl, no_save;
 	struct lmt_gpt_config model;
@@ -274,6 +280,26 @@ static int config_entry(void *ctx, const struct lmt_config_entry *e)
 }
 
 static void mark_given(struct opts *o, int c, const char *arg);
+
+/* --alert NAME=X: a threshold of alerts.h (0: that kind off), or window=N */
+static void set_alert(struct lmt_alert_cfg *a, const char *arg)
+{
+	static const char *const names[] = { "window", "loss_spike", "grad_spike", "clipping", "overflow", "starvation",
+					     "skew", "val_regression" };
+	double *at[] = { NULL, &a->loss_sigma, &a->grad_ratio, &a->clip_frac, &a->overflow_frac, &a->starve_frac,
+			 &a->skew, &a->val_frac };
+	const char *eq = strchr(arg, '=');
+	for (size_t i = 0; eq && i < sizeof names / sizeof names[0]; i++)
+		if (strlen(names[i]) == (size_t)(eq - arg) && !strncmp(arg, names[i], (size_t)(eq - arg))) {
+			if (!at[i])
+				a->window = (int)opt_int("alert window", eq + 1, 2, LMT_ALERT_WINDOW_MAX);
+			else
+				*at[i] = opt_double("alert", eq + 1, 0, 1e9);
+			return;
+		}
+	usage_error("option '--alert': '%s': expected NAME=X with NAME one of window, loss_spike, grad_spike, "
+		    "clipping, overflow, starvation, skew, val_regression", arg);
+}
 
 static void set_option(struct opts *o, int c, const char *arg)
 {
@@ -373,7 +399,8 @@ static void set_option(struct opts *o, int c, const char *arg)
 		o->precision = strcmp(arg, "auto") ? lmt_dtype_name(lmt_dtype_parse(arg)) : NULL;
 		break;
 	case OPT_COMM_TIMEOUT: o->comm_timeout = opt_double("comm-timeout", arg, 0, 1e9); break;
-	case OPT_SKEW_ALERT: o->skew_alert = opt_double("skew-alert", arg, 0, 1e9) / 100; break;
+	case OPT_SKEW_ALERT: o->alert.skew = opt_double("skew-alert", arg, 0, 1e9) / 100; break;
+	case OPT_ALERT: set_alert(&o->alert, arg); break;
 	case OPT_ZERO:
 		o->tc.zero = (int)opt_int("zero", arg, 0, 3);
 		break;
@@ -579,6 +606,9 @@ static void show(const struct lmt_json *j)
 	} else if (!strcmp(ev, "sample")) {
 		const char *t = json_string_value(json_object_get(r, "text"));
 		printf("update %5llu: sample: %s\n", u, t ? t : "(ids only: no tokenizer)");
+	} else if (!strcmp(ev, "alert") || !strcmp(ev, "alert-cleared")) {
+		printf("update %5llu: %s %s: %s\n", u, ev, json_string_value(json_object_get(r, "kind")),
+		       json_string_value(json_object_get(r, "evidence")));
 	} else if (!strcmp(ev, "checkpoint")) {
 		printf("checkpoint  %s (%.1f MB, %.2f s%s)\n", json_string_value(json_object_get(r, "path")),
 		       num(r, "bytes") / 1e6, num(r, "write_s"), json_is_true(json_object_get(r, "async")) ? ", async" : "");
@@ -665,7 +695,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0, 65536, 2000, 25 << 20, 0, 0 };
 	o->eval_every = 100;
 	o->comm_timeout = 300;
-	o->skew_alert = 0.2;
+	lmt_alert_cfg_default(&o->alert);
 	o->keep = 3;
 	o->eval_seqs = 64;
 	o->sample_tokens = 32;
@@ -967,25 +997,41 @@ static void report_end(struct lmt_json *j, const struct opts *o, const struct lm
 		     (unsigned long long)(tr->tokens - tokens0), wall, (tr->tokens - tokens0) / wall);
 }
 
-/* Every rank's times in the update record (a collective), and an alert event when
- * the slowest step passes the median by --skew-alert. */
-static void rank_times(struct lmt_json *j, const struct opts *o, struct lmt_comm *comm, const struct lmt_step_stats *st,
-		       double data_wait)
+/* Every rank's times in the update record (a collective); the skew (slowest step
+ * over the median, less 1) and the slowest rank for the alerts. */
+static void rank_times(struct lmt_json *j, struct lmt_comm *comm, const struct lmt_step_stats *st, double data_wait,
+		       double *skew, int *slowest)
 {
 	struct lmt_err err = { 0 };
-	static int warned;
-	double skew;
-	int slowest;
-	if (lmt_run_rank_times(j, comm, st, data_wait, &skew, &slowest, &err))
+	if (lmt_run_rank_times(j, comm, st, data_wait, skew, slowest, &err))
 		die_err(&err);
-	if (o->skew_alert > 0 && skew > o->skew_alert && !follower) {
-		char detail[160];
-		snprintf(detail, sizeof detail, "rank %d's step took %.0f%% longer than the median", slowest, 100 * skew);
-		event("alert", detail, st->update);
-		if (!warned++)
-			warn("update %llu: %s (--skew-alert %.0f%%; later alerts go to events.jsonl only)",
-			     (unsigned long long)st->update, detail, 100 * o->skew_alert);
-	}
+}
+
+/* An alert's episode began or ended: a record on stdout and in the metrics, an
+ * event, and a line on stderr. */
+static struct lmt_json *alert_json;
+static void on_alert(void *ctx, int kind, int fired, uint64_t update, double value, double threshold,
+		     const char *evidence)
+{
+	struct lmt_json *j = alert_json;
+	char detail[300];
+	(void)ctx;
+	if (follower)
+		return;
+	snprintf(detail, sizeof detail, "%s: %s", lmt_alert_name(kind), evidence);
+	event(fired ? "alert" : "alert-cleared", detail, update);
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", fired ? "alert" : "alert-cleared");
+	lmt_json_u64(j, "update", update);
+	lmt_json_str(j, "kind", lmt_alert_name(kind));
+	lmt_json_num(j, "value", value);
+	lmt_json_num(j, "threshold", threshold);
+	lmt_json_str(j, "evidence", evidence);
+	emit(j, 1);
+	if (fired)
+		warn("update %llu: alert %s", (unsigned long long)update, detail);
+	else
+		info("update %llu: alert %s cleared", (unsigned long long)update, lmt_alert_name(kind));
 }
 
 static void audit_samples(struct lmt_json *j, struct lmt_comm *comm, const struct lmt_trainer *tr, uint64_t update)
@@ -1185,8 +1231,12 @@ int main(int argc, char **argv)
 	if (comm->world > 1 && !cursors)
 		die("out of memory");
 	double last_due = t_start;
-	struct lmt_json j;
+	struct lmt_json j, aj;
 	lmt_json_init(&j);
+	lmt_json_init(&aj);
+	alert_json = &aj;
+	struct lmt_alerts alerts;
+	lmt_alerts_init(&alerts, &o.alert);
 	tool_defer_signals(); /* SIGINT, SIGTERM: finish the update, save, exit 0 */
 	const uint64_t tokens0 = tr->tokens, updates0 = tr->update; /* this process's share starts here */
 	while (tr->update < o.tc.updates) {
@@ -1196,10 +1246,14 @@ int main(int argc, char **argv)
 			die_err(&err);
 		double wall = rs.wall_offset + (lmt_now() - t_start);
 		lmt_run_update_record(&j, tr, &st, tr->loader.wait_seconds - wait_before, wall, fpt, peak, o.log_samples);
+		struct lmt_alert_obs ao = { st.update, st.loss, st.grad_norm, st.clipped, st.overflow,
+					    st.nonfinite_what != NULL, tr->loader.wait_seconds - wait_before, st.t_total,
+					    0, 0 };
 		if (comm->world > 1)
-			rank_times(&j, &o, comm, &st, tr->loader.wait_seconds - wait_before);
+			rank_times(&j, comm, &st, ao.data_wait, &ao.skew, &ao.slowest);
 		wait_before = tr->loader.wait_seconds;
 		emit(&j, 1);
+		lmt_alerts_update(&alerts, &ao, on_alert, NULL);
 		if (comm->world > 1 && st.update <= o.audit)
 			audit_samples(&j, comm, tr, st.update);
 		if (st.nonfinite_what && (status = report_nonfinite(&st, rc, &err)))
@@ -1215,9 +1269,11 @@ int main(int argc, char **argv)
 		if ((eval_due || sample_due) && lmt_trainer_unshard(tr, &err))
 			die_err(&err);
 		if (eval_due) {
-			if (lmt_run_eval_record(&j, tr, o.eval_seqs, st.update, &err))
+			double vl;
+			if (lmt_run_eval_record(&j, tr, o.eval_seqs, st.update, &vl, &err))
 				die_err(&err);
 			emit(&j, 1);
+			lmt_alerts_eval(&alerts, st.update, vl, on_alert, NULL);
 		}
 		if (sample_due && !follower) {
 			if (lmt_run_sample_record(&j, &g, &smp, st.update, &err))
@@ -1274,6 +1330,7 @@ int main(int argc, char **argv)
 	lmt_run_unlock(&run_lock);
 	lmt_run_sampling_release(&smp);
 	lmt_json_release(&j);
+	lmt_json_release(&aj);
 	lmt_trainer_release(tr);
 	lmt_gpt_release(&g);
 	if (have_tok)

@@ -438,7 +438,7 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 }
 
 int lmt_run_eval_record(struct lmt_json *j, const struct lmt_trainer *tr, uint64_t nseq, uint64_t update,
-			struct lmt_err *err)
+			double *loss, struct lmt_err *err)
 {
 	struct lmt_dataset *d = tr->loader.d;
 	double vl;
@@ -448,6 +448,7 @@ int lmt_run_eval_record(struct lmt_json *j, const struct lmt_trainer *tr, uint64
 			      &vt, err);
 	if (rc)
 		return rc;
+	*loss = vl;
 	lmt_json_begin(j);
 	lmt_json_str(j, "event", "eval");
 	lmt_json_u64(j, "update", update);

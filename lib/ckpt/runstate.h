@@ -106,7 +106,7 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 /* Evaluate tr's model on the first nseq sequences of the validation split (every
  * rank takes part) and begin the "eval" record of update `update` in j. */
 int lmt_run_eval_record(struct lmt_json *j, const struct lmt_trainer *tr, uint64_t nseq, uint64_t update,
-			struct lmt_err *err);
+			double *loss, struct lmt_err *err);
 
 /* What the "sample" records draw from: a fixed seed, so every sample of a run
  * starts from the same generator and differs only by the model. */

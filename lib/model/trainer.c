@@ -4,6 +4,7 @@
 #include "model/trainer.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,6 +215,18 @@ static void test_overflow(struct lmt_trainer *tr)
 	tr->be->to_device(tr->be, tr->g->grads + at, &inf, sizeof inf);
 }
 
+/* Test hook: LMT_TEST_LR_SCALE=U1-U2:F multiplies the learning rate of updates U1
+ * to U2 (1-based) by F, a learning rate far too high for some updates. */
+static double test_lr_scale(uint64_t u)
+{
+	const char *v = getenv("LMT_TEST_LR_SCALE");
+	unsigned long long a, b;
+	double f;
+	if (!v || sscanf(v, "%llu-%llu:%lf", &a, &b, &f) != 3 || u < a || u > b)
+		return 1.0;
+	return f;
+}
+
 /*
  * Gradient buckets for data parallelism: backward reports each layer's range as
  * it becomes final (last layer first; the ranges are adjacent, descending), and
@@ -407,7 +420,7 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 	st->loss = loss_sum / (double)gvalid; /* the losses themselves are unscaled */
 	st->loss_scale = S;
 	st->grad_norm = h[2] > 0 ? NAN : sqrt(h[1]) / S;
-	st->lr = lmt_lr_at(c, tr->update);
+	st->lr = lmt_lr_at(c, tr->update) * test_lr_scale(tr->update + 1);
 	if (!isfinite(st->loss) || !isfinite(st->grad_norm)) {
 		st->nonfinite_what = !isfinite(st->loss) ? "loss" : "gradient";
 		st->nonfinite_tensor = sharded ? lmt_optim_find_nonfinite_shard(&tr->opt, gsh, lo)
