@@ -50,7 +50,7 @@ enum {
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
-	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB, OPT_COMM_TIMEOUT, OPT_SKEW_ALERT, OPT_ALERT,
+	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB, OPT_COMM_TIMEOUT, OPT_SKEW_ALERT, OPT_ALERT, OPT_STATS_EVERY,
 	OPT_AUDIT_SAMPLES, OPT_ZERO, OPT_PREFETCH,
 };
 
@@ -117,6 +117,7 @@ static const struct option longopts[] = {
 	{ "comm-timeout", required_argument, NULL, OPT_COMM_TIMEOUT },
 	{ "skew-alert", required_argument, NULL, OPT_SKEW_ALERT },
 	{ "alert", required_argument, NULL, OPT_ALERT },
+	{ "stats-every", required_argument, NULL, OPT_STATS_EVERY },
 	{ "audit-samples", required_argument, NULL, OPT_AUDIT_SAMPLES },
 	{ "zero", required_argument, NULL, OPT_ZERO },
 	{ "prefetch", no_argument, NULL, OPT_PREFETCH },
@@ -197,6 +198,8 @@ static void usage(void)
 	       "                          job, naming the operation (300; 0: wait for ever)\n"
 	       "  --skew-alert PCT        several ranks: an alert event when the slowest rank's\n"
 	       "                          step is PCT%% over the median (20)\n"
+	       "  --stats-every N         per-layer gradient and parameter norms, update ratios and\n"
+	       "                          block output RMS every N updates (25; 0: none)\n"
 	       "  --alert NAME=X          an alert's threshold, 0 off: loss_spike (6 sigma), grad_spike\n"
 	       "                          (5x median), clipping (0.8), overflow (0.2), starvation\n"
 	       "                          (0.25), skew (0.2), val_regression (0.02); window=N (50)\n"
@@ -401,6 +404,7 @@ static void set_option(struct opts *o, int c, const char *arg)
 	case OPT_COMM_TIMEOUT: o->comm_timeout = opt_double("comm-timeout", arg, 0, 1e9); break;
 	case OPT_SKEW_ALERT: o->alert.skew = opt_double("skew-alert", arg, 0, 1e9) / 100; break;
 	case OPT_ALERT: set_alert(&o->alert, arg); break;
+	case OPT_STATS_EVERY: o->tc.stats_every = (uint64_t)opt_int("stats-every", arg, 0, INT64_MAX); break;
 	case OPT_ZERO:
 		o->tc.zero = (int)opt_int("zero", arg, 0, 3);
 		break;
@@ -692,7 +696,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	memset(o, 0, sizeof *o);
 	o->model = (struct lmt_gpt_config){ 0, 0, 0, 4, 4, 256, 0 };
 	o->tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
-					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0, 65536, 2000, 25 << 20, 0, 0 };
+					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0, 65536, 2000, 25 << 20, 0, 0, 25 };
 	o->eval_every = 100;
 	o->comm_timeout = 300;
 	lmt_alert_cfg_default(&o->alert);
@@ -1237,6 +1241,7 @@ int main(int argc, char **argv)
 	alert_json = &aj;
 	struct lmt_alerts alerts;
 	lmt_alerts_init(&alerts, &o.alert);
+	uint64_t stats_at = tr->update, stats_clipped = tr->clipped_updates;
 	tool_defer_signals(); /* SIGINT, SIGTERM: finish the update, save, exit 0 */
 	const uint64_t tokens0 = tr->tokens, updates0 = tr->update; /* this process's share starts here */
 	while (tr->update < o.tc.updates) {
@@ -1253,6 +1258,12 @@ int main(int argc, char **argv)
 			rank_times(&j, comm, &st, ao.data_wait, &ao.skew, &ao.slowest);
 		wait_before = tr->loader.wait_seconds;
 		emit(&j, 1);
+		if (st.have_stats) {
+			lmt_run_stats_record(&j, tr, st.update, st.update - stats_at, tr->clipped_updates - stats_clipped);
+			emit(&j, 1);
+			stats_at = st.update;
+			stats_clipped = tr->clipped_updates;
+		}
 		lmt_alerts_update(&alerts, &ao, on_alert, NULL);
 		if (comm->world > 1 && st.update <= o.audit)
 			audit_samples(&j, comm, tr, st.update);

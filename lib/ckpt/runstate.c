@@ -1175,3 +1175,41 @@ int lmt_run_save(struct lmt_run_saver *k, int sync, struct lmt_err *err)
 	free(state);
 	return rc;
 }
+
+static void norms(struct lmt_json *j, const struct lmt_stats *s, int u)
+{
+	lmt_json_num(j, "grad_norm", s->grad_norm[u]);
+	lmt_json_num(j, "param_norm", s->param_norm[u]);
+}
+
+void lmt_run_stats_record(struct lmt_json *j, const struct lmt_trainer *tr, uint64_t update, uint64_t since_updates,
+			  uint64_t since_clipped)
+{
+	static const char *const kinds[LMT_STATS_KINDS] = { "embedding", "matrix", "bias", "norm" };
+	const struct lmt_stats *s = &tr->stats;
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "stats");
+	lmt_json_u64(j, "update", update);
+	lmt_json_obj(j, "embeddings");
+	norms(j, s, 0);
+	lmt_json_obj_end(j);
+	lmt_json_arr(j, "layers");
+	for (int l = 0; l < s->L; l++) {
+		lmt_json_obj(j, NULL);
+		lmt_json_u64(j, "layer", (uint64_t)l);
+		norms(j, s, l + 1);
+		lmt_json_num(j, "act_rms", s->act_rms[l]);
+		lmt_json_obj_end(j);
+	}
+	lmt_json_arr_end(j);
+	lmt_json_obj(j, "head");
+	norms(j, s, s->L + 1);
+	lmt_json_obj_end(j);
+	lmt_json_obj(j, "update_ratio");
+	for (int k = 0; k < LMT_STATS_KINDS; k++)
+		lmt_json_num(j, kinds[k], s->update_ratio[k]);
+	lmt_json_obj_end(j);
+	lmt_json_num(j, "clipped_fraction", since_updates ? (double)since_clipped / (double)since_updates : 0);
+	lmt_json_num(j, "loss_scale", tr->scaler.scale);
+	lmt_json_u64(j, "overflows", tr->scaler.overflows);
+}

@@ -105,6 +105,10 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 
 /* Evaluate tr's model on the first nseq sequences of the validation split (every
  * rank takes part) and begin the "eval" record of update `update` in j. */
+/* The "stats" record of update (tr->stats, stats.h), with the fraction of the
+ * updates since the last one (since_clipped of since_updates) that were clipped. */
+void lmt_run_stats_record(struct lmt_json *j, const struct lmt_trainer *tr, uint64_t update, uint64_t since_updates,
+			  uint64_t since_clipped);
 int lmt_run_eval_record(struct lmt_json *j, const struct lmt_trainer *tr, uint64_t nseq, uint64_t update,
 			double *loss, struct lmt_err *err);
 

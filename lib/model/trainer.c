@@ -94,6 +94,10 @@ int lmt_trainer_init(struct lmt_trainer *tr, const struct lmt_train_cfg *cfg, st
 		else
 			lmt_optim_bind(&tr->opt, tr->z.pshard, NULL, lo, tr->z.gshard, lo);
 	}
+	if (cfg->stats_every && (rc = lmt_stats_init(&tr->stats, g, err))) {
+		lmt_trainer_release(tr);
+		return rc;
+	}
 	lmt_loss_scaler_init(&tr->scaler, g->dtype == LMT_DTYPE_F16);
 	if (tr->scaler.enabled) {
 		if (cfg->loss_scale > 0)
@@ -194,6 +198,7 @@ void lmt_trainer_release(struct lmt_trainer *tr)
 	if (tr->loader.d)
 		lmt_loader_release(&tr->loader);
 	lmt_zero_release(&tr->z);
+	lmt_stats_release(&tr->stats, tr->be);
 	lmt_optim_release(&tr->opt);
 	memset(tr, 0, sizeof *tr);
 }
@@ -434,6 +439,11 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 		gscale = (float)(c->clip / st->grad_norm / S);
 		st->clipped = 1;
 	}
+	int want = c->stats_every && (tr->update + 1) % c->stats_every == 0 && !st->nonfinite_what;
+	float *sp = z && z->stage == 3 ? z->pshard : g->params;
+	size_t spb = z && z->stage == 3 ? lo : 0;
+	if (want && (rc = lmt_stats_before(&tr->stats, g, sp, spb, lo, hi, err)))
+		return rc;
 	if (!st->nonfinite_what) {
 		lmt_optim_step(&tr->opt, st->lr, gscale, &acc[3]);
 		be->to_host(be, &h[3], &acc[3], sizeof h[3]);
@@ -451,6 +461,10 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 			    (rc = tr->comm->allreduce_sum(tr->comm, &h[3], 1, LMT_DTYPE_F64, err)))
 				return rc;
 		}
+		if (want && (rc = lmt_stats_after(&tr->stats, g, tr->comm, sharded, sp, spb, gsh, z || sharded ? lo : 0,
+						  1.0 / S, lo, hi, err)))
+			return rc;
+		st->have_stats = want;
 		if (h[3] > 0) {
 			st->nonfinite_what = "parameter";
 			st->nonfinite_tensor = z && z->stage == 3 ? lmt_optim_find_nonfinite_shard(&tr->opt, z->pshard, lo)

@@ -55,6 +55,7 @@
 #include "data/loader.h"
 #include "model/model.h"
 #include "model/optim.h"
+#include "model/stats.h"
 #include "model/zero.h"
 
 enum lmt_schedule { LMT_SCHED_COSINE = 0, LMT_SCHED_LINEAR, LMT_SCHED_CONSTANT };
@@ -81,6 +82,7 @@ struct lmt_train_cfg {
 	size_t bucket_bytes;     /* data parallel: gradient bytes per all-reduce bucket (0: one per layer) */
 	int zero;                /* ZeRO stage over the ranks: 1 AdamW's state, 2 and gradients, 3 and parameters (zero.h) */
 	int prefetch;            /* ZeRO-3: gather the next layer while this one computes */
+	uint64_t stats_every;    /* every N-th update (0: never) computes the statistics (stats.h) */
 };
 
 struct lmt_step_stats {
@@ -94,6 +96,7 @@ struct lmt_step_stats {
 	int overflow;                  /* fp16: a non-finite gradient, the update skipped and the scale backed off */
 	const char *nonfinite_tensor;  /* set when a non-finite value was found */
 	const char *nonfinite_what;    /* "loss", "gradient" or "parameter" */
+	int have_stats;                /* tr->stats holds this update's statistics */
 };
 
 struct lmt_trainer {
@@ -107,6 +110,7 @@ struct lmt_trainer {
 	struct lmt_optim opt;
 	size_t shard;            /* ZeRO: the parameters per rank (0: not sharded) */
 	struct lmt_zero z;       /* ZeRO-2 and -3 */
+	struct lmt_stats stats;  /* with stats_every */
 	struct lmt_loss_scaler scaler;   /* enabled when the model computes in fp16 */
 	uint64_t tokens;         /* valid target tokens consumed */
 	uint64_t clipped_updates;

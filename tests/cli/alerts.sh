@@ -4,7 +4,9 @@
 # (LMT_TEST_LR_SCALE) fires a loss spike and a gradient-norm spike, each once per
 # episode, on stdout, in metrics.jsonl, in events.jsonl and on stderr, and each
 # clears; a non-finite gradient (LMT_TEST_OVERFLOW, skipped by --on-nonfinite
-# skip) fires "nonfinite"; thresholds are set with --alert NAME=X.
+# skip) fires "nonfinite"; thresholds are set with --alert NAME=X. The statistics
+# (--stats-every): the units' gradient norms make up the update's norm, and the
+# planted spike shows in the update ratio (ddp.sh: the same on 2 ranks under ZeRO-3).
 . tests/cli/lib.sh
 TR=$BIN/train
 tiny_data 600
@@ -45,4 +47,18 @@ LMT_TEST_LR_SCALE=150-152:30 $TR $M --updates 250 --alert loss_spike=0 --alert g
 check_fail "--alert with an unknown name: usage error naming the names" 2 "expected NAME=X with NAME one of" \
 	$TR $M --updates 1 --no-save --alert spikes=3
 check_fail "--alert with a negative threshold: usage error" 2 "alert" $TR $M --updates 1 --no-save --alert clipping=-1
+
+# statistics: the units' squared gradient norms add up to the update's squared norm
+# (the same sums in another order: 1e-9 relative), every 5 updates
+SQ='[.[] | select(.event == "stats")] as $s | [.[] | select(.event == "update")] as $u
+	| ($s | map(.update)) == [5, 10, 15, 20]
+	and ($s | all(. as $r | ((([$r.embeddings, $r.head] + $r.layers) | map(.grad_norm * .grad_norm) | add) | sqrt)
+		as $n | ($u[$r.update - 1].grad_norm - $n | fabs) <= 1e-9 * $n))'
+$TR $M --updates 20 --stats-every 5 --no-save > "$T/st.out" 2> "$T/st.err"
+jq -se "$SQ" "$T/st.out" > /dev/null && ok "--stats-every 5: a stats record every 5 updates, its layers' norms making up the gradient norm" \
+	|| notok "stats" "$(grep '"stats"' "$T/st.out" | head -c 400)"
+jq -se '[.[] | select(.event == "stats")] as $s | ($s | map(select(.update == 150))[0].update_ratio.matrix)
+	> 10 * ($s | map(select(.update == 140))[0].update_ratio.matrix)' "$T/lr/metrics.jsonl" > /dev/null \
+	&& ok "the planted learning rate shows in the matrices' update-to-parameter ratio (update 150 over 10x update 140's)" \
+	|| notok "update ratio" "$(grep '"stats"' "$T/lr/metrics.jsonl" | jq -c '[.update, .update_ratio.matrix]' | tail -3)"
 finish

@@ -117,6 +117,19 @@ for z in 1 3; do
 		"$T/zref$z/ckpt/step-00000008/rank-00000.lmckpt" "$T/zres$z/ckpt/step-00000008/rank-00000.lmckpt"
 done
 
+# --stats-every on 2 ranks: each rank adds its shard's part of each layer's sums of
+# squares; ZeRO-3's per-layer statistics are ZeRO-0's (the sums in another order:
+# 1e-9 relative)
+for z in 0 3; do
+	$MPIRUN -n 2 $TR $M --micro-batch 4 --updates 10 --stats-every 5 --zero $z --no-save > "$T/sz$z.out" 2> "$T/sz$z.err"
+done
+jq -s '[.[] | select(.event == "stats") | .layers[] | .grad_norm, .param_norm, .act_rms]' "$T/sz0.out" > "$T/sz0.v"
+jq -se --slurpfile a "$T/sz0.v" '[.[] | select(.event == "stats") | .layers[] | .grad_norm, .param_norm, .act_rms]
+	| length == 12 and (. as $b | [range(length)]
+		| all(. as $i | (($a[0][$i] - $b[$i]) | fabs) <= 1e-9 * ($b[$i] | fabs) + 1e-12))' \
+	"$T/sz3.out" > /dev/null && ok "--stats-every on 2 ranks: --zero 3's per-layer statistics are --zero 0's" \
+	|| notok "stats zero 3" "$(tail -c 300 "$T/sz3.err") $(head -c 300 "$T/sz0.v")"
+
 # buckets: one per layer (--bucket-mb 0, an all-reduce started in backward as each
 # layer finishes, waited for after) against the default (one bucket): on 2 ranks
 # each element's sum a + b is the same whatever the chunks, so bitwise equal

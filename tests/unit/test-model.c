@@ -827,7 +827,7 @@ static int make_dataset(void)
 static struct lmt_train_cfg train_cfg(int B, int accum)
 {
 	struct lmt_train_cfg c = { B, accum, 1, 1, 10, 1e-3, 0.1, 3, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0, 1.0,
-				   LMT_NONFINITE_STOP, 11, 0, LMT_DTYPE_F32, 0, 65536, 2000, 0, 0, 0 };
+				   LMT_NONFINITE_STOP, 11, 0, LMT_DTYPE_F32, 0, 65536, 2000, 0, 0, 0, 0 };
 	return c;
 }
 
