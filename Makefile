@@ -60,12 +60,15 @@ HAVE_PMIX := $(if $(filter 1,$(WITH_PMIX)),$(shell pkg-config --exists pmix 2>/d
 ifeq ($(HAVE_CUDA),1)
 CU_SRC := $(wildcard kernels/*.cu)
 CU_OBJ := $(CU_SRC:%.cu=$(B)/%.o)
-CFLAGS += -DLMT_HAVE_CUDA
+CFLAGS += -DLMT_HAVE_CUDA -I$(CUDA_HOME)/include
 LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
 NVCCFLAGS ?= -O2 -std=c++17 --compiler-options -Wall,-Werror,-fPIC
+NVCCFLAGS += -Ilib
 endif
+# lib/comm/nccl.c: NCCL's shared library (it carries its own CUDA runtime)
 ifeq ($(HAVE_NCCL),1)
 CFLAGS += -DLMT_HAVE_NCCL
+LDLIBS += -L$(CUDA_HOME)/lib64 -lnccl -Wl,-rpath,$(CUDA_HOME)/lib64
 endif
 # lib/comm/mpi.c and pmix.c: their headers and libraries from pkg-config (Debian's
 # ompi-c also names the pmix2 include directory; pmix adds an rpath to its own)
@@ -121,7 +124,7 @@ $(B)/%.o: %.c $(LIB_HDR) $(wildcard tools/common/*.h) $(B)/config.txt
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CFLAGS) -c -o $@ $<
 
-$(B)/kernels/%.o: kernels/%.cu
+$(B)/kernels/%.o: kernels/%.cu $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) -c -o $@ $<
 

@@ -1,10 +1,10 @@
 /*
  * registry.c: communicators by name. Tools and tests get one here
  * (lmt_comm_open) and never call a communicator's own init, so the mpi and nccl
- * communicators join by a line in this table. "auto" asks the launcher how many
- * processes it started: Open MPI's OMPI_COMM_WORLD_SIZE when set, else PMIx's job
- * size when the environment names a PMIx server (Slurm's srun --mpi=pmix), and
- * never calls PMIx_Init without one (see pmix.h: Open MPI's singleton start).
+ * communicators join by a line in this table (nccl only by name). "auto" asks
+ * the launcher how many processes it started: Open MPI's OMPI_COMM_WORLD_SIZE
+ * when set, else PMIx's job size when the environment names a PMIx server
+ * (Slurm's srun --mpi=pmix), and never calls PMIx_Init without one (see pmix.h: Open MPI's singleton start).
  */
 #include "comm/comm.h"
 
@@ -21,6 +21,9 @@ static const struct {
 	{ "self", lmt_comm_self_init },
 #ifdef LMT_HAVE_MPI
 	{ "mpi", lmt_comm_mpi_init },
+#endif
+#ifdef LMT_HAVE_NCCL
+	{ "nccl", lmt_comm_nccl_init }, /* only by name: "auto" never chooses it */
 #endif
 };
 
@@ -67,8 +70,12 @@ int lmt_comm_open(struct lmt_comm *c, const char *name, struct lmt_err *err)
 
 const char *lmt_comm_names(void)
 {
-#ifdef LMT_HAVE_MPI
+#if defined LMT_HAVE_MPI && defined LMT_HAVE_NCCL
+	return "self, mpi, nccl";
+#elif defined LMT_HAVE_MPI
 	return "self, mpi";
+#elif defined LMT_HAVE_NCCL
+	return "self, nccl";
 #else
 	return "self";
 #endif

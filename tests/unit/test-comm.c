@@ -5,7 +5,10 @@
  * one, PMIx_Init answering PMIX_ERR_UNREACHABLE). Under a launcher
  * (tests/cli/comm.sh: mpirun -n 2 and -n 3) every rank checks the mpi
  * communicator "auto" opens; with --mpi, alone, the mpi communicator as a world
- * of one (Open MPI's singleton); with --timeout, the timeout (rank 1 comes late).
+ * of one (Open MPI's singleton); with --timeout, the timeout (rank 1 comes late);
+ * with --nccl, every test below on the nccl communicator, one GPU a rank, on
+ * host buffers staged through the device (scripts/gpu-check runs it alone and
+ * under mpirun -n GPUs). Alone without a GPU, opening nccl fails cleanly.
  *
  * Every reduction is checked for every dtype and op against the value computed
  * here from every rank's input, which is a function of (rank, index): small
@@ -21,8 +24,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/cudart.h"
 #include "comm/comm.h"
+#include "comm/impl.h"
 #include "comm/pmix.h"
+#ifdef LMT_HAVE_NCCL
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#endif
 #include "tap.h"
 
 #define N 1037
@@ -553,12 +562,73 @@ static int timeout_test(void)
 	return rc ? 1 : 0;
 }
 
+/*
+ * Alone: without a GPU, "nccl" is an LMT_EUNSUPPORTED saying so (no crash, no
+ * hang); with one, a world of one. A build without NCCL does not know the name.
+ * The dtype and op mapping, and the host-memory rule, need no GPU.
+ */
+static void test_nccl_open(void)
+{
+	struct lmt_comm d;
+	struct lmt_err err = { 0 };
+	int rc = lmt_comm_open(&d, "nccl", &err);
+#ifdef LMT_HAVE_NCCL
+	int ndev = 0;
+	struct lmt_err e2 = { 0 };
+	if (lmt_cudart_devices(&ndev, &e2) == 0) {
+		tap_ok(rc == 0 && d.world == 1 && d.rank == 0 && !strcmp(d.name, "nccl"),
+		       "nccl with %d GPU%s: a world of one (%s)", ndev, ndev == 1 ? "" : "s", rc ? err.msg : "opened");
+		if (rc == 0)
+			d.release(&d);
+	} else {
+		tap_ok(rc == LMT_EUNSUPPORTED && strstr(err.msg, "nccl: no GPU"),
+		       "nccl without a GPU: LMT_EUNSUPPORTED saying so (%s)", err.msg);
+	}
+	static const struct { int dtype, nccl, via_f32; } map[] = {
+		{ LMT_DTYPE_F32, ncclFloat32, 0 }, { LMT_DTYPE_BF16, ncclBfloat16, 1 }, { LMT_DTYPE_F16, ncclFloat16, 1 },
+		{ LMT_DTYPE_F64, ncclFloat64, 0 }, { LMT_DTYPE_I32, ncclInt32, 0 },     { LMT_DTYPE_I64, ncclInt64, 0 },
+		{ LMT_DTYPE_U8, ncclUint8, 1 },
+	};
+	int good = 1, via;
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+		good &= lmt_nccl_dtype(map[i].dtype, &via) == map[i].nccl && via == map[i].via_f32;
+	tap_ok(good && lmt_nccl_dtype(99, &via) == -1 && !via, "nccl: every dtype's NCCL type; bf16, fp16 and uint8 "
+	       "reduced in fp32; an unknown dtype -1");
+	tap_ok(lmt_nccl_op(LMT_COMM_OP_SUM) == ncclSum && lmt_nccl_op(LMT_COMM_OP_AVG) == ncclAvg &&
+	       lmt_nccl_op(LMT_COMM_OP_MAX) == ncclMax && lmt_nccl_op(LMT_COMM_OP_COUNT) == -1,
+	       "nccl: sum, avg and max are ncclSum, ncclAvg and ncclMax");
+	tap_ok(lmt_cudart_memtype_is_host(cudaMemoryTypeUnregistered) && lmt_cudart_memtype_is_host(cudaMemoryTypeHost) &&
+	       !lmt_cudart_memtype_is_host(cudaMemoryTypeDevice) && !lmt_cudart_memtype_is_host(cudaMemoryTypeManaged),
+	       "cuda: pageable and pinned memory are staged, device and managed memory are not");
+#else
+	tap_ok(rc == LMT_EINVAL && strstr(err.msg, "'nccl'") && strstr(err.msg, lmt_comm_names()),
+	       "no nccl in this build: an unknown communicator naming the ones built (%s)", err.msg);
+#endif
+}
+
+/* --nccl: the whole of test_ops on the nccl communicator (a GPU a rank) */
+static int nccl_test(void)
+{
+	struct lmt_comm c;
+	struct lmt_err err = { 0 };
+	int rc = lmt_comm_open(&c, "nccl", &err);
+	if (!tap_ok(rc == 0, "open nccl: rank %d of %d", rc ? -1 : c.rank, rc ? -1 : c.world)) {
+		tap_diag("  %s", err.msg);
+		return tap_done();
+	}
+	test_ops(&c);
+	c.release(&c);
+	return tap_done();
+}
+
 int main(int argc, char **argv)
 {
 	struct lmt_err err = { 0 };
 	struct lmt_comm c;
 	if (argc > 1 && !strcmp(argv[1], "--timeout"))
 		return timeout_test();
+	if (argc > 1 && !strcmp(argv[1], "--nccl"))
+		return nccl_test();
 	if (argc > 1 && !strcmp(argv[1], "--mpi")) {
 		/* alone, before any PMIx_Init (pmix.h) */
 		int rc = lmt_comm_open(&c, "mpi", &err);
@@ -611,6 +681,8 @@ int main(int argc, char **argv)
 	rc = lmt_comm_open(&d, "nonesuch", &err);
 	tap_ok(rc == LMT_EINVAL && strstr(err.msg, "'nonesuch'") && strstr(err.msg, lmt_comm_names()),
 	       "an unknown communicator: LMT_EINVAL naming the ones built (%s)", err.msg);
+	if (!launched)
+		test_nccl_open();
 	lmt_pmix_release(&p);
 	return tap_done();
 }
