@@ -7,7 +7,8 @@
  *	nccl-bench -b 1K -e 1M -f 2 all_reduce all_gather     # one process: self
  *	mpirun -n 4 nccl-bench --preflight                      # every pair of ranks
  *
- * The flags are nccl-tests' (-b -e -f -i -n -w -c -d -o -r; -t and -g only as 1),
+ * The flags are nccl-tests' (-b -e -f -i -n -w -c -d -o -r; -t and -g only as 1:
+ * one rank a process, with --comm nccl one GPU a process, its local rank's),
  * the sizes and bandwidths are counted as its doc/PERFORMANCE.md defines them:
  * algbw = S / t with S the size of the operation (all-gather: the whole receive
  * buffer; reduce-scatter and all-to-all: the whole send buffer), busbw = algbw
@@ -22,6 +23,10 @@
  * both ranks waiting on it), plus a local copy of a rank's own block; send/recv
  * is a ring (rank r sends to r+1), even ranks sending first. A rank's message
  * to itself (one rank) is a memcpy, as NCCL's send to self is a copy.
+ *
+ * --comm nccl runs on device buffers (lib/backend/cudart.h): the inputs are made
+ * on the host and copied in before a case, the results copied back to be checked;
+ * the times are of the device buffers alone. Without a GPU it exits 1 saying so.
  *
  * With -c 1 every input is rank-dependent and chosen so that the exact result
  * is representable in every dtype (small integers whose sum over the ranks is n
@@ -38,6 +43,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/cudart.h"
 #include "comm/comm.h"
 #include "core/json.h"
 #include "core/util.h"
@@ -129,7 +135,8 @@ static void usage(void)
 	       "                          (sum; prod and min: the communicators have none)\n"
 	       "  -r, --root R            broadcast's root rank (0)\n"
 	       "  -t, --nthreads 1        -g, --ngpus 1: one rank per process only\n"
-	       "      --comm NAME         communicator: auto (default), self or mpi\n"
+	       "      --comm NAME         communicator: auto (default), self, mpi or nccl (GPUs,\n"
+	       "                          one a process; never chosen by auto)\n"
 	       "      --preflight         send/recv between every pair of ranks in turn, each\n"
 	       "                          pair's bandwidth and the slowest link\n"
 	       "      --preflight-size S  bytes each way per message (4M)\n"
@@ -247,8 +254,8 @@ static void parse_args(struct opts *o, int argc, char **argv)
 		case 't':
 		case 'g':
 			if (strcmp(optarg, "1"))
-				usage_error("option '-%c': '%s': nccl-bench runs one rank per process on host buffers; "
-					    "start more ranks with mpirun -n", c, optarg);
+				usage_error("option '-%c': '%s': nccl-bench runs one rank per process (with --comm nccl, "
+					    "one GPU); start more ranks with mpirun -n", c, optarg);
 			break;
 		case OPT_COMM: o->comm = optarg; break;
 		case OPT_PREFLIGHT: o->preflight = 1; break;
@@ -381,8 +388,10 @@ static uint64_t wrong_moved(int dtype, const void *buf, size_t count, int src, s
 struct bench {
 	struct lmt_comm *c;
 	const struct opts *o;
-	unsigned char *send, *recv;
-	int human;
+	unsigned char *send, *recv;    /* what the collectives take: device memory with --comm nccl */
+	unsigned char *hsend, *hrecv;  /* the host's, where inputs are made and results checked */
+	size_t cap;                    /* bytes of each */
+	int device, human;
 	struct lmt_json j;
 	double busbw_sum;
 	uint64_t records, wrong;
@@ -402,11 +411,34 @@ static void check_rc(int rc, struct lmt_err *err)
 		die_err(err);
 }
 
-static void xfer(struct lmt_comm *c, int first_send, const void *out, void *in, size_t bytes, int to, int from)
+/* a copy between two of b's buffers, on the device or the host */
+static void move(struct bench *b, void *dst, const void *src, size_t bytes)
 {
+#ifdef LMT_HAVE_CUDA
+	struct lmt_err err = { 0 };
+	if (b->device) {
+		check_rc(lmt_cudart_copy(dst, src, bytes, &err), &err);
+		return;
+	}
+#endif
+	memcpy(dst, src, bytes);
+}
+
+/* the host's buffers to the device's (up) or back; nothing on the host */
+static void sync_buffers(struct bench *b, int up)
+{
+	if (!b->device)
+		return;
+	move(b, up ? b->send : b->hsend, up ? b->hsend : b->send, b->cap);
+	move(b, up ? b->recv : b->hrecv, up ? b->hrecv : b->recv, b->cap);
+}
+
+static void xfer(struct bench *b, int first_send, const void *out, void *in, size_t bytes, int to, int from)
+{
+	struct lmt_comm *c = b->c;
 	struct lmt_err err = { 0 };
 	if (to == c->rank) { /* one rank: its message to itself */
-		memcpy(in, out, bytes);
+		move(b, in, out, bytes);
 		return;
 	}
 	if (first_send) {
@@ -438,17 +470,17 @@ static void run_once(struct bench *b, const struct op_case *k)
 		check_rc(c->broadcast(c, b->send, bytes, k->root, &err), &err);
 		break;
 	case COLL_ALLTOALL:
-		memcpy(b->recv + (size_t)r * bytes, b->send + (size_t)r * bytes, bytes);
+		move(b, b->recv + (size_t)r * bytes, b->send + (size_t)r * bytes, bytes);
 		for (int a = 0; a < n; a++)
 			for (int p = a + 1; p < n; p++) {
 				if (r == a)
-					xfer(c, 1, b->send + (size_t)p * bytes, b->recv + (size_t)p * bytes, bytes, p, p);
+					xfer(b, 1, b->send + (size_t)p * bytes, b->recv + (size_t)p * bytes, bytes, p, p);
 				else if (r == p)
-					xfer(c, 0, b->send + (size_t)a * bytes, b->recv + (size_t)a * bytes, bytes, a, a);
+					xfer(b, 0, b->send + (size_t)a * bytes, b->recv + (size_t)a * bytes, bytes, a, a);
 			}
 		break;
 	case COLL_SENDRECV:
-		xfer(c, r % 2 == 0, b->send, b->recv, bytes, (r + 1) % n, (r + n - 1) % n);
+		xfer(b, r % 2 == 0, b->send, b->recv, bytes, (r + 1) % n, (r + n - 1) % n);
 		break;
 	}
 }
@@ -459,23 +491,24 @@ static void prepare(struct bench *b, const struct op_case *k)
 	int n = b->c->world, r = b->c->rank;
 	size_t ts = lmt_dtype_size(k->dtype);
 	switch (k->coll) {
-	case COLL_ALL_REDUCE: fill(k->dtype, b->send, k->per, 1, r, 0); break;
-	case COLL_REDUCE_SCATTER: fill(k->dtype, b->send, k->per * (size_t)n, 1, r, 0); break;
+	case COLL_ALL_REDUCE: fill(k->dtype, b->hsend, k->per, 1, r, 0); break;
+	case COLL_REDUCE_SCATTER: fill(k->dtype, b->hsend, k->per * (size_t)n, 1, r, 0); break;
 	case COLL_BROADCAST:
 		if (r == k->root)
-			fill(k->dtype, b->send, k->per, 0, r, 0);
+			fill(k->dtype, b->hsend, k->per, 0, r, 0);
 		else
-			memset(b->send, 0xa5, k->per * ts);
+			memset(b->hsend, 0xa5, k->per * ts);
 		break;
 	case COLL_ALL_GATHER:
-	case COLL_SENDRECV: fill(k->dtype, b->send, k->per, 0, r, 0); break;
-	case COLL_ALLTOALL: fill(k->dtype, b->send, k->per * (size_t)n, 0, r, 0); break;
+	case COLL_SENDRECV: fill(k->dtype, b->hsend, k->per, 0, r, 0); break;
+	case COLL_ALLTOALL: fill(k->dtype, b->hsend, k->per * (size_t)n, 0, r, 0); break;
 	}
 	/* the receive buffer, so that an element not written shows */
 	if (k->coll == COLL_ALL_GATHER || k->coll == COLL_ALLTOALL)
-		memset(b->recv, 0xa5, k->per * (size_t)n * ts);
+		memset(b->hrecv, 0xa5, k->per * (size_t)n * ts);
 	else if (k->coll == COLL_REDUCE_SCATTER || k->coll == COLL_SENDRECV)
-		memset(b->recv, 0xa5, k->per * ts);
+		memset(b->hrecv, 0xa5, k->per * ts);
+	sync_buffers(b, 1);
 }
 
 /* wrong elements of the result on this rank */
@@ -484,31 +517,32 @@ static uint64_t verify(struct bench *b, const struct op_case *k)
 	int n = b->c->world, r = b->c->rank;
 	size_t ts = lmt_dtype_size(k->dtype), per = k->per;
 	uint64_t bad = 0;
+	sync_buffers(b, 0);
 	/* tests/cli/nccl-bench.sh: the rank named spoils its result's first
 	 * element (255 is no expected value while n <= 12), to see it counted */
 	const char *spoil = getenv("LMT_TEST_CORRUPT");
 	if (spoil && atoi(spoil) == r && per) {
-		void *res = k->coll == COLL_ALL_REDUCE || k->coll == COLL_BROADCAST ? b->send : b->recv;
+		void *res = k->coll == COLL_ALL_REDUCE || k->coll == COLL_BROADCAST ? b->hsend : b->hrecv;
 		put(k->dtype, res, 0, 255);
 	}
 	switch (k->coll) {
 	case COLL_ALL_REDUCE:
 		for (size_t i = 0; i < per; i++)
-			bad += get(k->dtype, b->send, i) != expected_reduce(k->dtype, k->op, n, i);
+			bad += get(k->dtype, b->hsend, i) != expected_reduce(k->dtype, k->op, n, i);
 		break;
 	case COLL_REDUCE_SCATTER:
 		for (size_t i = 0; i < per; i++)
-			bad += get(k->dtype, b->recv, i) != expected_reduce(k->dtype, k->op, n, (size_t)r * per + i);
+			bad += get(k->dtype, b->hrecv, i) != expected_reduce(k->dtype, k->op, n, (size_t)r * per + i);
 		break;
-	case COLL_BROADCAST: bad = wrong_moved(k->dtype, b->send, per, k->root, 0); break;
-	case COLL_SENDRECV: bad = wrong_moved(k->dtype, b->recv, per, (r + n - 1) % n, 0); break;
+	case COLL_BROADCAST: bad = wrong_moved(k->dtype, b->hsend, per, k->root, 0); break;
+	case COLL_SENDRECV: bad = wrong_moved(k->dtype, b->hrecv, per, (r + n - 1) % n, 0); break;
 	case COLL_ALL_GATHER:
 		for (int q = 0; q < n; q++)
-			bad += wrong_moved(k->dtype, b->recv + (size_t)q * per * ts, per, q, 0);
+			bad += wrong_moved(k->dtype, b->hrecv + (size_t)q * per * ts, per, q, 0);
 		break;
 	case COLL_ALLTOALL:
 		for (int q = 0; q < n; q++)
-			bad += wrong_moved(k->dtype, b->recv + (size_t)q * per * ts, per, q, (size_t)r * per);
+			bad += wrong_moved(k->dtype, b->hrecv + (size_t)q * per * ts, per, q, (size_t)r * per);
 		break;
 	}
 	return bad;
@@ -706,18 +740,20 @@ static void preflight(struct bench *b)
 			if (r != a && r != p)
 				continue;
 			int peer = r == a ? p : a;
-			memset(b->send, r & 0xff, bytes);
+			memset(b->hsend, r & 0xff, bytes);
+			sync_buffers(b, 1);
 			double t0 = 0;
 			for (long long i = 0; i < o->warmup + o->iters; i++) {
 				if (i == o->warmup)
 					t0 = lmt_now();
-				xfer(c, r == a, b->send, b->recv, bytes, peer, peer);
+				xfer(b, r == a, b->send, b->recv, bytes, peer, peer);
 			}
 			/* a round trip carries the message each way once */
 			if (r == a)
 				rt[pi] = (lmt_now() - t0) / (double)o->iters;
+			sync_buffers(b, 0);
 			for (size_t i = 0; i < bytes; i++)
-				bad[pi] += b->recv[i] != (unsigned char)(peer & 0xff);
+				bad[pi] += b->hrecv[i] != (unsigned char)(peer & 0xff);
 		}
 	check_rc(c->allreduce(c, rt, npairs, LMT_DTYPE_F64, LMT_COMM_OP_SUM, &err), &err);
 	check_rc(c->allreduce(c, bad, npairs, LMT_DTYPE_I64, LMT_COMM_OP_SUM, &err), &err);
@@ -804,14 +840,44 @@ static size_t buffer_bytes(const struct opts *o)
 	return (size_t)o->maxbytes + 8;
 }
 
+/* host buffers of cap bytes; with the nccl communicator, device ones too */
+static void alloc_buffers(struct bench *b, size_t cap)
+{
+	b->cap = cap;
+	b->hsend = malloc(cap);
+	b->hrecv = malloc(cap);
+	if (!b->hsend || !b->hrecv)
+		die("out of memory for two buffers of %zu bytes", cap);
+	b->send = b->hsend, b->recv = b->hrecv;
+	b->device = !strcmp(b->c->name, "nccl");
+#ifdef LMT_HAVE_CUDA
+	struct lmt_err err = { 0 };
+	void *s = NULL, *r = NULL;
+	if (b->device) {
+		check_rc(lmt_cudart_alloc(&s, cap, &err), &err);
+		check_rc(lmt_cudart_alloc(&r, cap, &err), &err);
+		b->send = s, b->recv = r;
+	}
+#endif
+}
+
+static void free_buffers(struct bench *b)
+{
+#ifdef LMT_HAVE_CUDA
+	if (b->device) {
+		lmt_cudart_free(b->send);
+		lmt_cudart_free(b->recv);
+	}
+#endif
+	free(b->hsend);
+	free(b->hrecv);
+}
+
 int main(int argc, char **argv)
 {
 	tool_init("nccl-bench");
 	struct opts o;
 	parse_args(&o, argc, argv);
-	if (!strcmp(o.comm, "nccl"))
-		usage_error("option '--comm': this build has no nccl communicator (lib/comm has: %s); GPU "
-			    "collectives are not written yet", lmt_comm_names());
 	struct lmt_comm comm;
 	struct lmt_err err = { 0 };
 	int rc = lmt_comm_open(&comm, o.comm, &err);
@@ -826,17 +892,12 @@ int main(int argc, char **argv)
 	 * isatty says nothing there: more than one rank means JSONL (as in train) */
 	b.human = o.table || (!o.jsonl && isatty(STDOUT_FILENO) && comm.world == 1);
 	lmt_json_init(&b.j);
-	size_t cap = buffer_bytes(&o);
-	b.send = malloc(cap);
-	b.recv = malloc(cap);
-	if (!b.send || !b.recv)
-		die("out of memory for two buffers of %zu bytes", cap);
+	alloc_buffers(&b, buffer_bytes(&o));
 	if (o.preflight)
 		preflight(&b);
 	else
 		sweep(&b);
-	free(b.send);
-	free(b.recv);
+	free_buffers(&b);
 	lmt_json_release(&b.j);
 	comm.release(&comm);
 	if (b.wrong) {

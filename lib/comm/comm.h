@@ -3,15 +3,17 @@
  * pointers, so one process is just a world of size 1.
  *
  * Implementations: self (one rank; self.c), mpi (host buffers, Open MPI; mpi.c)
- * and, in later work, nccl (GPU buffers), wired up through PMIx (pmix.h). Buffers
- * are the backend's device pointers (host memory for self and mpi). Every call is
+ * and nccl (one GPU a rank; nccl.c), wired up through PMIx (pmix.h). Buffers
+ * are the backend's device pointers (host memory for self and mpi; nccl takes
+ * device memory and stages host buffers through it). Every call is
  * collective over the communicator's group (send/recv: the two ranks named) and
  * returns 0 or an LMT_E* code with a message.
  *
  * Reductions take every dtype of core/dtype.h. bf16 and fp16 are summed in fp32
  * and rounded once at the end (mpi: converted to fp32 buffers around the MPI
- * call); avg is the sum divided by the group's size (integers: truncated toward
- * zero); uint8 sums wrap modulo 256. A count of elements or bytes beyond INT_MAX is
+ * call; nccl: the same on the device); avg is the sum divided by the group's
+ * size (integers: truncated toward zero; nccl's fp32 and fp64 multiply by 1/size
+ * before summing, which may differ in the last bit); uint8 sums wrap modulo 256. A count of elements or bytes beyond INT_MAX is
  * an LMT_ERANGE on mpi (MPI counts are ints).
  *
  * timeout_s (0 by default: wait for ever) bounds each wait for a collective or a
@@ -90,8 +92,8 @@ struct lmt_comm {
 				struct lmt_comm_req **req, struct lmt_err *err);
 };
 
-/* Open the communicator called name ("self", "mpi" where built; NULL or "auto"
- * choose: "mpi" when a launcher started more than one process (PMIx's job size,
+/* Open the communicator called name ("self"; "mpi" and "nccl" where built, nccl
+ * only by name; NULL or "auto" choose: "mpi" when a launcher started more than one process (PMIx's job size,
  * or OMPI_COMM_WORLD_SIZE, above 1), else "self"); an unknown name is an
  * LMT_EINVAL naming the ones this build has; more than one process and no mpi in
  * this build is an LMT_EUNSUPPORTED. */

@@ -98,7 +98,23 @@ jq -s -e '[.[] | select(.event == "result") | has("wrong")] | length == 12 and (
 jq -e '.event == "preflight" and .pairs == 0' "$T/pf1.jsonl" > /dev/null && ok "--preflight on one rank: no pairs" ||
 	notok "--preflight self" "$(cat "$T/pf1.jsonl")"
 
-check_fail "--comm nccl: this build has none, exit 2" 2 "this build has no nccl communicator" "$NB" --comm nccl
+# --comm nccl: where the build has it (the unknown name's message lists it), exit 1
+# saying "no GPU" on a machine without one, or a checked sweep on one GPU; else
+# an unknown communicator, exit 2
+if "$NB" --comm foo 2>&1 | grep -q "this build has: .*nccl"; then
+	"$NB" --comm nccl -b 4K -e 4K all_reduce > "$T/nccl.jsonl" 2> "$T/nccl.err"
+	rc=$?
+	if [ $rc = 1 ] && grep -q "nccl: no GPU" "$T/nccl.err" && [ ! -s "$T/nccl.jsonl" ]; then
+		ok "--comm nccl without a GPU: exit 1 saying so, nothing on stdout"
+	elif [ $rc = 0 ] && jq -e 'select(.event == "summary") | .comm == "nccl" and .wrong == 0' "$T/nccl.jsonl" \
+		> /dev/null; then
+		ok "--comm nccl on a GPU: a checked all-reduce, no wrong element"
+	else
+		notok "--comm nccl" "status $rc: $(head -c 600 "$T/nccl.err")"
+	fi
+else
+	check_fail "--comm nccl: this build has none, exit 2" 2 "unknown communicator 'nccl'" "$NB" --comm nccl
+fi
 check_fail "--comm unknown: exit 2, naming the ones there are" 2 "unknown communicator 'foo' (this build has: self" \
 	"$NB" --comm foo
 check_fail "-o prod: refused plainly" 2 "'prod' is not offered by lmt's communicators" "$NB" -o prod
