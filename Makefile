@@ -4,6 +4,7 @@
 #   make check      every test that needs no GPU (installs missing packages first)
 #   make demo       the main job on the built-in corpus
 #   make config     what this machine's build includes (cuda, nccl, mpi, pmix)
+#   scripts/gpu-check  the GPU checks and facts, where a GPU is (skips plainly elsewhere)
 #   make bench-gemm the GEMM benchmark driver (scripts/bench/gemm runs it)
 #   make -j         works; CUDA objects are built only where nvcc exists
 #
@@ -137,6 +138,17 @@ $(B)/tests/%: tests/unit/%.c tests/unit/tap.h tests/unit/fixtures.h $(B)/liblmt.
 	$(call say,TEST,$@)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(B)/liblmt.a $(LDLIBS)
 
 tests: $(B)/config.txt $(TOOLS) $(UNIT_BIN)
+
+# scripts/gpu-check's probe and facts (scripts/gpu-facts.cu): built where nvcc
+# exists, so that `make` proves it compiles; it runs only where a GPU is
+ifeq ($(HAVE_CUDA),1)
+GPU_FACTS := $(B)/scripts/gpu-facts
+all: $(GPU_FACTS)
+$(GPU_FACTS): scripts/gpu-facts.cu $(B)/config.txt
+	@mkdir -p $(@D)
+	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) $(if $(HAVE_NCCL),-DLMT_HAVE_NCCL) -o $@ $< -lcublasLt \
+		$(if $(HAVE_NCCL),-lnccl) -Xlinker -rpath,$(CUDA_HOME)/lib64
+endif
 
 # scripts/bench/gemm's driver: linked from the GEMM objects alone
 BENCH_GEMM_OBJ := $(addprefix $(B)/lib/,backend/cpu_gemm.o backend/peak.o core/dtype.o core/error.o)

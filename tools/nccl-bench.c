@@ -424,13 +424,15 @@ static void move(struct bench *b, void *dst, const void *src, size_t bytes)
 	memcpy(dst, src, bytes);
 }
 
-/* the host's buffers to the device's (up) or back; nothing on the host */
-static void sync_buffers(struct bench *b, int up)
+/* the first bytes of the host's buffers to the device's (up) or back; nothing
+ * on the host */
+static void sync_buffers(struct bench *b, int up, size_t bytes)
 {
 	if (!b->device)
 		return;
-	move(b, up ? b->send : b->hsend, up ? b->hsend : b->send, b->cap);
-	move(b, up ? b->recv : b->hrecv, up ? b->hrecv : b->recv, b->cap);
+	bytes = bytes < b->cap ? bytes : b->cap;
+	move(b, up ? b->send : b->hsend, up ? b->hsend : b->send, bytes);
+	move(b, up ? b->recv : b->hrecv, up ? b->hrecv : b->recv, bytes);
 }
 
 static void xfer(struct bench *b, int first_send, const void *out, void *in, size_t bytes, int to, int from)
@@ -508,7 +510,7 @@ static void prepare(struct bench *b, const struct op_case *k)
 		memset(b->hrecv, 0xa5, k->per * (size_t)n * ts);
 	else if (k->coll == COLL_REDUCE_SCATTER || k->coll == COLL_SENDRECV)
 		memset(b->hrecv, 0xa5, k->per * ts);
-	sync_buffers(b, 1);
+	sync_buffers(b, 1, k->per * (size_t)n * ts);
 }
 
 /* wrong elements of the result on this rank */
@@ -517,7 +519,7 @@ static uint64_t verify(struct bench *b, const struct op_case *k)
 	int n = b->c->world, r = b->c->rank;
 	size_t ts = lmt_dtype_size(k->dtype), per = k->per;
 	uint64_t bad = 0;
-	sync_buffers(b, 0);
+	sync_buffers(b, 0, per * (size_t)n * ts);
 	/* tests/cli/nccl-bench.sh: the rank named spoils its result's first
 	 * element (255 is no expected value while n <= 12), to see it counted */
 	const char *spoil = getenv("LMT_TEST_CORRUPT");
@@ -741,7 +743,7 @@ static void preflight(struct bench *b)
 				continue;
 			int peer = r == a ? p : a;
 			memset(b->hsend, r & 0xff, bytes);
-			sync_buffers(b, 1);
+			sync_buffers(b, 1, bytes);
 			double t0 = 0;
 			for (long long i = 0; i < o->warmup + o->iters; i++) {
 				if (i == o->warmup)
@@ -751,7 +753,7 @@ static void preflight(struct bench *b)
 			/* a round trip carries the message each way once */
 			if (r == a)
 				rt[pi] = (lmt_now() - t0) / (double)o->iters;
-			sync_buffers(b, 0);
+			sync_buffers(b, 0, bytes);
 			for (size_t i = 0; i < bytes; i++)
 				bad[pi] += b->hrecv[i] != (unsigned char)(peer & 0xff);
 		}

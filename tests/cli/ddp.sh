@@ -20,6 +20,8 @@ need_mpi
 "$BIN/shard-pack" -q -L 32 --split val=0.1 -o "$T/d" "$T/s.lmtoks" > /dev/null
 # fp32: the tolerance below is about summation order, not bf16's rounding
 M="--data $T/d --layers 2 --heads 2 --channels 32 --lr 1e-2 --eps 1e-3 --eval-every 0 --threads 1 --precision fp32"
+# scripts/gpu-check runs these same cases on GPUs: LMT_TEST_TRAIN_FLAGS="--backend cuda --comm nccl"
+M="$M ${LMT_TEST_TRAIN_FLAGS:-}"
 
 # Tolerance: the ranks' gradients are summed by MPI in another order than one rank's
 # micro-batch sums them, so the fp32 gradient differs in its last bits (relative
