@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "core/config.h"
 #include "core/dtype.h"
 #include "core/json.h"
@@ -109,7 +110,9 @@ static void usage(void)
 	       "Batch and precision:\n"
 	       "  -B, --micro-batch B     sequences per micro-batch (8)\n"
 	       "  -T, --seq-len T         positions per sequence (default: the context)\n"
-	       "  --precision P           fp32 (default), bf16 or fp16: the compute dtype\n"
+	       "  --precision P           fp32 (default), bf16 or fp16: the compute dtype; auto:\n"
+	       "                          train's default (bf16 where the cpu backend has fast\n"
+	       "                          bf16 GEMMs, else fp32)\n"
 	       "  --recompute R           none, block or every:K (as train)\n"
 	       "Layout:\n"
 	       "  --world N --zero S      data-parallel ranks (1); ZeRO stage 0-3 (0)\n"
@@ -279,9 +282,18 @@ static void set_option(int c, const char *arg)
 	case 'B': O.c.B = (int)opt_int("micro-batch", arg, 1, 1 << 20); break;
 	case 'T': O.c.T = (int)opt_int("seq-len", arg, 1, 1 << 20); O.seq_given = 1; break;
 	case OPT_PRECISION:
+		if (!strcmp(arg, "auto")) { /* train's default, by the same rule */
+			struct lmt_backend be;
+			struct lmt_err err = { 0 };
+			if (lmt_backend_open(&be, "cpu", 1, &err))
+				die_err(&err);
+			O.c.dtype = be.fast_dtypes & (1u << LMT_DTYPE_BF16) ? LMT_DTYPE_BF16 : LMT_DTYPE_F32;
+			be.release(&be);
+			break;
+		}
 		O.c.dtype = lmt_dtype_parse(arg);
 		if (O.c.dtype != LMT_DTYPE_F32 && O.c.dtype != LMT_DTYPE_BF16 && O.c.dtype != LMT_DTYPE_F16)
-			usage_error("option '--precision': '%s' is not fp32, bf16 or fp16", arg);
+			usage_error("option '--precision': '%s' is not fp32, bf16, fp16 or auto", arg);
 		break;
 	case OPT_RECOMPUTE: O.c.recompute_every = recompute_every(arg); break;
 	case OPT_WORLD: O.c.world = (int)opt_int("world", arg, 1, 1 << 24); break;

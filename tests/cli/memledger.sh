@@ -117,7 +117,7 @@ check_fail "tensor degree that does not divide the heads" 2 "does not divide the
 check_fail "pipeline degree that does not divide the layers" 2 "does not divide the 4 layers" "$ML" --pp 3
 check_fail "devices that are not whole nodes" 2 "not whole nodes" "$ML" --plan --gpus 12 --gpus-per-node 8 --memory 1G
 check_fail "negative memory" 2 "cannot be negative" "$ML" --safe-microbatch --memory -1G
-check_fail "unknown precision" 2 "'fp8' is not fp32, bf16 or fp16" "$ML" --precision fp8
+check_fail "unknown precision" 2 "'fp8' is not fp32, bf16, fp16 or auto" "$ML" --precision fp8
 check_fail "ZeRO stage 4" 2 "zero" "$ML" --zero 4
 check_fail "a run that is not there" 1 "config.json" "$ML" --fit "$T/nothing"
 finish
