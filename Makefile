@@ -37,7 +37,7 @@ CFLAGS := -std=c11 -D_GNU_SOURCE -g $(CFLAGS_OPT) $(WARN) -fopenmp -pthread -Ili
 LDLIBS := $(PKG_LIBS) -ldnnl -fopenmp -pthread -lmvec -lm $(EXTRA_LDFLAGS)
 
 # The library, plane by plane (lib/<plane>/; see README "Layout").
-PLANES := core data model backend comm ckpt report
+PLANES := core data model backend comm ckpt report plan
 LIB_SRC := $(foreach p,$(PLANES),$(wildcard lib/$(p)/*.c))
 LIB_HDR := $(foreach p,$(PLANES),$(wildcard lib/$(p)/*.h))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/%.o)

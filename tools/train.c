@@ -1205,6 +1205,9 @@ int main(int argc, char **argv)
 	}
 
 	double peak = o.peak > 0 ? o.peak : lmt_backend_peak_flops(&be, g.dtype, 1);
+	/* the measured peak (memory.peak_alloc) is the training's: from here, after the
+	 * setup's transients (padding, the peak probe's matrices) are freed */
+	be.mem_peak = be.mem_now;
 	double fpt = lmt_gpt_flops_per_token(&g.cfg, T);
 	report_setup(&o, &d, &g, &be, comm, peak, fpt, have_ck);
 	if (have_ck) {

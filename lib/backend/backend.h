@@ -88,6 +88,9 @@ struct lmt_backend {
 	int is_host;             /* device pointers are host memory: a checkpoint can read them in place */
 	unsigned dtypes;         /* bit (1 << dtype) for each compute dtype the backend does */
 	unsigned fast_dtypes;    /* ... and for each with native GEMM kernels */
+	/* bytes allocated through alloc and not yet freed, and the most ever at once
+	 * (the measured peak; a caller may reset it to mem_now) */
+	size_t mem_now, mem_peak;
 	/* seconds spent in each kind of operation since the caller last zeroed this */
 	double op_s[LMT_OPK_COUNT];
 

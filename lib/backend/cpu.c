@@ -98,20 +98,38 @@ static const char *cpu_gemm_impl(struct lmt_backend *be, int dtype)
 	return lmt_cpu_gemm_impl(c->gemm, dtype);
 }
 
+/*
+ * Device memory is counted (be->mem_now, be->mem_peak: what train reports as
+ * measured, against memledger's prediction): each block carries its size in a
+ * 64-byte header, so the pointer handed out stays 64-byte aligned. Atomic, as the
+ * checkpoint writer's thread may allocate while training does.
+ */
+#define CPU_HDR 64
+
 static void *cpu_alloc(struct lmt_backend *be, size_t bytes)
 {
-	(void)be;
-	void *p = NULL;
-	if (posix_memalign(&p, 64, bytes ? bytes : 64))
+	char *p = NULL;
+	if (posix_memalign((void **)&p, 64, CPU_HDR + (bytes ? bytes : 64)))
 		return NULL;
-	memset(p, 0, bytes);
-	return p;
+	memcpy(p, &bytes, sizeof bytes);
+	memset(p + CPU_HDR, 0, bytes);
+	size_t now = __atomic_add_fetch(&be->mem_now, bytes, __ATOMIC_RELAXED);
+	size_t peak = __atomic_load_n(&be->mem_peak, __ATOMIC_RELAXED);
+	while (now > peak && !__atomic_compare_exchange_n(&be->mem_peak, &peak, now, 1, __ATOMIC_RELAXED,
+							  __ATOMIC_RELAXED))
+		;
+	return p + CPU_HDR;
 }
 
 static void cpu_free(struct lmt_backend *be, void *p)
 {
-	(void)be;
-	free(p);
+	size_t bytes;
+	if (!p)
+		return;
+	char *h = (char *)p - CPU_HDR;
+	memcpy(&bytes, h, sizeof bytes);
+	__atomic_sub_fetch(&be->mem_now, bytes, __ATOMIC_RELAXED);
+	free(h);
 }
 
 static void cpu_copy(struct lmt_backend *be, void *dst, const void *src, size_t bytes)

@@ -417,6 +417,9 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 	lmt_json_obj_end(j);
 	lmt_json_obj(j, "memory");
 	memory_fields(j, g, tr->cfg.zero, tr->comm->world);
+	/* measured: the backend's most bytes allocated at once so far (this rank's),
+	 * and the process's peak resident set */
+	lmt_json_u64(j, "peak_alloc", tr->be->mem_peak);
 	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
 	lmt_json_obj_end(j);
 	if (log_samples) {

@@ -458,6 +458,90 @@ int lmt_gpt_slot_alloc(struct lmt_gpt *g, struct lmt_gpt_slot *s, size_t rows, v
 	return 0;
 }
 
+/*
+ * The activation parts for N positions in the order they are carved, group by
+ * group (enum lmt_gpt_act_group; mark[k] is group k's first part): the one list
+ * that both sizes the activations (lmt_gpt_act_size, memledger's prediction) and
+ * lays them out (lmt_gpt_alloc_acts), so the two cannot disagree. slots: the
+ * per-layer slots to point into (NULL: every kept layer's parts point into a->rc,
+ * for sizing only). pt must have room for act_parts_max(g) parts.
+ */
+static size_t act_parts_max(const struct lmt_gpt *g)
+{
+	return ((size_t)g->cfg.L + 1) * 16 + 32;
+}
+
+static int act_parts(const struct lmt_gpt *g, struct lmt_gpt_acts *a, struct lmt_gpt_slot *slots, size_t N,
+		     struct part *pt, int mark[LMT_ACT_GROUPS + 1])
+{
+	int L = g->cfg.L, dt = g->dtype, np = 0, any_rc = 0;
+	size_t C = (size_t)g->cfg.C, Vp = (size_t)g->cfg.Vp;
+	mark[LMT_ACT_INPUTS] = np;
+	pt[np++] = (struct part){ (void **)&a->encoded, N * C, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->residual3, (size_t)L * N * C, LMT_DTYPE_F32 };
+	mark[LMT_ACT_BLOCKS] = np;
+	for (int l = 0; l < L; l++) {
+		if (lmt_gpt_recomputed(g, l))
+			any_rc = 1;
+		else
+			np += slot_parts(g, slots ? &slots[l] : &a->rc, N, pt + np);
+	}
+	mark[LMT_ACT_RECOMPUTE] = np;
+	if (any_rc)
+		np += slot_parts(g, &a->rc, N, pt + np);
+	mark[LMT_ACT_HEAD] = np;
+	pt[np++] = (struct part){ &a->lnf, N * C, dt };
+	pt[np++] = (struct part){ (void **)&a->lnf_mean, N, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->lnf_rstd, N, LMT_DTYPE_F32 };
+	mark[LMT_ACT_LOGITS] = np;
+	pt[np++] = (struct part){ (void **)&a->logits, N * Vp, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->losses, N, LMT_DTYPE_F32 };
+	mark[LMT_ACT_SCRATCH] = np;
+	pt[np++] = (struct part){ (void **)&a->dres, N * C, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->dbig, N * 4 * C, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->dsmall, N * C, LMT_DTYPE_F32 };
+	pt[np++] = (struct part){ (void **)&a->dqkv, N * 3 * C, LMT_DTYPE_F32 };
+	if (dt != LMT_DTYPE_F32)
+		pt[np++] = (struct part){ &a->dlp, N * LMT_MAX(4 * C, Vp), dt };
+	mark[LMT_ACT_SCALARS] = np;
+	pt[np++] = (struct part){ (void **)&a->scalars, LMT_GPT_SCALARS * 2, LMT_DTYPE_F64 };
+	mark[LMT_ACT_GROUPS] = np;
+	return np;
+}
+
+/* The bytes of the parts, by dtype, by group and in all, as carve lays them out. */
+static void act_sum(const struct lmt_gpt *g, struct part *pt, const int mark[LMT_ACT_GROUPS + 1], size_t N,
+		    struct lmt_gpt_act_bytes *b)
+{
+	struct part one[16];
+	struct lmt_gpt_slot s;
+	memset(b, 0, sizeof *b);
+	for (int k = 0; k < LMT_ACT_GROUPS; k++) {
+		b->group[k] = carve(pt + mark[k], mark[k + 1] - mark[k], NULL, b->by_dtype);
+		b->total += b->group[k];
+	}
+	b->slot = carve(one, slot_parts(g, &s, N, one), NULL, NULL);
+	for (int l = 0; l < g->cfg.L; l++)
+		b->kept += !lmt_gpt_recomputed(g, l);
+}
+
+int lmt_gpt_act_size(const struct lmt_gpt *g, int B, int T, struct lmt_gpt_act_bytes *b, struct lmt_err *err)
+{
+	if (B <= 0 || T <= 0 || T > g->cfg.max_T)
+		return lmt_err_set(err, LMT_EINVAL, "a micro-batch of %d x %d positions (context %d)", B, T,
+				   g->cfg.max_T);
+	struct lmt_gpt_acts a; /* only its fields' addresses are taken */
+	int mark[LMT_ACT_GROUPS + 1];
+	struct part *pt = malloc(act_parts_max(g) * sizeof *pt);
+	if (!pt)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	size_t N = (size_t)B * T;
+	act_parts(g, &a, NULL, N, pt, mark);
+	act_sum(g, pt, mark, N, b);
+	free(pt);
+	return 0;
+}
+
 int lmt_gpt_alloc_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err)
 {
 	struct lmt_backend *be = g->be;
@@ -472,40 +556,18 @@ int lmt_gpt_alloc_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err)
 	be->free(be, g->seg);
 	g->acts_mem = NULL;
 	free(g->a.slot);
-	int L = g->cfg.L, dt = g->dtype;
-	size_t N = (size_t)B * T, C = (size_t)g->cfg.C, Vp = (size_t)g->cfg.Vp;
+	int L = g->cfg.L, dt = g->dtype, mark[LMT_ACT_GROUPS + 1];
+	size_t N = (size_t)B * T;
 	struct lmt_gpt_acts *a = &g->a;
 	a->slot = calloc((size_t)L, sizeof *a->slot);
-	struct part *pt = malloc(((size_t)L + 1) * 16 * sizeof *pt + 32 * sizeof *pt);
+	struct part *pt = malloc(act_parts_max(g) * sizeof *pt);
 	if (!a->slot || !pt) {
 		free(pt);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	}
-	int np = 0, any_rc = 0;
-	pt[np++] = (struct part){ (void **)&a->encoded, N * C, LMT_DTYPE_F32 };
-	pt[np++] = (struct part){ (void **)&a->residual3, (size_t)L * N * C, LMT_DTYPE_F32 };
-	for (int l = 0; l < L; l++) {
-		if (lmt_gpt_recomputed(g, l))
-			any_rc = 1;
-		else
-			np += slot_parts(g, &a->slot[l], N, pt + np);
-	}
-	if (any_rc)
-		np += slot_parts(g, &a->rc, N, pt + np);
-	pt[np++] = (struct part){ &a->lnf, N * C, dt };
-	pt[np++] = (struct part){ (void **)&a->lnf_mean, N, LMT_DTYPE_F32 };
-	pt[np++] = (struct part){ (void **)&a->lnf_rstd, N, LMT_DTYPE_F32 };
-	pt[np++] = (struct part){ (void **)&a->logits, N * Vp, LMT_DTYPE_F32 };
-	pt[np++] = (struct part){ (void **)&a->losses, N, LMT_DTYPE_F32 };
-	pt[np++] = (struct part){ (void **)&a->dres, N * C, LMT_DTYPE_F32 };
-	pt[np++] = (struct part){ (void **)&a->dbig, N * 4 * C, LMT_DTYPE_F32 };
-	pt[np++] = (struct part){ (void **)&a->dsmall, N * C, LMT_DTYPE_F32 };
-	pt[np++] = (struct part){ (void **)&a->dqkv, N * 3 * C, LMT_DTYPE_F32 };
-	if (dt != LMT_DTYPE_F32)
-		pt[np++] = (struct part){ &a->dlp, N * LMT_MAX(4 * C, Vp), dt };
-	pt[np++] = (struct part){ (void **)&a->scalars, LMT_GPT_SCALARS * 2, LMT_DTYPE_F64 };
-	memset(&g->act_bytes, 0, sizeof g->act_bytes);
-	size_t total = carve(pt, np, NULL, g->act_bytes.by_dtype);
+	int np = act_parts(g, a, a->slot, N, pt, mark);
+	act_sum(g, pt, mark, N, &g->act_bytes);
+	size_t total = g->act_bytes.total;
 	g->acts_mem = be->alloc(be, total);
 	g->tok = be->alloc(be, N * sizeof(int32_t));
 	g->tgt = be->alloc(be, N * sizeof(int32_t));
@@ -524,7 +586,6 @@ int lmt_gpt_alloc_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err)
 	}
 	if (dt == LMT_DTYPE_F32)
 		a->dlp = NULL;
-	g->act_bytes.total = total;
 	g->nacts = total;
 	g->B = B;
 	g->T = T;

@@ -109,9 +109,24 @@ struct lmt_gpt_acts {
 };
 #define LMT_GPT_SCALARS 8
 
-/* Activation bytes by dtype (index enum lmt_dtype) and in all. */
+/* The groups of the activations, in the order they are carved (model.c). */
+enum lmt_gpt_act_group {
+	LMT_ACT_INPUTS = 0,      /* encoded and residual3: every block's input, always kept */
+	LMT_ACT_BLOCKS,          /* the slots of the blocks not recomputed */
+	LMT_ACT_RECOMPUTE,       /* the one slot the recomputed blocks share */
+	LMT_ACT_HEAD,            /* the final layer norm's output and statistics */
+	LMT_ACT_LOGITS,          /* logits (N, Vp) and the per-position losses */
+	LMT_ACT_SCRATCH,         /* backward's gradient scratch */
+	LMT_ACT_SCALARS,         /* the device accumulators */
+};
+#define LMT_ACT_GROUPS 7
+
+/* Activation bytes by dtype (index enum lmt_dtype), by group and in all; slot:
+ * one block's slot; kept: the blocks with a slot of their own. */
 struct lmt_gpt_act_bytes {
 	size_t by_dtype[LMT_DTYPE_COUNT], total;
+	size_t group[LMT_ACT_GROUPS], slot;
+	int kept;
 };
 
 struct lmt_gpt {
@@ -182,6 +197,11 @@ int lmt_gpt_set_recompute(struct lmt_gpt *g, int every, struct lmt_err *err);
 int lmt_gpt_recomputed(const struct lmt_gpt *g, int l);
 /* Size the activations for micro-batches of B sequences of T positions. */
 int lmt_gpt_alloc_acts(struct lmt_gpt *g, int B, int T, struct lmt_err *err);
+/* The bytes lmt_gpt_alloc_acts would allocate for (B, T) at g's dtype and
+ * recompute policy, by the same code: g needs only lmt_gpt_layout, g->dtype and
+ * lmt_gpt_set_recompute (no backend, nothing allocated). The inputs (tok, tgt,
+ * seg: 3 * B * T int32) are allocated beside them and are not counted here. */
+int lmt_gpt_act_size(const struct lmt_gpt *g, int B, int T, struct lmt_gpt_act_bytes *b, struct lmt_err *err);
 /*
  * Run the next passes on B sequences of T positions within the activations already
  * allocated: every activation is laid out by N = B*T, so any B*T <= acts_N uses a

@@ -27,6 +27,8 @@
 #include "core/strbuf.h"
 #include "core/util.h"
 #include "core/version.h"
+#include "model/ledger.h"
+#include "plan/runread.h"
 #include "report/runcard.h"
 #include "report/svg.h"
 #include "report/yaml.h"
@@ -901,6 +903,27 @@ static void card_history(struct lmt_runcard *c, json_t *R)
 	free(lost_prov);
 }
 
+/* The byte ledger memledger predicts for the run's configuration (model/ledger.h:
+ * the trainer's own sizing code), beside the measured memory above. */
+static void card_ledger(struct lmt_runcard *c, json_t *f)
+{
+	struct lmt_ledger_cfg lc;
+	struct lmt_ledger l;
+	struct lmt_err e = { 0 };
+	const char *why = "memledger's prediction from config (model/ledger.c)";
+	if (!c->src[S_CONFIG].ok || !c->src[S_CONFIG].path || lmt_run_config_read(c->src[S_CONFIG].path, &lc, &e) ||
+	    lmt_ledger_build(&lc, &l, &e))
+		return;
+	json_t *o = obj(c, f, "ledger");
+	if (!o)
+		return;
+	static const char *const names[] = { "params", "weights_working", "grads", "optimizer", "staging", "inputs" };
+	for (size_t i = 0; i < LMT_ARRAY_SIZE(names); i++)
+		say(c, o, "final.ledger", names[i], json_integer((json_int_t)lmt_ledger_bytes(&l, names[i])), why);
+	say(c, o, "final.ledger", "activations", json_integer((json_int_t)l.acts_total), why);
+	say(c, o, "final.ledger", "total", json_integer((json_int_t)l.total), why);
+}
+
 static void card_final(struct lmt_runcard *c, json_t *R, struct rec U, struct rec E, struct rec S)
 {
 	json_t *f = obj(c, R, "final");
@@ -926,6 +949,7 @@ static void card_final(struct lmt_runcard *c, json_t *R, struct rec U, struct re
 	json_t *m = obj(c, f, "memory");
 	static const char *const k[] = { "params", "grads", "optimizer", "activations", "peak_rss", NULL };
 	take_all(c, m, "final.memory", U, "/memory", k);
+	card_ledger(c, f);
 }
 
 /*

@@ -1,0 +1,171 @@
+/*
+ * fit.c: the least-squares fits of fit.h. Small dense systems (k <= 8) solved by
+ * Gaussian elimination with partial pivoting on the normal equations: the sweeps
+ * have a handful of runs, and the features are scaled to unit size first so the
+ * squared system stays well conditioned.
+ */
+#include "plan/fit.h"
+
+#include <math.h>
+#include <string.h>
+
+int lmt_lstsq(const double *X, const double *y, int n, int k, double *beta, struct lmt_err *err)
+{
+	double A[8][9], scale[8];
+	if (k < 1 || k > 8 || n < 1)
+		return lmt_err_set(err, LMT_EINVAL, "least squares with %d points and %d unknowns", n, k);
+	for (int j = 0; j < k; j++) {
+		scale[j] = 0;
+		for (int i = 0; i < n; i++)
+			scale[j] = fmax(scale[j], fabs(X[i * k + j]));
+		if (scale[j] == 0)
+			scale[j] = 1;
+	}
+	double tr = 0;
+	for (int a = 0; a < k; a++) {
+		for (int b = 0; b <= k; b++) {
+			double s = 0;
+			for (int i = 0; i < n; i++)
+				s += X[i * k + a] / scale[a] * (b < k ? X[i * k + b] / scale[b] : y[i]);
+			A[a][b] = s;
+		}
+		tr += A[a][a];
+	}
+	for (int a = 0; a < k; a++)
+		A[a][a] += 1e-12 * (tr > 0 ? tr : 1);
+	for (int c = 0; c < k; c++) {
+		int p = c;
+		for (int r = c + 1; r < k; r++)
+			if (fabs(A[r][c]) > fabs(A[p][c]))
+				p = r;
+		if (A[p][c] == 0)
+			return lmt_err_set(err, LMT_EINVAL, "least squares: singular system");
+		for (int b = 0; b <= k; b++) {
+			double t = A[c][b];
+			A[c][b] = A[p][b];
+			A[p][b] = t;
+		}
+		for (int r = 0; r < k; r++) {
+			if (r == c)
+				continue;
+			double f = A[r][c] / A[c][c];
+			for (int b = c; b <= k; b++)
+				A[r][b] -= f * A[c][b];
+		}
+	}
+	for (int j = 0; j < k; j++)
+		beta[j] = A[j][k] / A[j][j] / scale[j];
+	return 0;
+}
+
+void lmt_act_features(const struct lmt_ledger_cfg *c, double f[LMT_ACT_FEATURES])
+{
+	const struct lmt_gpt_config *m = &c->model;
+	double N = (double)c->B * c->T, C = m->C, Vp = m->Vp ? m->Vp : (m->V + 127) / 128 * 128;
+	int kept = 0, rc = 0;
+	for (int l = 0; l < m->L; l++) {
+		if (c->recompute_every && l % c->recompute_every == 0)
+			rc = 1;
+		else
+			kept++;
+	}
+	f[0] = (m->L + 1) * N * C;
+	f[1] = (kept + rc) * N * C;
+	f[2] = N * (C + Vp);
+	f[3] = 1;
+}
+
+double lmt_act_predict(const double beta[LMT_ACT_FEATURES], const struct lmt_ledger_cfg *c)
+{
+	double f[LMT_ACT_FEATURES], s = 0;
+	lmt_act_features(c, f);
+	for (int j = 0; j < LMT_ACT_FEATURES; j++)
+		s += beta[j] * f[j];
+	return s;
+}
+
+/* the line through (log C, log(L - E)); returns the squared error in L */
+static double line_fit(const double *C, const double *L, int n, double E, struct lmt_powerlaw *p)
+{
+	double mx = 0, my = 0, sxx = 0, sxy = 0, sse = 0, ssl = 0;
+	for (int i = 0; i < n; i++) {
+		mx += log(C[i]) / n;
+		my += log(L[i] - E) / n;
+	}
+	for (int i = 0; i < n; i++) {
+		double dx = log(C[i]) - mx;
+		sxx += dx * dx;
+		sxy += dx * (log(L[i] - E) - my);
+	}
+	double slope = sxx > 0 ? sxy / sxx : 0;
+	p->E = E;
+	p->alpha = -slope;
+	p->A = exp(my - slope * mx);
+	p->mx = mx;
+	p->sxx = sxx;
+	p->n = n;
+	for (int i = 0; i < n; i++) {
+		double r = log(L[i] - E) - (my + slope * (log(C[i]) - mx));
+		double q = L[i] - (E + p->A * pow(C[i], -p->alpha));
+		sse += r * r;
+		ssl += q * q;
+	}
+	int dof = n - (n > 2 ? 3 : 2);
+	p->sd = dof > 0 ? sqrt(sse / dof) : NAN;
+	return ssl;
+}
+
+int lmt_powerlaw_fit(const double *C, const double *L, int n, double E0, struct lmt_powerlaw *p,
+		     struct lmt_err *err)
+{
+	double lmin = INFINITY;
+	if (n < 2)
+		return lmt_err_set(err, LMT_EINVAL, "a power law needs two points or more (%d given)", n);
+	for (int i = 0; i < n; i++) {
+		if (!(C[i] > 0) || !(L[i] > 0) || !isfinite(C[i]) || !isfinite(L[i]))
+			return lmt_err_set(err, LMT_EINVAL, "point %d: compute %g and loss %g must be positive", i, C[i],
+					   L[i]);
+		lmin = fmin(lmin, L[i]);
+	}
+	if (n == 2) {
+		double E = E0 > 0 && E0 < lmin ? E0 : 0;
+		line_fit(C, L, n, E, p);
+		return 0;
+	}
+	/* a coarse scan over E, then a finer one around the best */
+	double best = INFINITY, bestE = 0, lo = 0, hi = lmin;
+	for (int pass = 0; pass < 3; pass++) {
+		int steps = 400;
+		for (int s = 0; s < steps; s++) {
+			double E = lo + (hi - lo) * s / steps;
+			if (E >= lmin)
+				break;
+			struct lmt_powerlaw q;
+			double e = line_fit(C, L, n, E, &q);
+			if (e < best) {
+				best = e;
+				bestE = E;
+			}
+		}
+		double w = (hi - lo) / steps;
+		lo = fmax(0, bestE - w);
+		hi = fmin(lmin * (1 - 1e-12), bestE + w);
+	}
+	line_fit(C, L, n, bestE, p);
+	return 0;
+}
+
+double lmt_powerlaw_predict(const struct lmt_powerlaw *p, double x, double *halfwidth)
+{
+	double lx = log(x), mean = p->E + p->A * pow(x, -p->alpha);
+	if (halfwidth) {
+		if (isnan(p->sd) || p->sxx <= 0) {
+			*halfwidth = NAN;
+		} else {
+			/* the line's standard error at lx, carried through exp */
+			double se = p->sd * sqrt(1.0 / p->n + (lx - p->mx) * (lx - p->mx) / p->sxx);
+			*halfwidth = p->A * pow(x, -p->alpha) * (exp(se) - 1);
+		}
+	}
+	return mean;
+}

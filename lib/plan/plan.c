@@ -1,0 +1,164 @@
+/*
+ * plan.c: the layout planner (plan.h). Memory per device comes from the ledger
+ * (its exact data-parallel figures, scaled for tp, pp and cp); time from the FLOP
+ * count the trainer reports MFU with (lmt_gpt_flops_per_token) and the collective
+ * volumes listed in plan.h.
+ */
+#include "plan/plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void lmt_plan_defaults(struct lmt_plan_opts *o)
+{
+	if (!o->gpus_per_node)
+		o->gpus_per_node = 8;
+	if (!o->intra_bw)
+		o->intra_bw = 300e9;
+	if (!o->inter_bw)
+		o->inter_bw = 25e9;
+	if (!o->mfu)
+		o->mfu = 0.4;
+	if (!o->peak_flops)
+		o->peak_flops = 989e12;
+	if (!o->top)
+		o->top = 5;
+}
+
+int lmt_plan_check(const struct lmt_plan_opts *o, struct lmt_err *err)
+{
+	if (o->gpus < 1)
+		return lmt_err_set(err, LMT_EINVAL, "--gpus %d: at least 1", o->gpus);
+	if (o->gpus > o->gpus_per_node && o->gpus % o->gpus_per_node)
+		return lmt_err_set(err, LMT_EINVAL, "%d devices are not whole nodes of %d", o->gpus, o->gpus_per_node);
+	if (o->memory < 0 || o->intra_bw <= 0 || o->inter_bw <= 0 || o->mfu <= 0 || o->mfu > 1 || o->peak_flops <= 0)
+		return lmt_err_set(err, LMT_EINVAL, "memory, bandwidths and peak must be positive, MFU in (0, 1]");
+	return 0;
+}
+
+static double bw(const struct lmt_plan_opts *o, int stride, int n, int *inter)
+{
+	*inter = n > 1 && stride * n > o->gpus_per_node;
+	return *inter ? o->inter_bw : o->intra_bw;
+}
+
+/* the reason a layout cannot be, or NULL */
+static const char *impossible(const struct lmt_ledger_cfg *c, const struct lmt_plan_opts *o,
+			      const struct lmt_plan_layout *l, int gb)
+{
+	if (c->model.NH % l->tp)
+		return "tensor degree does not divide the heads";
+	if (c->model.L % l->pp)
+		return "pipeline degree does not divide the layers";
+	if (c->T % l->cp)
+		return "context degree does not divide the sequence";
+	if (gb % (l->dp * c->B))
+		return "global batch is not a multiple of dp x micro-batch";
+	if (!o->tp_across_nodes && l->tp > 1 && (l->tp > o->gpus_per_node || o->gpus_per_node % l->tp))
+		return "tensor parallel across nodes";
+	return NULL;
+}
+
+void lmt_plan_eval(const struct lmt_ledger_cfg *c, const struct lmt_plan_opts *o, struct lmt_plan_layout *l)
+{
+	struct lmt_ledger_cfg x = *c;
+	struct lmt_ledger led;
+	int gb = o->global_batch ? o->global_batch : o->gpus * c->B;
+	x.world = l->dp;
+	x.zero = l->zero;
+	x.tp = l->tp;
+	x.pp = l->pp;
+	x.cp = l->cp;
+	l->drop = impossible(c, o, l, gb);
+	if (l->drop)
+		return;
+	if (lmt_ledger_build(&x, &led, NULL)) {
+		l->drop = "the ledger refuses the layout";
+		return;
+	}
+	double P = o->params > 0 ? o->params : (double)led.nparams, ratio = P / (double)led.nparams;
+	l->mem = (double)led.state_total * ratio + (double)(led.total - led.state_total);
+	struct lmt_gpt_config mc = c->model;
+	const struct lmt_gpt_config *m = &mc;
+	if (!mc.Vp)
+		mc.Vp = lmt_gpt_padded_vocab(mc.V);
+	double ds = lmt_dtype_size(c->dtype), L = m->L, C = m->C, T = c->T, B = c->B;
+	double fpt = o->params > 0 ? 6 * P + 12 * L * C * T : lmt_gpt_flops_per_token(m, c->T);
+	l->m = gb / (l->dp * c->B);
+	double t_ideal = fpt * gb * T / (o->gpus * o->peak_flops * o->mfu);
+	l->bubble = l->pp > 1 ? (double)(l->pp - 1) / (l->m + l->pp - 1) : 0;
+	l->t_compute = t_ideal / (1 - l->bubble);
+	double dp = l->dp, tp = l->tp, pp = l->pp, cp = l->cp, mb = l->m, act = B * (T / cp) * C * ds;
+	double Pl = P / (tp * pp);
+	l->b_dp = dp > 1 ? (l->zero == 3 ? 3 : 2) * (dp - 1) / dp * 4 * Pl : 0;
+	l->b_tp = tp > 1 ? mb * (L / pp) * 4 * 2 * (tp - 1) / tp * act : 0;
+	l->b_pp = pp > 1 ? 2 * mb * act : 0;
+	l->b_cp = cp > 1 ? mb * (L / pp) * 2 * (cp - 1) / cp * 2 * B * T * (C / tp) * ds : 0;
+	int inter;
+	l->t_tp = l->b_tp / bw(o, 1, l->tp, &l->tp_inter);
+	l->t_cp = l->b_cp / bw(o, l->tp, l->cp, &inter);
+	l->t_pp = l->b_pp / bw(o, l->tp * l->cp, l->pp, &inter);
+	l->t_dp = l->b_dp / bw(o, l->tp * l->cp * l->pp, l->dp, &l->dp_inter);
+	l->t_step = l->t_compute + l->t_dp + l->t_tp + l->t_pp + l->t_cp;
+	if (o->memory > 0 && l->mem > o->memory)
+		l->drop = "over memory";
+}
+
+static int by_time(const void *pa, const void *pb)
+{
+	const struct lmt_plan_layout *a = pa, *b = pb;
+	if (!a->drop != !b->drop)
+		return a->drop ? 1 : -1;
+	if (a->t_step != b->t_step)
+		return a->t_step < b->t_step ? -1 : 1;
+	return a->mem < b->mem ? -1 : a->mem > b->mem;
+}
+
+int lmt_plan_enumerate(const struct lmt_ledger_cfg *c, const struct lmt_plan_opts *o, struct lmt_plan_layout *out,
+		       int cap, int *n, struct lmt_err *err)
+{
+	int G = o->gpus, k = 0, rc = lmt_plan_check(o, err);
+	if (rc)
+		return rc;
+	for (int tp = 1; tp <= G; tp++)
+		for (int pp = 1; G % tp == 0 && pp <= G / tp; pp++)
+			for (int cp = 1; (G / tp) % pp == 0 && cp <= G / tp / pp; cp++) {
+				if ((G / tp / pp) % cp)
+					continue;
+				int dp = G / tp / pp / cp;
+				for (int z = 0; z <= (dp > 1 ? 3 : 0); z++) {
+					if (k == cap)
+						return lmt_err_set(err, LMT_ERANGE, "more than %d layouts of %d devices", cap,
+								   G);
+					struct lmt_plan_layout *l = &out[k++];
+					memset(l, 0, sizeof *l);
+					*l = (struct lmt_plan_layout){ .dp = dp, .tp = tp, .pp = pp, .cp = cp, .zero = z };
+					lmt_plan_eval(c, o, l);
+				}
+			}
+	qsort(out, (size_t)k, sizeof *out, by_time);
+	*n = k;
+	return 0;
+}
+
+void lmt_plan_why(const struct lmt_plan_layout *a, const struct lmt_plan_layout *b, char *buf, size_t cap)
+{
+	double ia = a->t_compute * (1 - a->bubble), ib = b->t_compute * (1 - b->bubble);
+	double d[] = { ib - ia, b->t_compute - ib - (a->t_compute - ia), b->t_dp - a->t_dp, b->t_tp - a->t_tp,
+		       b->t_pp - a->t_pp, b->t_cp - a->t_cp };
+	static const char *const what[] = { "compute", "pipeline bubble", "data-parallel communication",
+					     "tensor-parallel communication", "pipeline communication",
+					     "context-parallel communication" };
+	int w = 0;
+	for (int i = 1; i < 6; i++)
+		if (d[i] > d[w])
+			w = i;
+	if (b->t_step == a->t_step || d[w] <= 0)
+		snprintf(buf, cap, "as fast; %.3g GB more memory per device", (b->mem - a->mem) / 1e9);
+	else
+		snprintf(buf, cap, "%s +%.3g s (%s)", what[w], d[w],
+			 w == 1 ? "more idle stages" : w == 2 && b->dp_inter ? "across nodes" :
+			 w == 3 && b->tp_inter ? "across nodes" : w == 0 ? "the same FLOPs on fewer devices" : "more bytes");
+}
