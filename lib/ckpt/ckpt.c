@@ -348,7 +348,9 @@ int lmt_ckpt_write_ranks(const struct lmt_ckpt_save *s, struct lmt_comm *comm, s
 	if (me && (rc = save_paths(s, start[1], 0, ck, fin, tmp, err)))
 		return rc;
 	/* every rank writes its own file, in parallel */
-	size_t rec = sizeof(struct rank_report) + (size_t)n * 4;
+	/* each rank's report padded to 8 bytes, so that every one in the gathered
+	 * array starts aligned for struct rank_report (an odd count of CRCs would not) */
+	size_t rec = (sizeof(struct rank_report) + (size_t)n * 4 + 7) & ~(size_t)7;
 	struct chunkrec *ch = calloc((size_t)W * n, sizeof *ch);
 	struct filerec *files = calloc((size_t)W, sizeof *files);
 	uint8_t *all = calloc((size_t)W, rec), *mine = calloc(1, rec);
