@@ -116,7 +116,8 @@ static void usage(void)
 	       "  --recompute R           none, block or every:K (as train)\n"
 	       "Layout:\n"
 	       "  --world N --zero S      data-parallel ranks (1); ZeRO stage 0-3 (0)\n"
-	       "  --tp N --pp N --cp N    tensor, pipeline, context degrees (1): an estimate\n"
+	       "  --tp N --pp N --cp N    tensor, pipeline, context degrees (1): an estimate;\n"
+	       "                          with --plan, only layouts of the degrees given\n"
 	       "Modes:\n"
 	       "  --fit RUN...            fit activations to the runs' measured peaks; the\n"
 	       "                          prediction error per term and per run\n"
@@ -298,9 +299,9 @@ static void set_option(int c, const char *arg)
 	case OPT_RECOMPUTE: O.c.recompute_every = recompute_every(arg); break;
 	case OPT_WORLD: O.c.world = (int)opt_int("world", arg, 1, 1 << 24); break;
 	case OPT_ZERO: O.c.zero = (int)opt_int("zero", arg, 0, 3); break;
-	case OPT_TP: O.c.tp = (int)opt_int("tp", arg, 1, 1 << 16); break;
-	case OPT_PP: O.c.pp = (int)opt_int("pp", arg, 1, 1 << 16); break;
-	case OPT_CP: O.c.cp = (int)opt_int("cp", arg, 1, 1 << 16); break;
+	case OPT_TP: O.plan.fix_tp = O.c.tp = (int)opt_int("tp", arg, 1, 1 << 16); break;
+	case OPT_PP: O.plan.fix_pp = O.c.pp = (int)opt_int("pp", arg, 1, 1 << 16); break;
+	case OPT_CP: O.plan.fix_cp = O.c.cp = (int)opt_int("cp", arg, 1, 1 << 16); break;
 	case OPT_JSONL: O.jsonl = 1; break;
 	case OPT_FIT: case OPT_SAFE: case OPT_PLAN: case OPT_COMPARE: case OPT_BUDGET:
 		if (O.mode && O.mode != c)

@@ -115,6 +115,12 @@ jq -se 'map(select(.event == "budget"))[0].device_hours | .total > .training and
 # usage errors: exit 2 with the reason
 check_fail "tensor degree that does not divide the heads" 2 "does not divide the 4 heads" "$ML" --heads 4 --tp 3
 check_fail "pipeline degree that does not divide the layers" 2 "does not divide the 4 layers" "$ML" --pp 3
+check_fail "a tensor degree that does not divide the devices" 2 "tensor parallel 3 does not divide the 8 devices" \
+	"$ML" --heads 6 --channels 48 --tp 3 --plan --gpus 8 --gpus-per-node 8 --memory 1G
+check_fail "degrees whose product does not divide the devices" 2 "tp x pp x cp = 16 does not divide the 8 devices" \
+	"$ML" --layers 4 --heads 4 --tp 4 --pp 4 --plan --gpus 8 --gpus-per-node 8 --memory 1G
+check_fail "a global batch that is not a multiple of the micro-batch" 2 "global batch 7 is not a multiple" \
+	"$ML" -B 2 --global-batch 7 --plan --gpus 8 --gpus-per-node 8 --memory 1G
 check_fail "devices that are not whole nodes" 2 "not whole nodes" "$ML" --plan --gpus 12 --gpus-per-node 8 --memory 1G
 check_fail "negative memory" 2 "cannot be negative" "$ML" --safe-microbatch --memory -1G
 check_fail "unknown precision" 2 "'fp8' is not fp32, bf16, fp16 or auto" "$ML" --precision fp8
