@@ -399,12 +399,16 @@ static void rule_of_thumb(struct lmt_json *j, const struct lmt_ledger *l)
 
 static void ledger_table(const struct lmt_ledger_cfg *c, const struct lmt_ledger *l)
 {
-	char a[32], b[32];
+	char a[32], b[32], rc[32];
 	double P = (double)l->nparams;
+	if (c->recompute_every > 1)
+		snprintf(rc, sizeof rc, "every:%d", c->recompute_every);
+	else
+		snprintf(rc, sizeof rc, "%s", c->recompute_every ? "block" : "none");
 	printf("model: %d layers, %d heads, %d channels, context %d, vocabulary %d%s: %zu parameters\n", c->model.L,
 	       c->model.NH, c->model.C, c->model.max_T, c->model.V, c->model.untied ? " (untied)" : "", l->nparams);
-	printf("batch: %d x %d, %s, recompute %d; layout: world %d, ZeRO-%d, tp %d, pp %d, cp %d%s\n\n", c->B, c->T,
-	       lmt_dtype_name(c->dtype), c->recompute_every, c->world, c->zero, c->tp, c->pp, c->cp,
+	printf("batch: %d x %d, %s, recompute %s; layout: world %d, ZeRO-%d, tp %d, pp %d, cp %d%s\n\n", c->B, c->T,
+	       lmt_dtype_name(c->dtype), rc, c->world, c->zero, c->tp, c->pp, c->cp,
 	       l->estimate ? " (estimate)" : "");
 	printf("%-22s %-12s %-6s %12s %8s  %s\n", "term", "group", "dtype", "bytes", "B/param", "note");
 	for (int i = 0; i < l->n; i++) {

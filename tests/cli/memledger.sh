@@ -112,6 +112,17 @@ jq -se --argjson c "$C" 'map(select(.event == "budget"))[0].ckpt_interval_s as $
 jq -se 'map(select(.event == "budget"))[0].device_hours | .total > .training and .training > 0' "$T/bud.jsonl" \
 	> /dev/null && ok "--budget: device-hours by term" || notok "--budget terms" "$(cat "$T/bud.jsonl")"
 
+# on a terminal: a table, recompute spelled as train's --recompute takes it
+if command -v script > /dev/null 2>&1 && script -qc true /dev/null > /dev/null 2>&1; then
+	for r in none block every:3; do
+		script -qc "$ML --layers 6 --heads 2 --channels 32 --recompute $r" /dev/null < /dev/null | tr -d '\r' \
+			> "$T/tty.txt" 2>&1
+		grep -q "^batch: .*, recompute $r;" "$T/tty.txt" && grep -q "^act_blocks  *activations" "$T/tty.txt" \
+			&& ! grep -q '"event"' "$T/tty.txt" && ok "a table on a terminal, recompute $r" \
+			|| notok "tty table, recompute $r" "$(head -3 "$T/tty.txt")"
+	done
+fi
+
 # usage errors: exit 2 with the reason
 check_fail "tensor degree that does not divide the heads" 2 "does not divide the 4 heads" "$ML" --heads 4 --tp 3
 check_fail "pipeline degree that does not divide the layers" 2 "does not divide the 4 layers" "$ML" --pp 3
