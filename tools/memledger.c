@@ -116,7 +116,8 @@ static void usage(void)
 	       "  --recompute R           none, block or every:K (as train)\n"
 	       "Layout:\n"
 	       "  --world N --zero S      data-parallel ranks (1); ZeRO stage 0-3 (0)\n"
-	       "  --tp N --pp N --cp N    tensor, pipeline, context degrees (1): an estimate\n"
+	       "  --tp N --pp N --cp N    tensor, pipeline, context degrees (1): an estimate;\n"
+	       "                          with --plan, only layouts of the degrees given\n"
 	       "Modes:\n"
 	       "  --fit RUN...            fit activations to the runs' measured peaks; the\n"
 	       "                          prediction error per term and per run\n"
@@ -298,9 +299,9 @@ static void set_option(int c, const char *arg)
 	case OPT_RECOMPUTE: O.c.recompute_every = recompute_every(arg); break;
 	case OPT_WORLD: O.c.world = (int)opt_int("world", arg, 1, 1 << 24); break;
 	case OPT_ZERO: O.c.zero = (int)opt_int("zero", arg, 0, 3); break;
-	case OPT_TP: O.c.tp = (int)opt_int("tp", arg, 1, 1 << 16); break;
-	case OPT_PP: O.c.pp = (int)opt_int("pp", arg, 1, 1 << 16); break;
-	case OPT_CP: O.c.cp = (int)opt_int("cp", arg, 1, 1 << 16); break;
+	case OPT_TP: O.plan.fix_tp = O.c.tp = (int)opt_int("tp", arg, 1, 1 << 16); break;
+	case OPT_PP: O.plan.fix_pp = O.c.pp = (int)opt_int("pp", arg, 1, 1 << 16); break;
+	case OPT_CP: O.plan.fix_cp = O.c.cp = (int)opt_int("cp", arg, 1, 1 << 16); break;
 	case OPT_JSONL: O.jsonl = 1; break;
 	case OPT_FIT: case OPT_SAFE: case OPT_PLAN: case OPT_COMPARE: case OPT_BUDGET:
 		if (O.mode && O.mode != c)
@@ -398,12 +399,16 @@ static void rule_of_thumb(struct lmt_json *j, const struct lmt_ledger *l)
 
 static void ledger_table(const struct lmt_ledger_cfg *c, const struct lmt_ledger *l)
 {
-	char a[32], b[32];
+	char a[32], b[32], rc[32];
 	double P = (double)l->nparams;
+	if (c->recompute_every > 1)
+		snprintf(rc, sizeof rc, "every:%d", c->recompute_every);
+	else
+		snprintf(rc, sizeof rc, "%s", c->recompute_every ? "block" : "none");
 	printf("model: %d layers, %d heads, %d channels, context %d, vocabulary %d%s: %zu parameters\n", c->model.L,
 	       c->model.NH, c->model.C, c->model.max_T, c->model.V, c->model.untied ? " (untied)" : "", l->nparams);
-	printf("batch: %d x %d, %s, recompute %d; layout: world %d, ZeRO-%d, tp %d, pp %d, cp %d%s\n\n", c->B, c->T,
-	       lmt_dtype_name(c->dtype), c->recompute_every, c->world, c->zero, c->tp, c->pp, c->cp,
+	printf("batch: %d x %d, %s, recompute %s; layout: world %d, ZeRO-%d, tp %d, pp %d, cp %d%s\n\n", c->B, c->T,
+	       lmt_dtype_name(c->dtype), rc, c->world, c->zero, c->tp, c->pp, c->cp,
 	       l->estimate ? " (estimate)" : "");
 	printf("%-22s %-12s %-6s %12s %8s  %s\n", "term", "group", "dtype", "bytes", "B/param", "note");
 	for (int i = 0; i < l->n; i++) {

@@ -35,7 +35,23 @@ int lmt_plan_check(const struct lmt_plan_opts *o, struct lmt_err *err)
 		return lmt_err_set(err, LMT_EINVAL, "%d devices are not whole nodes of %d", o->gpus, o->gpus_per_node);
 	if (o->memory < 0 || o->intra_bw <= 0 || o->inter_bw <= 0 || o->mfu <= 0 || o->mfu > 1 || o->peak_flops <= 0)
 		return lmt_err_set(err, LMT_EINVAL, "memory, bandwidths and peak must be positive, MFU in (0, 1]");
+	const int fix[] = { o->fix_tp, o->fix_pp, o->fix_cp };
+	const char *const what[] = { "tensor", "pipeline", "context" };
+	long prod = 1;
+	for (int i = 0; i < 3; i++) {
+		if (fix[i] < 0 || (fix[i] && o->gpus % fix[i]))
+			return lmt_err_set(err, LMT_EINVAL, "%s parallel %d does not divide the %d devices", what[i],
+					   fix[i], o->gpus);
+		prod *= fix[i] ? fix[i] : 1;
+	}
+	if (o->gpus % prod)
+		return lmt_err_set(err, LMT_EINVAL, "tp x pp x cp = %ld does not divide the %d devices", prod, o->gpus);
 	return 0;
+}
+
+static int fixed(int want, int d)
+{
+	return !want || want == d;
 }
 
 static double bw(const struct lmt_plan_opts *o, int stride, int n, int *inter)
@@ -122,12 +138,17 @@ int lmt_plan_enumerate(const struct lmt_ledger_cfg *c, const struct lmt_plan_opt
 	int G = o->gpus, k = 0, rc = lmt_plan_check(o, err);
 	if (rc)
 		return rc;
+	if (o->global_batch && o->global_batch % c->B)
+		return lmt_err_set(err, LMT_EINVAL, "global batch %d is not a multiple of the micro-batch %d",
+				   o->global_batch, c->B);
 	for (int tp = 1; tp <= G; tp++)
 		for (int pp = 1; G % tp == 0 && pp <= G / tp; pp++)
 			for (int cp = 1; (G / tp) % pp == 0 && cp <= G / tp / pp; cp++) {
 				if ((G / tp / pp) % cp)
 					continue;
 				int dp = G / tp / pp / cp;
+				if (!fixed(o->fix_tp, tp) || !fixed(o->fix_pp, pp) || !fixed(o->fix_cp, cp))
+					continue;
 				for (int z = 0; z <= (dp > 1 ? 3 : 0); z++) {
 					if (k == cap)
 						return lmt_err_set(err, LMT_ERANGE, "more than %d layouts of %d devices", cap,

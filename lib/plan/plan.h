@@ -42,6 +42,7 @@ struct lmt_plan_opts {
 	int global_batch;        /* sequences per step (0: G x B) */
 	int tp_across_nodes;
 	int top;
+	int fix_tp, fix_pp, fix_cp; /* 0: enumerated; else only layouts of that degree */
 };
 
 struct lmt_plan_layout {
@@ -56,12 +57,14 @@ struct lmt_plan_layout {
 
 /* Fill o's defaults (0 fields). */
 void lmt_plan_defaults(struct lmt_plan_opts *o);
-/* Check o against the model: G a multiple of K or below it, positive bandwidths. */
+/* Check o: G a multiple of K or below it, positive bandwidths, the fixed degrees
+ * (and their product) dividing G. */
 int lmt_plan_check(const struct lmt_plan_opts *o, struct lmt_err *err);
 /* One layout's bytes and time (l's degrees set; c the model and micro-batch). */
 void lmt_plan_eval(const struct lmt_ledger_cfg *c, const struct lmt_plan_opts *o, struct lmt_plan_layout *l);
 /* Every layout of o->gpus devices into out (cap entries), fitting ones first by
- * step time, then the dropped ones; *n gets the count. */
+ * step time, then the dropped ones; *n gets the count. LMT_EINVAL where o is bad
+ * (lmt_plan_check) or the global batch is not a multiple of the micro-batch. */
 int lmt_plan_enumerate(const struct lmt_ledger_cfg *c, const struct lmt_plan_opts *o, struct lmt_plan_layout *out,
 		       int cap, int *n, struct lmt_err *err);
 /* Why b loses to a, in words, into buf: the largest of its time differences. */

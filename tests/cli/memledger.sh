@@ -112,9 +112,26 @@ jq -se --argjson c "$C" 'map(select(.event == "budget"))[0].ckpt_interval_s as $
 jq -se 'map(select(.event == "budget"))[0].device_hours | .total > .training and .training > 0' "$T/bud.jsonl" \
 	> /dev/null && ok "--budget: device-hours by term" || notok "--budget terms" "$(cat "$T/bud.jsonl")"
 
+# on a terminal: a table, recompute spelled as train's --recompute takes it
+if command -v script > /dev/null 2>&1 && script -qc true /dev/null > /dev/null 2>&1; then
+	for r in none block every:3; do
+		script -qc "$ML --layers 6 --heads 2 --channels 32 --recompute $r" /dev/null < /dev/null | tr -d '\r' \
+			> "$T/tty.txt" 2>&1
+		grep -q "^batch: .*, recompute $r;" "$T/tty.txt" && grep -q "^act_blocks  *activations" "$T/tty.txt" \
+			&& ! grep -q '"event"' "$T/tty.txt" && ok "a table on a terminal, recompute $r" \
+			|| notok "tty table, recompute $r" "$(head -3 "$T/tty.txt")"
+	done
+fi
+
 # usage errors: exit 2 with the reason
 check_fail "tensor degree that does not divide the heads" 2 "does not divide the 4 heads" "$ML" --heads 4 --tp 3
 check_fail "pipeline degree that does not divide the layers" 2 "does not divide the 4 layers" "$ML" --pp 3
+check_fail "a tensor degree that does not divide the devices" 2 "tensor parallel 3 does not divide the 8 devices" \
+	"$ML" --heads 6 --channels 48 --tp 3 --plan --gpus 8 --gpus-per-node 8 --memory 1G
+check_fail "degrees whose product does not divide the devices" 2 "tp x pp x cp = 16 does not divide the 8 devices" \
+	"$ML" --layers 4 --heads 4 --tp 4 --pp 4 --plan --gpus 8 --gpus-per-node 8 --memory 1G
+check_fail "a global batch that is not a multiple of the micro-batch" 2 "global batch 7 is not a multiple" \
+	"$ML" -B 2 --global-batch 7 --plan --gpus 8 --gpus-per-node 8 --memory 1G
 check_fail "devices that are not whole nodes" 2 "not whole nodes" "$ML" --plan --gpus 12 --gpus-per-node 8 --memory 1G
 check_fail "negative memory" 2 "cannot be negative" "$ML" --safe-microbatch --memory -1G
 check_fail "unknown precision" 2 "'fp8' is not fp32, bf16, fp16 or auto" "$ML" --precision fp8

@@ -236,6 +236,28 @@ static void test_plan(void)
 	for (int i = 0; i < n; i++)
 		tp_out += !all[i].drop && all[i].tp > o.gpus_per_node;
 	tap_ok(tp_out > 0, "planner: with --allow-tp-across-nodes, tp 4 over 2-device nodes is kept");
+	/* fixed degrees: only their layouts; degrees not dividing G and a global batch
+	 * that is not a multiple of the micro-batch are refused with the reason */
+	o.fix_tp = 2;
+	int rc = lmt_plan_enumerate(&c, &o, all, 256, &n, NULL), other = 0;
+	for (int i = 0; i < n; i++)
+		other += all[i].tp != 2;
+	tap_ok(!rc && n > 0 && !other, "planner: --tp 2 keeps %d layouts, all of tp 2", n);
+	struct lmt_err err = { 0 };
+	o.fix_tp = 3;
+	rc = lmt_plan_enumerate(&c, &o, all, 256, &n, &err);
+	tap_ok(rc == LMT_EINVAL && strstr(err.msg, "tensor parallel 3 does not divide the 4 devices"),
+	       "planner: tp 3 of 4 devices refused: %s", err.msg);
+	o.fix_tp = 2;
+	o.fix_pp = 4;
+	rc = lmt_plan_enumerate(&c, &o, all, 256, &n, &err);
+	tap_ok(rc == LMT_EINVAL && strstr(err.msg, "tp x pp x cp = 8"), "planner: tp 2 x pp 4 of 4 refused: %s",
+	       err.msg);
+	o.fix_tp = o.fix_pp = 0;
+	o.global_batch = 7;
+	rc = lmt_plan_enumerate(&c, &o, all, 256, &n, &err);
+	tap_ok(rc == LMT_EINVAL && strstr(err.msg, "global batch 7 is not a multiple of the micro-batch 2"),
+	       "planner: global batch 7 of micro-batch 2 refused: %s", err.msg);
 }
 
 int main(void)
