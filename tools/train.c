@@ -7,27 +7,25 @@
  * The session (model/session.c) opens the data, the model, the backend, the
  * communicator and the run directory, resumes, trains, evaluates, samples and
  * saves; the run's files and records are runstate.c's; --config files are read
- * by core/config.c. This file parses options, passes them to the session, and
- * prints what it reports. stdout: JSONL (updates, evaluations, samples, summary),
+ * by core/config.c (train/config.c applies them). This file parses options,
+ * passes them to the session, and prints what it reports (train/display.c: the
+ * lines for people). stdout: JSONL (updates, evaluations, samples, summary),
  * or on a terminal a line per record for people; stderr: human progress.
  */
 #include <getopt.h>
-#include <math.h>
-#include <jansson.h>
-#include <stddef.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "ckpt/resumecfg.h"
 #include "ckpt/runstate.h"
 #include "core/config.h"
-#include "core/json.h"
 #include "model/session.h"
 #include "report/alerts.h"
 #include "tool.h"
+#include "train/train.h"
 
 /* long-only options (getopt_long returns these) */
 enum {
@@ -203,21 +201,7 @@ static void usage(void)
 	       "Exit status: 0 success, 1 error, 2 usage error. See train(1).\n");
 }
 
-struct opts {
-	struct lmt_session_cfg cfg; /* what the session trains (model/session.h) */
-	int jsonl, threads;
-	int init_seed_given, warmup_given, shape_given;
-	/* the value each recorded option (ckpt/resumecfg.h) was given on the command
-	 * line or in a --config file; one not here was not given, so a resume adopts
-	 * the run's */
-	struct lmt_resumecfg_pair given[LMT_RESUMECFG_MAX];
-	size_t ngiven;
-	int adopting; /* set_option is applying a recorded value: not given */
-};
-
-
-static void set_option(struct opts *o, int c, const char *arg);
-static void config_json(struct opts *o, const char *path);
+const struct option *const train_longopts = longopts;
 
 /* arg's index in words (NULL-terminated), or a usage error listing them. */
 static int choice(const char *opt, const char *arg, const char *const *words)
@@ -231,30 +215,6 @@ static int choice(const char *opt, const char *arg, const char *const *words)
 	}
 	usage_error("option '--%s': '%s' is not %s", opt, arg, list);
 }
-
-/* One line of a --config file, applied as its option would be there (keys are
- * the long option names). */
-static int config_entry(void *ctx, const struct lmt_config_entry *e)
-{
-	const struct option *opt = NULL;
-	char where[600];
-	snprintf(where, sizeof where, "'%s': line %d", e->path, e->line);
-	for (const struct option *x = longopts; x->name; x++)
-		if (!strcmp(x->name, e->key))
-			opt = x;
-	if (!opt || !strcmp(e->key, "config") || !strcmp(e->key, "help") || !strcmp(e->key, "version"))
-		usage_error("%s: unknown key '%.63s'", where, e->key);
-	if (opt->has_arg == required_argument && (!e->value || !*e->value))
-		usage_error("%s: key '%s' needs a value", where, e->key);
-	if (opt->has_arg == no_argument && e->value && strcmp(e->value, "true") && strcmp(e->value, "1"))
-		usage_error("%s: key '%s' takes no value (or true)", where, e->key);
-	tool_context = where;
-	set_option(ctx, opt->val, e->value ? strdup(e->value) : NULL);
-	tool_context = NULL;
-	return 0;
-}
-
-static void mark_given(struct opts *o, int c, const char *arg);
 
 /* --alert NAME=X: a threshold of alerts.h (0: that kind off), or window=N */
 static void set_alert(struct lmt_alert_cfg *a, const char *arg)
@@ -276,10 +236,10 @@ static void set_alert(struct lmt_alert_cfg *a, const char *arg)
 		    "clipping, overflow, starvation, skew, val_regression", arg);
 }
 
-static void set_option(struct opts *o, int c, const char *arg)
+void train_set_option(struct opts *o, int c, const char *arg)
 {
 	if (!o->adopting)
-		mark_given(o, c, arg);
+		train_mark_given(o, c, arg);
 	switch (c) {
 	case OPT_DATA: o->cfg.data = arg; break;
 	case 'o': o->cfg.out = arg; break;
@@ -292,8 +252,8 @@ static void set_option(struct opts *o, int c, const char *arg)
 		if (f)
 			fclose(f);
 		if (first == '{') /* config.json's form */
-			config_json(o, arg);
-		else if (lmt_config_read(arg, config_entry, o, &err))
+			train_config_json(o, arg);
+		else if (lmt_config_read(arg, train_config_entry, o, &err))
 			die_err(&err);
 		break;
 	}
@@ -401,70 +361,6 @@ static void set_option(struct opts *o, int c, const char *arg)
 	}
 }
 
-/* ---- what --resume and --config do with config.json (ckpt/resumecfg.h) ---- */
-
-static int long_option_val(const char *name)
-{
-	for (const struct option *x = longopts; x->name; x++)
-		if (!strcmp(x->name, name))
-			return x->val;
-	return 0;
-}
-
-/* The value given for option name (a recorded one), or NULL. */
-static const char *given_value(const struct opts *o, const char *name)
-{
-	for (size_t i = 0; i < o->ngiven; i++)
-		if (!strcmp(o->given[i].opt, name))
-			return o->given[i].value;
-	return NULL;
-}
-
-static void mark_given(struct opts *o, int c, const char *arg)
-{
-	const struct lmt_resumecfg_opt *r = NULL;
-	for (const struct option *x = longopts; x->name && !r; x++)
-		if (x->val == c)
-			r = lmt_resumecfg_find(x->name);
-	if (!r)
-		return;
-	size_t i = 0;
-	while (i < o->ngiven && strcmp(o->given[i].opt, r->opt))
-		i++;
-	o->given[i] = (struct lmt_resumecfg_pair){ r->opt, arg ? arg : "true" };
-	if (i == o->ngiven)
-		o->ngiven++;
-}
-
-/* A --config file in config.json's form: its recorded options, applied as
- * they are, so a run's own config.json runs it again. */
-static void config_json(struct opts *o, const char *path)
-{
-	struct lmt_err err = { 0 };
-	struct lmt_resumecfg_result res;
-	if (lmt_resumecfg_read(path, &res, &err))
-		usage_error("%s", err.msg);
-	for (size_t i = 0; i < res.n; i++) {
-		tool_context = res.items[i].detail;
-		set_option(o, long_option_val(res.items[i].opt), strdup(res.items[i].value));
-		tool_context = NULL;
-	}
-	lmt_resumecfg_release(&res);
-}
-
-/* Whether option name's values a and b are the same, as set_option parses them. */
-static int same_value(void *ctx, const char *name, const char *a, const char *b)
-{
-	struct opts x, y;
-	int c = long_option_val(name);
-	(void)ctx;
-	memset(&x, 0, sizeof x);
-	memset(&y, 0, sizeof y);
-	x.adopting = y.adopting = 1;
-	set_option(&x, c, a);
-	set_option(&y, c, b);
-	return !memcmp(&x, &y, offsetof(struct opts, given));
-}
 /* ---- printing what the session reports ---- */
 
 static struct lmt_session session;
@@ -473,73 +369,12 @@ static struct lmt_session session;
 static int human;
 static uint64_t human_updates; /* --updates, for the ETA */
 
-static void clock_str(char *buf, size_t cap, double s)
-{
-	long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
-	if (t >= 3600)
-		snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-	else
-		snprintf(buf, cap, "%ld:%02ld", t / 60, t % 60);
-}
-
-static double num(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-/* The record j (closed) as a line for people: nanoGPT's compact update line,
- * validation and samples as they happen, checkpoints on their own line. */
-static void show(const struct lmt_json *j)
-{
-	json_t *r = json_loadb(j->out.buf, j->out.len, 0, NULL);
-	const char *ev = json_string_value(json_object_get(r, "event"));
-	double uf = num(r, "update");
-	unsigned long long u = isfinite(uf) && uf >= 0 ? (unsigned long long)uf : 0; /* NaN: no update field */
-	char a[32], b[32];
-	if (!ev) {
-	} else if (!strcmp(ev, "update")) {
-		double wall = num(json_object_get(r, "clocks"), "wall_s");
-		double step = num(json_object_get(r, "time"), "step");
-		clock_str(a, sizeof a, wall);
-		clock_str(b, sizeof b, step * (double)(human_updates > u ? human_updates - u : 0));
-		printf("update %5llu/%llu | loss %.4f | lr %.2e | norm %6.3f%s | %7.0f tok/s | mfu %5.1f%% | %s, eta %s\n",
-		       u, (unsigned long long)human_updates, num(r, "loss"), num(r, "lr"), num(r, "grad_norm"),
-		       json_is_true(json_object_get(r, "clipped")) ? "*" : " ", num(r, "tokens_per_s"),
-		       100 * num(r, "mfu"), a, b);
-	} else if (!strcmp(ev, "eval")) {
-		printf("update %5llu: val loss %.4f (train's estimate: %.0f sequences of the val split; evalppl "
-		       "scores all of it)\n", u, num(r, "loss"), num(r, "sequences"));
-	} else if (!strcmp(ev, "sample")) {
-		const char *t = json_string_value(json_object_get(r, "text"));
-		printf("update %5llu: sample: %s\n", u, t ? t : "(ids only: no tokenizer)");
-	} else if (!strcmp(ev, "alert") || !strcmp(ev, "alert-cleared")) {
-		printf("update %5llu: %s %s: %s\n", u, ev, json_string_value(json_object_get(r, "kind")),
-		       json_string_value(json_object_get(r, "evidence")));
-	} else if (!strcmp(ev, "checkpoint")) {
-		printf("checkpoint  %s (%.1f MB, %.2f s%s)\n", json_string_value(json_object_get(r, "path")),
-		       num(r, "bytes") / 1e6, num(r, "write_s"), json_is_true(json_object_get(r, "async")) ? ", async" : "");
-	} else if (!strcmp(ev, "summary")) {
-		clock_str(a, sizeof a, num(r, "wall_s"));
-		double tps = num(r, "tokens_per_s");
-		if (isnan(tps))
-			printf("done: nothing to do (the run was already at update %llu)\n",
-			       (unsigned long long)num(r, "updates"));
-		else
-			printf("%s: %llu updates, %.0f tokens in %s (%.0f tok/s)\n", json_string_value(json_object_get(r, "status")),
-			       (unsigned long long)num(r, "updates"), num(r, "tokens"), a, tps);
-	}
-	json_decref(r);
-	if (fflush(stdout))
-		die_write("<stdout>");
-}
-
 /* A record: JSONL on stdout, or its line for people. */
 static void on_record(void *ctx, const struct lmt_json *j)
 {
 	(void)ctx;
 	if (human)
-		show(j);
+		train_show(j, human_updates);
 	else if (j->out.oom || fwrite(j->out.buf, 1, j->out.len, stdout) != j->out.len || fflush(stdout))
 		die_write("<stdout>");
 }
@@ -563,15 +398,6 @@ static void on_step(void *ctx, const struct lmt_step_stats *st)
 		fprintf(stderr, "\rtrain: update %llu/%llu loss %.4f lr %.2e %.0f tok/s mfu %.1f%%   ",
 			(unsigned long long)st->update, (unsigned long long)human_updates, st->loss, st->lr,
 			st->valid_tokens / st->t_total, 100 * session.fpt * (double)st->positions / st->t_total / session.peak);
-}
-
-/* A resume adopts a recorded value: set as the command line would, but not given. */
-static void on_adopt(void *ctx, const char *opt, const char *value)
-{
-	struct opts *o = ctx;
-	o->adopting = 1;
-	set_option(o, long_option_val(opt), strdup(value));
-	o->adopting = 0;
 }
 
 /* A failed phase of the session: a usage error (exit 2) or a runtime one (1). */
@@ -626,7 +452,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 		}
 		if (c == '?' || c == ':')
 			bad_option(argv);
-		set_option(o, c, optarg);
+		train_set_option(o, c, optarg);
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
@@ -664,7 +490,7 @@ static void finish_args(struct opts *o)
 	if (!o->warmup_given)
 		o->cfg.tc.warmup = o->cfg.tc.updates / 20;
 	/* a resume's fewer --updates than the warm-up it adopted just ends in the warm-up */
-	if (o->cfg.tc.warmup > o->cfg.tc.updates && (!o->cfg.resume || given_value(o, "warmup")))
+	if (o->cfg.tc.warmup > o->cfg.tc.updates && (!o->cfg.resume || train_given_value(o, "warmup")))
 		usage_error("--warmup %llu is more than --updates %llu", (unsigned long long)o->cfg.tc.warmup,
 			    (unsigned long long)o->cfg.tc.updates);
 	if (o->cfg.init_llmc && (o->cfg.model.untied || o->shape_given))
@@ -699,7 +525,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	struct lmt_err err = { 0 };
 	struct lmt_session *s = &session;
-	const struct lmt_session_cb cb = { &o, on_record, on_notice, on_step, on_adopt, same_value };
+	const struct lmt_session_cb cb = { &o, on_record, on_notice, on_step, train_adopt, train_same_value };
 	tool_init("train");
 	tool_passive_threads(argv);
 	parse_args(&o, argc, argv);
