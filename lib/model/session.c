@@ -522,8 +522,8 @@ int lmt_session_begin(struct lmt_session *s, struct lmt_err *err)
 	int rc;
 	if (s->have_ck) {
 		double t0 = lmt_now();
-		if ((tr->shard && (rc = lmt_gpt_alloc_optimizer(g, err))) || (rc = lmt_run_resume(&s->run, &s->ck, tr, &s->rs, err)) ||
-		    (rc = lmt_trainer_take_moments(tr, err)))
+		if ((tr->shard && (rc = lmt_gpt_alloc_optimizer(g, err))) ||
+		    (rc = lmt_run_resume(&s->run, &s->ck, tr, &s->rs, err)) || (rc = lmt_trainer_take_moments(tr, err)))
 			return rc;
 		note(s, LMT_SESSION_INFO, "resumed from '%s' at update %llu (%.2f s to load; %llu updates to redo)", s->ck.dir,
 		     (unsigned long long)tr->update, lmt_now() - t0, (unsigned long long)s->rs.replayed);
@@ -612,12 +612,9 @@ static int report_nonfinite(struct lmt_session *s, const struct lmt_step_stats *
 			    const struct lmt_err *step_err, struct lmt_err *err)
 {
 	char detail[256];
-	struct lmt_err rerr = { 0 };
-	int e = lmt_run_nonfinite(&s->run, st, rc ? step_err->msg : NULL, detail, sizeof detail, &rerr);
-	if (e) {
-		*err = rerr;
+	int e = lmt_run_nonfinite(&s->run, st, rc ? step_err->msg : NULL, detail, sizeof detail, err);
+	if (e)
 		return e;
-	}
 	if (rc) {
 		note(s, LMT_SESSION_ERROR, "%s (--on-nonfinite stop)", step_err->msg);
 		return 1;
@@ -650,9 +647,12 @@ int lmt_session_train(struct lmt_session *s, struct lmt_err *err)
 	int e;
 	while (tr->update < o->tc.updates) {
 		struct lmt_step_stats st;
-		int rc = lmt_trainer_step(tr, &st, err);
-		if (rc && !st.nonfinite_what)
+		struct lmt_err step_err = { 0 }; /* a stopping non-finite update's message, kept for its report */
+		int rc = lmt_trainer_step(tr, &st, &step_err);
+		if (rc && !st.nonfinite_what) {
+			*err = step_err;
 			return rc;
+		}
 		double wall = s->rs.wall_offset + (lmt_now() - s->t_start);
 		lmt_run_update_record(j, tr, &st, tr->loader.wait_seconds - s->wait_before, wall, s->fpt, s->peak,
 				      o->log_samples);
@@ -679,7 +679,7 @@ int lmt_session_train(struct lmt_session *s, struct lmt_err *err)
 		if (comm->world > 1 && st.update <= o->audit &&
 		    ((e = lmt_run_audit_record(j, comm, tr, st.update, err)) || (e = emit(s, j, 1, err))))
 			return e;
-		if (st.nonfinite_what && (e = report_nonfinite(s, &st, rc, err, err))) {
+		if (st.nonfinite_what && (e = report_nonfinite(s, &st, rc, &step_err, err))) {
 			if (e < 0)
 				return e;
 			s->status = e;
