@@ -29,8 +29,7 @@
 
 /* long-only options (getopt_long returns these) */
 enum {
-	OPT_DATA = OPT_TOOL_BASE, OPT_CONFIG, OPT_LAYERS, OPT_HEADS, OPT_CHANNELS, OPT_CONTEXT, OPT_UNTIE,
-	OPT_MICRO_BATCH, OPT_ACCUM, OPT_UPDATES, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1,
+	OPT_DATA = OPT_TOOL_BASE, OPT_CONFIG, OPT_MICRO_BATCH, OPT_ACCUM, OPT_UPDATES, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1,
 	OPT_BETA2, OPT_EPS, OPT_WD, OPT_DECAY_EMB, OPT_CLIP, OPT_NONFINITE, OPT_SEED, OPT_INIT_SEED, OPT_SEG_MASK,
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
@@ -47,11 +46,11 @@ static const struct option longopts[] = {
 	{ "no-save", no_argument, NULL, OPT_NO_SAVE },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "tokenizer", required_argument, NULL, 't' },
-	{ "layers", required_argument, NULL, OPT_LAYERS },
-	{ "heads", required_argument, NULL, OPT_HEADS },
-	{ "channels", required_argument, NULL, OPT_CHANNELS },
-	{ "context", required_argument, NULL, OPT_CONTEXT },
-	{ "untie", no_argument, NULL, OPT_UNTIE },
+	{ "layers", required_argument, NULL, OPT_MODEL_LAYERS },
+	{ "heads", required_argument, NULL, OPT_MODEL_HEADS },
+	{ "channels", required_argument, NULL, OPT_MODEL_CHANNELS },
+	{ "context", required_argument, NULL, OPT_MODEL_CONTEXT },
+	{ "untie", no_argument, NULL, OPT_MODEL_UNTIE },
 	{ "micro-batch", required_argument, NULL, OPT_MICRO_BATCH },
 	{ "accum", required_argument, NULL, OPT_ACCUM },
 	{ "updates", required_argument, NULL, OPT_UPDATES },
@@ -240,6 +239,10 @@ void train_set_option(struct opts *o, int c, const char *arg)
 {
 	if (!o->adopting)
 		train_mark_given(o, c, arg);
+	if (model_opt(c, arg, &o->cfg.model, &o->cfg.context)) {
+		o->shape_given |= c != OPT_MODEL_UNTIE;
+		return;
+	}
 	switch (c) {
 	case OPT_DATA: o->cfg.data = arg; break;
 	case 'o': o->cfg.out = arg; break;
@@ -258,11 +261,6 @@ void train_set_option(struct opts *o, int c, const char *arg)
 		break;
 	}
 	case 't': o->cfg.tokenizer = arg; break;
-	case OPT_LAYERS: o->cfg.model.L = (int)opt_int("layers", arg, 1, 1024); o->shape_given = 1; break;
-	case OPT_HEADS: o->cfg.model.NH = (int)opt_int("heads", arg, 1, 1024); o->shape_given = 1; break;
-	case OPT_CHANNELS: o->cfg.model.C = (int)opt_int("channels", arg, 1, 1 << 16); o->shape_given = 1; break;
-	case OPT_CONTEXT: o->cfg.context = (int)opt_int("context", arg, 1, 1 << 20); o->shape_given = 1; break;
-	case OPT_UNTIE: o->cfg.model.untied = 1; break;
 	case OPT_MICRO_BATCH: o->cfg.tc.B = (int)opt_int("micro-batch", arg, 1, 1 << 20); break;
 	case OPT_ACCUM: o->cfg.tc.accum = (int)opt_int("accum", arg, 1, 1 << 20); break;
 	case OPT_UPDATES: o->cfg.tc.updates = (uint64_t)opt_int("updates", arg, 1, INT64_MAX); break;
@@ -347,16 +345,7 @@ void train_set_option(struct opts *o, int c, const char *arg)
 	case OPT_LOSS_SCALE_WINDOW:
 		o->cfg.tc.loss_scale_window = (uint64_t)opt_int("loss-scale-window", arg, 1, INT64_MAX);
 		break;
-	case OPT_RECOMPUTE:
-		if (!strcmp(arg, "none"))
-			o->cfg.tc.recompute_every = 0;
-		else if (!strcmp(arg, "block"))
-			o->cfg.tc.recompute_every = 1;
-		else if (!strncmp(arg, "every:", 6))
-			o->cfg.tc.recompute_every = (int)opt_int("recompute", arg + 6, 1, 1 << 20);
-		else
-			usage_error("option '--recompute': '%s' is not none, block or every:K", arg);
-		break;
+	case OPT_RECOMPUTE: o->cfg.tc.recompute_every = opt_recompute(arg); break;
 	case OPT_NO_SAVE: o->cfg.no_save = 1; break;
 	}
 }
