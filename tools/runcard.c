@@ -353,8 +353,9 @@ static long long run_size(const char *run)
 	struct stat st;
 	long long n = 0;
 	path_fmt(p, sizeof p, "%s/metrics.jsonl", run);
-	if (!stat(p, &st))
-		n += st.st_size;
+	if (stat(p, &st))
+		return -1; /* not yet: train makes it when it starts */
+	n += st.st_size;
 	path_fmt(p, sizeof p, "%s/events.jsonl", run);
 	if (!stat(p, &st))
 		n += st.st_size << 20;
@@ -389,9 +390,12 @@ static int dashboard(const struct opts *o)
 	tool_defer_signals();
 	long long seen = -1;
 	info("'%s': watching run '%s' every %g s (until it ends, or SIGINT)", out, o->run, every);
+	struct stat st;
+	if (stat(o->run, &st) || !S_ISDIR(st.st_mode))
+		die("'%s': not a run directory", o->run);
 	for (;;) {
 		long long now = run_size(o->run);
-		if (now != seen) {
+		if (now >= 0 && now != seen) {
 			seen = now;
 			if (dashboard_once(o, out, refresh, 0)) {
 				info("'%s': the run has ended; the page no longer reloads", out);
@@ -402,7 +406,8 @@ static int dashboard(const struct opts *o)
 			nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
 		if (tool_interrupted) {
 			/* the last page stops reloading: nobody rewrites it any more */
-			dashboard_once(o, out, 0, 1);
+			if (run_size(o->run) >= 0)
+				dashboard_once(o, out, 0, 1);
 			info("'%s': stopped watching (signal %d)", out, tool_interrupted);
 			return 0;
 		}
