@@ -216,7 +216,7 @@ static const char *const script[] = {
 	"    panel('p-comm', has('comm') ? chart([series('comm', 'communication (s)'), series('step', 'step (s)')], { ylabel: 'seconds', log: true }) : '',",
 	"      has('comm') ? null : 'the update records carry no time.comm');",
 	"    var mh = D.ledger > 0 ? [{ y: D.ledger, name: 'memledger prediction' }] : [];",
-	"    panel('p-memory', has('peak_alloc') ? chart([series('peak_alloc', 'backend peak (bytes)'), series('peak_rss', 'process peak RSS (bytes)')], { ylabel: 'bytes', hlines: mh }) +",
+	"    panel('p-memory', has('peak_alloc') ? chart([series('peak_alloc', 'backend peak (bytes)'), series('peak_rss', 'process peak RSS (bytes)')], { ylabel: 'bytes', log: true, hlines: mh }) +",
 	"      (D.ledger > 0 ? '' : '<p class=\"note\">no ledger: ' + esc(D.ledger_why) + '</p>') : '', has('peak_alloc') ? null : 'the update records carry no memory.peak_alloc');",
 	"  }",
 	"  var marks = D.events.filter(function (e) { return e.event !== 'alert' && e.event !== 'alert-cleared'; });",
