@@ -94,6 +94,21 @@ if [ -n "$CHROME" ]; then
 		&& grep -q '<div id="selfcheck" data-ok="1" data-errors="0"' "$T/lr.dom" \
 		&& ok "a run without --stats-every: the heat map says why it has no data, and the check still passes" \
 		|| notok "nodata panel" "$(grep -o '<section[^>]*id="p-layers".\{0,300\}' "$T/lr.dom")"
+	# two ranks: each update record carries every rank's step (ranks.step_s.by_rank),
+	# drawn as a rank x update heat map of 2 x 12 cells
+	MPIRUN="mpirun --oversubscribe"
+	[ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
+	if command -v mpirun > /dev/null 2>&1 && $MPIRUN -n 2 $TR $M --micro-batch 4 --updates 12 -o "$T/r2" > /dev/null 2> "$T/r2.err"; then
+		$RC --dashboard "$T/r2" -o "$T/r2.html" > /dev/null 2>&1
+		$CH --dump-dom "file://$T/r2.html" > "$T/r2.dom" 2> /dev/null
+		jq -se '[.[] | select(.event == "update")] | all(.ranks.step_s.by_rank | length == 2)' "$T/r2/metrics.jsonl" > /dev/null \
+			&& grep -q 'id="p-ranks" data-state="data"><h2>[^<]*</h2><div class="plot"><svg data-n="24"' "$T/r2.dom" \
+			&& grep -q '<div id="selfcheck" data-ok="1" data-errors="0"' "$T/r2.dom" \
+			&& ok "2 ranks: every rank's step in each record, the rank x update heat map drawn (2 x 12 cells)" \
+			|| notok "rank heat map" "$(grep -o '<section[^>]*id="p-ranks".\{0,300\}' "$T/r2.dom")"
+	else
+		ok "# skip no mpirun or no mpi communicator: no rank heat map ($(tail -c 100 "$T/r2.err" 2> /dev/null))"
+	fi
 	$CH --window-size=1240,2400 --screenshot="$T/g.png" "file://$T/g.html" > /dev/null 2>&1
 	sz=$(wc -c < "$T/g.png" 2> /dev/null || echo 0)
 	# a page of twelve drawn panels compresses to well over 50 kB; a blank one to a few
@@ -103,14 +118,18 @@ else
 	ok "# skip no chromium on PATH (Debian: chromium): the page is not opened in a browser"
 fi
 
-# --watch: a run that has written half its records; the page reloads itself and
-# is rewritten as records come; the run's end stops the watch
+# --watch: started on a run directory with no metrics yet, which then writes half
+# its records; the page reloads itself and is rewritten as records come; the run's
+# end stops the watch
 mkdir "$T/w"
 cp "$T/g/config.json" "$T/w/"
-head -n 60 "$T/g/metrics.jsonl" > "$T/w/metrics.jsonl"
-head -n 1 "$T/g/events.jsonl" > "$T/w/events.jsonl"
 $RC --dashboard "$T/w" -o "$T/w.html" --watch --interval 0.1 > "$T/watch.out" 2> "$T/watch.err" &
 W=$!
+sleep 0.3
+[ ! -e "$T/w.html" ] && kill -0 $W 2> /dev/null && ok "--watch waits for a run that has no metrics.jsonl yet" \
+	|| notok "watch wait" "$(head -c 300 "$T/watch.err")"
+head -n 1 "$T/g/events.jsonl" > "$T/w/events.jsonl"
+head -n 60 "$T/g/metrics.jsonl" > "$T/w/metrics.jsonl"
 i=0
 while [ $i -lt 100 ] && ! grep -qs 'http-equiv="refresh"' "$T/w.html"; do sleep 0.05; i=$((i + 1)); done
 grep -q 'http-equiv="refresh"' "$T/w.html" && grep -q 'still running' "$T/w.html" \
