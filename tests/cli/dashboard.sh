@@ -89,6 +89,17 @@ if [ -n "$CHROME" ]; then
 	grep -q 'id="p-layers" data-state="data"' "$T/g.dom" && grep -q 'explanation.*junk.jsonl' "$T/g.dom" \
 		&& ok "... the units' heat map drawn, and the loss spike's explanation naming junk.jsonl" \
 		|| notok "dom content" "$(grep -o '<section[^>]*id="p-layers"[^>]*>' "$T/g.dom")"
+	# two other clocks (#clock=NAME opens the page on one; valid tokens is drawn
+	# as these are): every panel drawn again against it, the axes named after it,
+	# the check passed
+	bad=
+	for c in wall:'wall time (s)' device_h:'device-hours'; do
+		$CH --dump-dom "file://$T/g.html#clock=${c%%:*}" > "$T/c.dom" 2> /dev/null
+		grep -q "<body data-clock=\"${c%%:*}\">" "$T/c.dom" && grep -q "text-anchor=\"middle\">${c#*:}</text>" "$T/c.dom" \
+			&& grep -q '<div id="selfcheck" data-ok="1" data-errors="0"' "$T/c.dom" || bad="$bad ${c%%:*}"
+	done
+	[ -z "$bad" ] && ok "the clocks wall time and device-hours: the panels redrawn against each, the check passed" \
+		|| notok "clocks" "failed:$bad" "$(grep -o '<div id="selfcheck"[^<]*' "$T/c.dom")"
 	$CH --dump-dom "file://$T/lr.html" > "$T/lr.dom" 2> /dev/null
 	grep -q 'id="p-layers" data-state="nodata".*no data: metrics.jsonl has no stats record: run train with --stats-every' "$T/lr.dom" \
 		&& grep -q '<div id="selfcheck" data-ok="1" data-errors="0"' "$T/lr.dom" \
