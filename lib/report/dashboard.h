@@ -6,7 +6,8 @@
  * so it reads the same from a file:// URL as from a web server. Its panels (each
  * a <section class="panel"> with the id below) are the loss against any of the
  * four clocks (updates, wall time, valid tokens, device-hours; a selector on the
- * page switches them all), with the validation losses, the unigram baseline and
+ * page switches them all, and #clock=wall|tokens|device_h in the URL opens the
+ * page on one), with the validation losses, the unigram baseline and
  * the entropy floor where the run's files know them; the learning rate; the
  * gradient norm with the clip threshold and the clipped updates; the units'
  * gradient norms as a heat map and the update-to-parameter ratios (train
