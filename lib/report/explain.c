@@ -18,6 +18,7 @@
 
 #include "core/jsonptr.h"
 #include "core/util.h"
+#include "data/loader.h"
 
 #define LOSS_Z 6.0          /* loss_spike: sigmas above the window's mean */
 #define LOSS_Z_SOME 3.0     /* a loss that is up, if not a spike */
@@ -282,16 +283,106 @@ struct src_acc {
 	uint64_t tokens, samples;
 };
 
+/*
+ * The batch of update n as the loader's order gives it (loader.h: rank r takes
+ * global indices r, r + w, r + 2w, ... and each update takes accum x B of them),
+ * every rank's, rank by rank: a pure function of config.json's seed, shuffle
+ * window, micro-batch, accumulation and world. It holds only while the world never
+ * changed: each resume's cursor (rank 0's) must then be its update's samples times
+ * the world. NULL, with why, where it cannot be rebuilt.
+ */
+static json_t *loader_order(struct ctx *c, char *why, size_t cap)
+{
+	struct lmt_runview *v = c->v;
+	json_t *cf = v->config;
+	double seed = lmt_jnum(cf, "/optimization/seed", -1), win = lmt_jnum(cf, "/optimization/shuffle_window", -1);
+	double B = lmt_jnum(cf, "/optimization/micro_batch", 0), A = lmt_jnum(cf, "/optimization/accum", 0);
+	double W = lmt_jnum(cf, "/topology/world", 0);
+	if (seed < 0 || win < 0 || B < 1 || A < 1 || W < 1) {
+		snprintf(why, cap, "config.json lacks the loader's seed, window, micro-batch, accumulation or world");
+		return NULL;
+	}
+	uint64_t per = (uint64_t)B * (uint64_t)A, w = (uint64_t)W;
+	for (size_t i = 0; i < v->nrec; i++) {
+		json_t *r = v->rec[i];
+		const char *e = json_string_value(json_object_get(r, "event"));
+		if (e && !strcmp(e, "resume") &&
+		    (uint64_t)lmt_jnum(r, "/cursor", -1) != (uint64_t)lmt_jnum(r, "/update", 0) * per * w) {
+			snprintf(why, cap, "the world size changed at a resume (update %.0f)", lmt_jnum(r, "/update", 0));
+			return NULL;
+		}
+	}
+	struct lmt_loader l;
+	struct lmt_loader_cfg lc = { LMT_SPLIT_TRAIN, (uint64_t)seed, 0, (uint32_t)w, 1, (uint64_t)win, 0 };
+	struct lmt_err e = { 0 };
+	if (lmt_loader_init(&l, &v->ds, &lc, 0, &e)) {
+		snprintf(why, cap, "the loader does not open on the dataset: %.200s", e.msg);
+		return NULL;
+	}
+	json_t *a = json_array();
+	for (uint64_t r = 0; r < w; r++)
+		for (uint64_t j = 0; j < per; j++) {
+			uint64_t k = r + w * ((c->n - 1) * per + j), index;
+			uint32_t shard;
+			if (lmt_loader_locate(&l, k, &shard, &index, &e)) {
+				json_decref(a);
+				lmt_loader_release(&l);
+				snprintf(why, cap, "%.200s", e.msg);
+				return NULL;
+			}
+			json_t *s = json_array();
+			json_array_append_new(s, json_integer(shard));
+			json_array_append_new(s, json_integer((json_int_t)index));
+			json_array_append_new(a, s);
+		}
+	lmt_loader_release(&l);
+	return a;
+}
+
+/* The samples of update n: the loader's order where it can be rebuilt (every
+ * rank's), checked against what train --log-samples recorded (rank 0's, first in
+ * the order); else the recorded ones alone; else NULL. */
+static json_t *batch(struct ctx *c, json_t *o)
+{
+	json_t *logged = json_object_get(c->u, "samples");
+	char why[300] = "";
+	json_t *order = lmt_runview_dataset(c->v) ? NULL : loader_order(c, why, sizeof why);
+	if (order && json_is_array(logged)) {
+		int same = json_array_size(logged) <= json_array_size(order);
+		for (size_t i = 0; same && i < json_array_size(logged); i++)
+			same = json_equal(json_array_get(logged, i), json_array_get(order, i));
+		json_object_set_new(o, "order_matches_log", json_boolean(same));
+		if (!same) {
+			json_decref(order);
+			setstr(o, "from", "train --log-samples (rank 0's; the loader's order disagrees with it)");
+			return json_incref(logged);
+		}
+	}
+	if (order) {
+		setstr(o, "from", "the loader's order (every rank's)");
+		return order;
+	}
+	if (json_is_array(logged)) {
+		setstr(o, "from", "train --log-samples (rank 0's)");
+		return json_incref(logged);
+	}
+	char m[700];
+	snprintf(m, sizeof m, "the update record lists no samples (run train with --log-samples), and the loader's "
+		 "order cannot be rebuilt: %s", why[0] ? why : c->v->ds_why);
+	setstr(o, "missing", m);
+	return NULL;
+}
+
 static void data(struct ctx *c, int loss_up)
 {
-	json_t *o = json_object(), *samples = json_object_get(c->u, "samples");
+	json_t *o = json_object();
 	json_object_set_new(c->out, "data", o);
-	if (!json_is_array(samples)) {
-		setstr(o, "missing", "the update record lists no samples: run train with --log-samples");
+	json_t *samples = batch(c, o);
+	if (!samples)
 		return;
-	}
 	json_object_set_new(o, "samples", json_integer((json_int_t)json_array_size(samples)));
 	if (lmt_runview_dataset(c->v)) {
+		json_decref(samples);
 		setstr(o, "missing", c->v->ds_why);
 		return;
 	}
@@ -341,6 +432,7 @@ static void data(struct ctx *c, int loss_up)
 	}
 	free(tok);
 	free(seg);
+	json_decref(samples);
 	if (bad[0] || !acc) {
 		setstr(o, "missing", bad[0] ? bad : "out of memory");
 		json_decref(list);

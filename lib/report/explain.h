@@ -5,8 +5,10 @@
  * files know around it: the loss against the mean and deviation of the updates
  * before it; the learning rate, the gradient norm against its median, clipping,
  * and which units (embeddings, layers, head) moved most in the nearest statistics
- * record (train --stats-every); the batch's samples (train --log-samples) mapped
- * through the dataset to shards, documents and source files, with their token
+ * record (train --stats-every); the batch's samples (every rank's, rebuilt from
+ * the loader's deterministic order and config.json, checked against what train
+ * --log-samples recorded; the recorded ones alone where the world size changed at
+ * a resume) mapped through the dataset to shards, documents and source files, with their token
  * statistics (each source's mean surprisal under the train split's unigram
  * distribution, against that distribution's entropy: junk tokens are rare ones);
  * the data wait, the communication time, the slowest rank and its skew; the

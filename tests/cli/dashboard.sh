@@ -33,8 +33,8 @@ A=${A:-91}
 $RC --explain "$T/g" --update "$A" > "$T/ex.out" 2> "$T/ex.err"
 jq -e '.event == "explain" and .cause == "data" and (.verdict | test("junk.jsonl"))
 	and ([.data.by_source[] | select(.source == "junk.jsonl")][0].ratio > 1.3)
-	and (.data.list | length) == 8 and (.data.list[0].sources | length) >= 1' "$T/ex.out" > /dev/null \
-	&& ok "--explain at the spike, piped: JSONL whose verdict is data, naming junk.jsonl, its surprisal over 1.3x the split's" \
+	and (.data.list | length) == 8 and (.data.list[0].sources | length) >= 1 and .data.order_matches_log' "$T/ex.out" > /dev/null \
+	&& ok "--explain at the spike, piped: JSONL whose verdict is data, naming junk.jsonl, its surprisal over 1.3x the split's (the loader's order rebuilt, as logged)" \
 	|| notok "explain junk" "$(head -c 600 "$T/ex.out") $(head -c 300 "$T/ex.err")"
 # ckpt-every 40, keep 3: 40 was removed when 130 was saved, so 80 is the newest before the spike
 jq -e '.checkpoint.update == 80 and (.checkpoint.path | endswith("ckpt/step-00000080"))' "$T/ex.out" > /dev/null \
@@ -61,9 +61,28 @@ LMT_TEST_LR_SCALE=70-72:100 $TR $M --updates 110 --stats-every 0 -o "$T/lr" > "$
 G=$(jq -s '[.[] | select(.event == "alert" and .kind == "grad_spike")][0].update // empty' "$T/lr.out")
 $RC --explain "$T/lr" --update "${G:-71}" > "$T/exl.out" 2> "$T/exl.err"
 [ -n "$G" ] && jq -e '.cause == "optimization" and .gradients.lr_ratio > 10 and .gradients.ratio > 5
-	and (.verdict | test("learning rate")) and .data.missing != null' "$T/exl.out" > /dev/null \
-	&& ok "lr 100x too high at 70-72: a gradient-norm spike at $G that --explain puts down to the learning rate (samples not logged, said so)" \
+	and (.verdict | test("learning rate")) and (.data.from | startswith("the loader")) and .data.samples == 8
+	and .data.ratio < 1.3' "$T/exl.out" > /dev/null \
+	&& ok "lr 100x too high at 70-72: a gradient-norm spike at $G that --explain puts down to the learning rate (its batch, from the loader's order, unremarkable)" \
 	|| notok "explain lr" "alert at '$G'" "$(head -c 600 "$T/exl.out")"
+
+# two ranks, shuffled: the loader's order rebuilt for update 7 holds both ranks'
+# samples, rank 0's first, as train --log-samples recorded rank 0's and the audit
+# record (--audit-samples) every rank's
+MPIRUN="mpirun --oversubscribe"
+[ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
+R2=
+if command -v mpirun > /dev/null 2>&1 && $MPIRUN -n 2 $TR $M --micro-batch 4 --updates 12 --log-samples --audit-samples 12 -o "$T/r2" > /dev/null 2> "$T/r2.err"; then
+	R2=1
+	$RC --explain "$T/r2" --update 7 > "$T/ex2.out" 2> "$T/ex2.err"
+	jq -s '.[] | select(.event == "audit" and .update == 7) | [.ranks[][] | .[1]]' "$T/r2/metrics.jsonl" > "$T/audit7"
+	jq -e --slurpfile a "$T/audit7" '.data.samples == 8 and .data.order_matches_log and (.data.from | test("every rank"))
+		and [.data.list[].index] == $a[0]' "$T/ex2.out" > /dev/null \
+		&& ok "2 ranks: --explain rebuilds the batch of both ranks from the loader's order, as rank 0 logged it and the audit lists it" \
+		|| notok "loader order" "$(jq -c .data "$T/ex2.out" | head -c 400) $(head -c 200 "$T/ex2.err")"
+else
+	ok "# skip no mpirun or no mpi communicator: no 2-rank run ($(tail -c 100 "$T/r2.err" 2> /dev/null))"
+fi
 
 # the dashboard
 $RC --dashboard "$T/g" -o "$T/g.html" > "$T/dash.out" 2> "$T/dash.err"
@@ -107,9 +126,7 @@ if [ -n "$CHROME" ]; then
 		|| notok "nodata panel" "$(grep -o '<section[^>]*id="p-layers".\{0,300\}' "$T/lr.dom")"
 	# two ranks: each update record carries every rank's step (ranks.step_s.by_rank),
 	# drawn as a rank x update heat map of 2 x 12 cells
-	MPIRUN="mpirun --oversubscribe"
-	[ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
-	if command -v mpirun > /dev/null 2>&1 && $MPIRUN -n 2 $TR $M --micro-batch 4 --updates 12 -o "$T/r2" > /dev/null 2> "$T/r2.err"; then
+	if [ -n "$R2" ]; then
 		$RC --dashboard "$T/r2" -o "$T/r2.html" > /dev/null 2>&1
 		$CH --dump-dom "file://$T/r2.html" > "$T/r2.dom" 2> /dev/null
 		jq -se '[.[] | select(.event == "update")] | all(.ranks.step_s.by_rank | length == 2)' "$T/r2/metrics.jsonl" > /dev/null \
@@ -118,7 +135,7 @@ if [ -n "$CHROME" ]; then
 			&& ok "2 ranks: every rank's step in each record, the rank x update heat map drawn (2 x 12 cells)" \
 			|| notok "rank heat map" "$(grep -o '<section[^>]*id="p-ranks".\{0,300\}' "$T/r2.dom")"
 	else
-		ok "# skip no mpirun or no mpi communicator: no rank heat map ($(tail -c 100 "$T/r2.err" 2> /dev/null))"
+		ok "# skip no 2-rank run: no rank heat map"
 	fi
 	$CH --window-size=1240,2400 --screenshot="$T/g.png" "file://$T/g.html" > /dev/null 2>&1
 	sz=$(wc -c < "$T/g.png" 2> /dev/null || echo 0)

@@ -97,8 +97,9 @@ int main(void)
 		       !strncmp(json_string_value(json_object_get(e, "verdict")), "nothing stands out", 18),
 	       "a clean update: nothing stands out");
 	tap_ok(e && json_is_string(lmt_jsonptr_get(e, "/data/missing")) &&
-		       strstr(json_string_value(lmt_jsonptr_get(e, "/data/missing")), "--log-samples"),
-	       "... and no samples logged is said, naming --log-samples");
+		       strstr(json_string_value(lmt_jsonptr_get(e, "/data/missing")), "--log-samples") &&
+		       strstr(json_string_value(lmt_jsonptr_get(e, "/data/missing")), "no data.dir"),
+	       "... and neither samples logged nor a dataset to rebuild them from is said, naming --log-samples");
 	tap_ok(e && lmt_jnum(e, "/checkpoint/update", 0) == 0 && json_object_get(json_object_get(e, "checkpoint"), "missing"),
 	       "... no checkpoint before update 40 on disk");
 	json_decref(e);
