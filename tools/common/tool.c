@@ -160,6 +160,24 @@ void print_version(void)
 	printf("cuda: %s\n", lmt_backend_cuda_status());
 }
 
+void put_record(struct lmt_json *j)
+{
+	if (lmt_json_end_line(j, stdout))
+		die_write("<stdout>");
+	lmt_json_reset(j);
+}
+
+int opt_recompute(const char *arg)
+{
+	if (!strcmp(arg, "none"))
+		return 0;
+	if (!strcmp(arg, "block"))
+		return 1;
+	if (!strncmp(arg, "every:", 6))
+		return (int)opt_int("recompute", arg + 6, 1, 1 << 20);
+	usage_error("option '--recompute': '%s' is not none, block or every:K", arg);
+}
+
 long long opt_int(const char *opt, const char *s, long long min, long long max)
 {
 	char *end;

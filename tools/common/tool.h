@@ -57,6 +57,11 @@ void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 void print_version(void);
 
+struct lmt_json;
+/* End the record j as one line of stdout (flushed) and empty it for the next;
+ * dies on a write error. */
+void put_record(struct lmt_json *j);
+
 /* Where option values come from when not the command line ("'run.cfg': line 3"):
  * usage errors are prefixed with it while set. */
 extern const char *tool_context;
@@ -71,6 +76,9 @@ uint64_t opt_size(const char *opt, const char *s);
 double opt_double(const char *opt, const char *s, double min, double max);
 /* The range (above, max]: for values that must be positive (a divisor's term). */
 double opt_double_above(const char *opt, const char *s, double above, double max);
+
+/* --recompute's value as train spells it: none (0), block (1) or every:K (K). */
+int opt_recompute(const char *arg);
 
 /* Corpus options shared by the tools that read text; returns 1 if c was one. */
 enum {
