@@ -49,9 +49,16 @@ void tool_check_interrupt(void)
 		die("interrupted by signal %d; nothing written", tool_interrupted);
 }
 
+/* the library's failed assertions (core/error.h), told as they always were */
+static void on_assert(const char *msg)
+{
+	fprintf(stderr, "lmt: %s\n", msg);
+}
+
 void tool_init(const char *name)
 {
 	tool_name = name;
+	lmt_set_assert_handler(on_assert);
 	opterr = 0;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
