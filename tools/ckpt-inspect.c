@@ -723,10 +723,7 @@ static int rehash(const char *dir)
 	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
 	/* re-sealing writes into the run: not while train owns it */
 	static struct lmt_run_lock lock; /* held until exit */
-	char run_dir[PATH_MAX];
-	struct stat st;
-	if (lmt_run_of_ckpt(dir, run_dir, sizeof run_dir) && stat(run_dir, &st) == 0 &&
-	    lmt_run_lock(run_dir, 0, &lock, &err))
+	if (lmt_run_lock_ckpt_writer(dir, &lock, &err))
 		die_err(&err);
 	if (lmt_ckpt_rehash(dir, &r, &err))
 		die_err(&err);
@@ -771,11 +768,7 @@ int main(int argc, char **argv)
 			int *n = c == OPT_TENSOR ? &O.nglobs : &O.nignore;
 			if (!*optarg)
 				usage_error("option '--%s': empty", c == OPT_TENSOR ? "tensor" : "ignore");
-			const char **p = realloc(*list, ((size_t)*n + 1) * sizeof *p);
-			if (!p)
-				die("out of memory");
-			p[(*n)++] = optarg;
-			*list = p;
+			*list = opt_push(*list, n, optarg);
 			break;
 		}
 		case OPT_NO_STATS: O.no_stats = 1; break;

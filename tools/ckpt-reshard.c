@@ -150,9 +150,7 @@ static int reshard(const struct opts *o)
 	 * writers: refused while train owns it (its retention and set-aside rename
 	 * what is in RUN/ckpt); a RUN that is not there is the staging's error below */
 	static struct lmt_run_lock lock; /* held until exit */
-	char run_dir[PATH_MAX];
-	if (lmt_run_of_ckpt(out, run_dir, sizeof run_dir) && stat(run_dir, &st) == 0 &&
-	    lmt_run_lock(run_dir, 0, &lock, &err))
+	if (lmt_run_lock_ckpt_writer(out, &lock, &err))
 		die_err(&err);
 
 	struct lmt_ckpt c;

@@ -174,6 +174,15 @@ void put_record(struct lmt_json *j)
 	lmt_json_reset(j);
 }
 
+const char **opt_push(const char **list, int *n, const char *s)
+{
+	list = realloc(list, ((size_t)*n + 1) * sizeof *list);
+	if (!list)
+		die("out of memory");
+	list[(*n)++] = s;
+	return list;
+}
+
 int opt_recompute(const char *arg)
 {
 	if (!strcmp(arg, "none"))

@@ -77,6 +77,10 @@ double opt_double(const char *opt, const char *s, double min, double max);
 /* The range (above, max]: for values that must be positive (a divisor's term). */
 double opt_double_above(const char *opt, const char *s, double above, double max);
 
+/* A repeatable option's values: list (realloc'd, NULL to start) with s appended,
+ * *n counting them; dies when out of memory. */
+const char **opt_push(const char **list, int *n, const char *s);
+
 /* --recompute's value as train spells it: none (0), block (1) or every:K (K). */
 int opt_recompute(const char *arg);
 
