@@ -278,14 +278,7 @@ static void set_option(int c, const char *arg)
 
 static const char *human(double b, char buf[32])
 {
-	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	int i = 0;
-	while (fabs(b) >= 1024 && i < 5) {
-		b /= 1024;
-		i++;
-	}
-	snprintf(buf, 32, i ? "%.2f %s" : "%.0f %s", b, u[i]);
-	return buf;
+	return lmt_fmt_bytes(b, buf);
 }
 
 static void build(const struct lmt_ledger_cfg *c, struct lmt_ledger *l)
@@ -295,31 +288,14 @@ static void build(const struct lmt_ledger_cfg *c, struct lmt_ledger *l)
 		usage_error("%s", err.msg);
 }
 
-static void ledger_table(const struct lmt_ledger_cfg *c, const struct lmt_ledger *l)
+/* the table lines lib/report/planrec.h renders, on stdout */
+static void put_text(struct lmt_strbuf *b)
 {
-	char a[32], b[32], rc[32];
-	double P = (double)l->nparams;
-	if (c->recompute_every > 1)
-		snprintf(rc, sizeof rc, "every:%d", c->recompute_every);
-	else
-		snprintf(rc, sizeof rc, "%s", c->recompute_every ? "block" : "none");
-	printf("model: %d layers, %d heads, %d channels, context %d, vocabulary %d%s: %zu parameters\n", c->model.L,
-	       c->model.NH, c->model.C, c->model.max_T, c->model.V, c->model.untied ? " (untied)" : "", l->nparams);
-	printf("batch: %d x %d, %s, recompute %s; layout: world %d, ZeRO-%d, tp %d, pp %d, cp %d%s\n\n", c->B, c->T,
-	       lmt_dtype_name(c->dtype), rc, c->world, c->zero, c->tp, c->pp, c->cp,
-	       l->estimate ? " (estimate)" : "");
-	printf("%-22s %-12s %-6s %12s %8s  %s\n", "term", "group", "dtype", "bytes", "B/param", "note");
-	for (int i = 0; i < l->n; i++) {
-		const struct lmt_ledger_term *t = &l->t[i];
-		printf("%-22s %-12s %-6s %12s %8.2f  %s\n", t->name, lmt_ledger_group_names[t->group],
-		       t->dtype < 0 ? "mixed" : lmt_dtype_name(t->dtype), human((double)t->bytes, a), t->bytes / P,
-		       t->note ? t->note : "");
-	}
-	printf("\nper block %s; activations %s (%s without recompute); model state %s (%.2f B/param; the\n"
-	       "rule of thumb: 16 = 2 + 2 + 4 + 8 for 16-bit weights and grads, fp32 master and moments)\n"
-	       "total per device %s\n", human((double)l->per_block, a), human((double)l->acts_total, b),
-	       human((double)l->acts_none.total, (char[32]){ 0 }), human((double)l->state_total, (char[32]){ 0 }),
-	       l->state_total / P, human((double)l->total, (char[32]){ 0 }));
+	if (b->oom)
+		die("out of memory");
+	if (b->len && fputs(b->buf, stdout) == EOF)
+		die_write("<stdout>");
+	lmt_strbuf_release(b);
 }
 
 static int ledger_mode(void)
@@ -328,7 +304,9 @@ static int ledger_mode(void)
 	struct lmt_json j;
 	build(&O.c, &l);
 	if (O.table) {
-		ledger_table(&O.c, &l);
+		struct lmt_strbuf b = { 0 };
+		lmt_plantext_ledger(&b, &O.c, &l);
+		put_text(&b);
 		return 0;
 	}
 	lmt_json_init(&j);
@@ -591,14 +569,9 @@ static int budget_mode(char **runs, int n)
 		die("%s: %s", runs[n - 1], err.msg);
 	lmt_json_init(&j);
 	if (O.table) {
-		printf("%.4g tokens at %.4g tokens/s on %g devices: %.4g s of training\n", O.budget.target_tokens,
-		       in.tokens_per_s, in.devices, b.train_s);
-		printf("checkpoint: %.3g s each, every %.4g s (sqrt(2 C MTBF), MTBF %.4g s): overhead %.2f%%; %.3g "
-		       "failures expected, %.4g s lost each\n", in.ckpt_cost_s, b.interval_s, O.budget.mtbf_s,
-		       100 * b.overhead_frac, b.failures, b.lost_per_failure_s);
-		for (int i = 0; i < 6; i++)
-			printf("  %-12s %12.4g device-hours\n", lmt_budget_terms[i], b.device_h[i]);
-		printf("  %-12s %12.4g device-hours (%.4g h of wall time)\n", "total", b.device_h_total, b.wall_s / 3600);
+		struct lmt_strbuf t = { 0 };
+		lmt_plantext_budget(&t, &O.budget, &in, &b);
+		put_text(&t);
 	} else {
 		lmt_planrec_budget(&j, &O.budget, &in, &b);
 		put_record(&j);

@@ -5,6 +5,7 @@
  */
 #include "report/planrec.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/dtype.h"
@@ -258,4 +259,48 @@ void lmt_planrec_loss_fit(struct lmt_json *j, const struct lmt_powerlaw *p, int 
 	lmt_json_num(j, "target_flops", x);
 	lmt_json_num(j, "predicted_loss", pred);
 	lmt_json_num(j, "halfwidth", hw);
+}
+
+/* ---- the table ---- */
+
+void lmt_plantext_ledger(struct lmt_strbuf *sb, const struct lmt_ledger_cfg *c, const struct lmt_ledger *l)
+{
+	char a[32], b[32], d[32], e[32], f[32], rc[32];
+	double P = (double)l->nparams;
+	if (c->recompute_every > 1)
+		snprintf(rc, sizeof rc, "every:%d", c->recompute_every);
+	else
+		snprintf(rc, sizeof rc, "%s", c->recompute_every ? "block" : "none");
+	lmt_strbuf_printf(sb, "model: %d layers, %d heads, %d channels, context %d, vocabulary %d%s: %zu parameters\n",
+			  c->model.L, c->model.NH, c->model.C, c->model.max_T, c->model.V,
+			  c->model.untied ? " (untied)" : "", l->nparams);
+	lmt_strbuf_printf(sb, "batch: %d x %d, %s, recompute %s; layout: world %d, ZeRO-%d, tp %d, pp %d, cp %d%s\n\n",
+			  c->B, c->T, lmt_dtype_name(c->dtype), rc, c->world, c->zero, c->tp, c->pp, c->cp,
+			  l->estimate ? " (estimate)" : "");
+	lmt_strbuf_printf(sb, "%-22s %-12s %-6s %12s %8s  %s\n", "term", "group", "dtype", "bytes", "B/param", "note");
+	for (int i = 0; i < l->n; i++) {
+		const struct lmt_ledger_term *t = &l->t[i];
+		lmt_strbuf_printf(sb, "%-22s %-12s %-6s %12s %8.2f  %s\n", t->name, lmt_ledger_group_names[t->group],
+				  dtype_of(t->dtype), lmt_fmt_bytes((double)t->bytes, a), t->bytes / P,
+				  t->note ? t->note : "");
+	}
+	lmt_strbuf_printf(sb, "\nper block %s; activations %s (%s without recompute); model state %s (%.2f B/param; "
+			  "the\nrule of thumb: 16 = 2 + 2 + 4 + 8 for 16-bit weights and grads, fp32 master and "
+			  "moments)\ntotal per device %s\n", lmt_fmt_bytes((double)l->per_block, a),
+			  lmt_fmt_bytes((double)l->acts_total, b), lmt_fmt_bytes((double)l->acts_none.total, d),
+			  lmt_fmt_bytes((double)l->state_total, e), l->state_total / P, lmt_fmt_bytes((double)l->total, f));
+}
+
+void lmt_plantext_budget(struct lmt_strbuf *b, const struct lmt_budget_opts *o, const struct lmt_budget_in *in,
+			 const struct lmt_budget *bu)
+{
+	lmt_strbuf_printf(b, "%.4g tokens at %.4g tokens/s on %g devices: %.4g s of training\n", o->target_tokens,
+			  in->tokens_per_s, in->devices, bu->train_s);
+	lmt_strbuf_printf(b, "checkpoint: %.3g s each, every %.4g s (sqrt(2 C MTBF), MTBF %.4g s): overhead %.2f%%; "
+			  "%.3g failures expected, %.4g s lost each\n", in->ckpt_cost_s, bu->interval_s, o->mtbf_s,
+			  100 * bu->overhead_frac, bu->failures, bu->lost_per_failure_s);
+	for (int i = 0; i < 6; i++)
+		lmt_strbuf_printf(b, "  %-12s %12.4g device-hours\n", lmt_budget_terms[i], bu->device_h[i]);
+	lmt_strbuf_printf(b, "  %-12s %12.4g device-hours (%.4g h of wall time)\n", "total", bu->device_h_total,
+			  bu->wall_s / 3600);
 }

@@ -14,6 +14,7 @@
 #define LMT_PLANREC_H
 
 #include "core/json.h"
+#include "core/strbuf.h"
 #include "model/ledger.h"
 #include "plan/budget.h"
 #include "plan/fit.h"
@@ -54,5 +55,13 @@ void lmt_planrec_budget(struct lmt_json *j, const struct lmt_budget_opts *o, con
 			const struct lmt_budget *b);
 void lmt_planrec_loss_fit(struct lmt_json *j, const struct lmt_powerlaw *p, int k, double x, double pred,
 			  double hw);
+
+/* ---- the table a terminal gets instead (lines appended to a string buffer) ---- */
+
+/* The ledger: the model and layout, each term, the totals. */
+void lmt_plantext_ledger(struct lmt_strbuf *b, const struct lmt_ledger_cfg *c, const struct lmt_ledger *l);
+/* The budget's lines. */
+void lmt_plantext_budget(struct lmt_strbuf *b, const struct lmt_budget_opts *o, const struct lmt_budget_in *in,
+			 const struct lmt_budget *bu);
 
 #endif
