@@ -50,11 +50,7 @@ static const struct option longopts[] = {
 	{ "skip-special", no_argument, NULL, OPT_SKIP_SPECIAL },
 	{ "threads", required_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
-	{ "input-format", required_argument, NULL, OPT_INPUT_FORMAT },
-	{ "txt-docs", required_argument, NULL, OPT_TXT_DOCS },
-	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP },
-	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD },
-	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY },
+	CORPUS_LONGOPTS,
 	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ NULL, 0, NULL, 0 },
 };
@@ -82,13 +78,10 @@ static void usage(void)
 	       "      --skip-special      with --decode, leave special tokens out\n"
 	       "\n"
 	       "Input:\n"
-	       "      --input-format F    auto (by name), text or jsonl\n"
-	       "      --txt-docs MODE     text documents: file (default), line, blank\n"
+	       CORPUS_HELP_FORMAT
 	       "      --doc-sep STR       split text documents at STR (with --decode: put STR\n"
 	       "                          between documents)\n"
-	       "      --text-field NAME   JSONL field with the text (text)\n"
-	       "      --keep-empty        keep empty documents\n"
-	       "      --strict            a dangling, unreadable or binary input is an error\n"
+	       CORPUS_HELP_REST
 	       "\n"
 	       "  -q, --quiet             no progress on stderr\n"
 	       "  -h, --help              this help\n"

@@ -78,11 +78,7 @@ static const struct option longopts[] = {
 	{ "progress-every", required_argument, NULL, OPT_PROGRESS_EVERY },
 	{ "chars", no_argument, NULL, OPT_CHARS },
 	{ "quiet", no_argument, NULL, 'q' },
-	{ "input-format", required_argument, NULL, OPT_INPUT_FORMAT },
-	{ "txt-docs", required_argument, NULL, OPT_TXT_DOCS },
-	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP },
-	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD },
-	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY },
+	CORPUS_LONGOPTS,
 	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ NULL, 0, NULL, 0 },
 };
@@ -123,12 +119,9 @@ static void usage(void)
 	       "      --eval LABEL=FILE   add a labelled file to the fertility report\n"
 	       "\n"
 	       "Input:\n"
-	       "      --input-format F    auto (by name), text or jsonl\n"
-	       "      --txt-docs MODE     text documents: file (default), line, blank\n"
+	       CORPUS_HELP_FORMAT
 	       "      --doc-sep STR       split text documents at STR instead\n"
-	       "      --text-field NAME   JSONL field with the text (text)\n"
-	       "      --keep-empty        keep empty documents\n"
-	       "      --strict            a dangling, unreadable or binary input is an error\n"
+	       CORPUS_HELP_REST
 	       "\n"
 	       "  -o, --output PATH       tokenizer file; a directory gets tok-<sha256:16>.lmtok\n"
 	       "  -q, --quiet             no progress on stderr\n"

@@ -95,6 +95,21 @@ enum {
 	OPT_TOOL_BASE, /* tools number their own long-only options from here */
 };
 int corpus_opt(int c, const char *arg, struct lmt_corpus_opts *o);
+/* Their entries of a getopt_long table (--strict is a tool's own line: not every
+ * reader offers it), and the lines of --help that every such tool prints alike. */
+#define CORPUS_LONGOPTS \
+	{ "input-format", required_argument, NULL, OPT_INPUT_FORMAT }, \
+	{ "txt-docs", required_argument, NULL, OPT_TXT_DOCS }, \
+	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP }, \
+	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD }, \
+	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY }
+#define CORPUS_HELP_FORMAT \
+	"      --input-format F    auto (by name), text or jsonl\n" \
+	"      --txt-docs MODE     text documents: file (default), line, blank\n"
+#define CORPUS_HELP_REST \
+	"      --text-field NAME   JSONL field with the text (text)\n" \
+	"      --keep-empty        keep empty documents\n" \
+	"      --strict            a dangling, unreadable or binary input is an error\n"
 /* What the corpus passed over (o->skips), told the user: one warning on stderr
  * naming the first few, and "skipped"/"skipped_inputs" in the summary record, both
  * only when something was skipped, so that clean runs print what they always did. */
