@@ -30,6 +30,7 @@
 
 #include "ckpt/ckpt.h"
 #include "ckpt/inspect.h"
+#include "ckpt/inspecttext.h"
 #include "ckpt/runlock.h"
 #include "ckpt/trainstate.h"
 #include "ckpt/verify.h"
@@ -129,6 +130,16 @@ static void out(const char *fmt, ...)
 		die_write("<stdout>");
 }
 
+/* Table lines from lib/ckpt/inspecttext.h, written and the buffer emptied. */
+static void out_text(struct lmt_strbuf *b)
+{
+	if (b->oom)
+		die("out of memory");
+	if (b->len)
+		out("%s", b->buf);
+	lmt_strbuf_release(b);
+}
+
 /* A message on stderr, as die() writes it, without exiting. */
 static void say(const char *msg)
 {
@@ -138,18 +149,6 @@ static void say(const char *msg)
 static const char *pl(long n)
 {
 	return n == 1 ? "" : "s";
-}
-
-static int is_dir(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static int exists(const char *path)
-{
-	struct stat st;
-	return lstat(path, &st) == 0;
 }
 
 /* Is the tensor called name one --tensor asks for? (ctx: unused) */
@@ -181,15 +180,6 @@ static void bar_update(void *ctx, uint64_t bytes)
 
 /* ---- opening ---- */
 
-/* An opened checkpoint: its manifest and what its files look like on disk. */
-struct ck {
-	struct lmt_ckpt c;
-	const char *path;
-	struct lmt_ckpt_dfile *f; /* parallel to c.files */
-	int uncommitted;          /* a .tmp-step-* directory */
-	char name_problem[256];
-};
-
 /* Say what dir holds and why it is not a checkpoint, then exit 1. why is the
  * library's reason when there is a manifest.json that does not open, else NULL. */
 static void explain(const char *dir, const struct lmt_err *why) __attribute__((noreturn));
@@ -200,17 +190,9 @@ static void explain(const char *dir, const struct lmt_err *why)
 	if (lmt_ckpt_explain(&x, dir, why ? why->msg : NULL, &err))
 		die_err(&err);
 	if (table) {
-		out("%s\n", x.reason);
-		out("%s holds:\n", dir);
-		for (int i = 0; i < x.nents; i++) {
-			const struct lmt_ckpt_dirent *e = &x.ents[i];
-			if (e->missing)
-				out("  %-28s %12s  %s\n", e->name, "-", e->status);
-			else
-				out("  %-28s %12llu  %s\n", e->name, (unsigned long long)e->bytes, e->status);
-		}
-		if (!x.nents)
-			out("  nothing\n");
+		struct lmt_strbuf b = { 0 };
+		lmt_ckpt_text_explanation(&b, dir, &x);
+		out_text(&b);
 	} else {
 		struct lmt_json j;
 		lmt_json_init(&j);
@@ -227,124 +209,56 @@ static void warn_msg(void *ctx, const char *msg)
 	warn("%s", msg);
 }
 
-/* RUN: its newest checkpoint that opens; say which. Dies if none does. */
-static void newest(const char *run, char *outp, size_t cap)
-{
-	struct lmt_err err = { 0 };
-	int seen, rc = lmt_ckpt_newest(run, outp, cap, &seen, warn_msg, NULL, &err);
-	if (rc < 0)
-		die_err(&err);
-	if (!rc)
-		die("'%s': no checkpoint in '%s/ckpt'%s", run, run,
-		    seen ? " opens (name a directory to have it explained)" : "");
-	info("'%s': inspecting its newest checkpoint, '%s'", run, outp);
-}
-
-/* Resolve arg (a checkpoint or a run directory) into path. */
+/* Resolve arg (a checkpoint or a run directory, its newest) into path. */
 static void resolve(const char *arg, char *path, size_t cap)
 {
-	char p[PATH_MAX];
-	struct stat st;
-	if (stat(arg, &st))
-		die("'%s': %s", arg, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		die("'%s': not a directory (a checkpoint is a directory: RUN/ckpt/step-N)", arg);
-	path_fmt(p, sizeof p, "%s/manifest.json", arg);
-	if (exists(p)) {
-		snprintf(path, cap, "%s", arg);
-		return;
-	}
-	path_fmt(p, sizeof p, "%s/ckpt", arg);
-	if (is_dir(p)) {
-		newest(arg, path, cap);
-		return;
-	}
-	snprintf(path, cap, "%s", arg);
+	struct lmt_err err = { 0 };
+	int from_run;
+	if (lmt_ckpt_resolve(arg, path, cap, &from_run, warn_msg, NULL, &err))
+		die_err(&err);
+	if (from_run)
+		info("'%s': inspecting its newest checkpoint, '%s'", arg, path);
 }
 
 /* Open a checkpoint and look at its files; with explain_bad, a directory that is
  * not one is explained (exit 1), else refused. */
-static void ck_open(struct ck *k, const char *path, int explain_bad)
+static void ck_open(struct lmt_ckpt_target *k, const char *path, int explain_bad)
 {
 	struct lmt_err err = { 0 };
-	char mp[PATH_MAX];
-	memset(k, 0, sizeof *k);
-	k->path = path;
-	path_fmt(mp, sizeof mp, "%s/manifest.json", path);
-	if (!exists(mp)) {
-		if (explain_bad)
-			explain(path, NULL);
+	if (!lmt_ckpt_target_open(k, path, &err))
+		return;
+	if (err.code == LMT_ENOMEM)
+		die_err(&err);
+	if (explain_bad)
+		explain(path, k->no_manifest ? NULL : &err);
+	if (k->no_manifest)
 		die("'%s': no manifest.json: not a checkpoint (ckpt-inspect '%s' alone says what the directory holds)",
 		    path, path);
-	}
-	if (lmt_ckpt_open(&k->c, path, 0, &err)) {
-		if (explain_bad)
-			explain(path, &err);
-		die("%s (ckpt-inspect '%s' alone says what the directory holds)", err.msg, path);
-	}
-	if (!(k->f = lmt_ckpt_dfile_check_all(&k->c)))
-		die("out of memory");
-	k->uncommitted = lmt_ckpt_name_check(&k->c, path, k->name_problem, sizeof k->name_problem);
+	die("%s (ckpt-inspect '%s' alone says what the directory holds)", err.msg, path);
 }
 
 /* What arg names, opened into k (path: PATH_MAX bytes), or explained (exit 1). */
-static void ck_open_arg(struct ck *k, const char *arg, char *path)
+static void ck_open_arg(struct lmt_ckpt_target *k, const char *arg, char *path)
 {
 	resolve(arg, path, PATH_MAX);
 	ck_open(k, path, 1);
 }
 
-static void ck_close(struct ck *k)
+static void ck_close(struct lmt_ckpt_target *k)
 {
-	free(k->f);
-	lmt_ckpt_close(&k->c);
+	lmt_ckpt_target_close(k);
 }
 
 /* ---- listing ---- */
 
-static void put_state_table(json_t *state)
-{
-	const char *key;
-	json_t *v;
-	char line[4096];
-	size_t n = 0;
-	line[0] = 0;
-	/* scalars on one line, then one line per object or array */
-	json_object_foreach(state, key, v) {
-		if (json_is_object(v) || json_is_array(v))
-			continue;
-		char *s = json_is_string(v) ? strdup(json_string_value(v)) : dump(v);
-		if (!s)
-			die("out of memory");
-		if (n < sizeof line)
-			n += (size_t)snprintf(line + n, sizeof line - n, "%s%s=%s", n ? " " : "", key, s);
-		free(s);
-	}
-	out("state:    %s\n", line);
-	json_object_foreach(state, key, v) {
-		if (!json_is_object(v) && !json_is_array(v))
-			continue;
-		char *s = dump(v);
-		size_t len = strlen(s);
-		if (len > 100)
-			out("  %-16s %.96s ...\n", key, s);
-		else
-			out("  %-16s %s\n", key, s);
-		free(s);
-	}
-}
-
 /* The checkpoint, its files and its state. */
-static void list_head(const struct ck *k)
+static void list_head(const struct lmt_ckpt_target *k)
 {
 	const struct lmt_ckpt *c = &k->c;
 	if (table) {
-		out("checkpoint '%s': update %llu, world %d, schema %d%s\n", k->path, (unsigned long long)c->update,
-		    c->world, LMT_CKPT_SCHEMA, k->uncommitted ? " (an interrupted save: never renamed into place)" : "");
-		for (int i = 0; i < c->nfiles; i++)
-			out("file:     %s  rank %d  %llu bytes  %s\n", c->files[i].name, c->files[i].rank,
-			    (unsigned long long)c->files[i].bytes, k->f[i].problem[0] ? k->f[i].problem : "ok");
-		put_state_table(json_object_get(c->manifest, "state"));
+		struct lmt_strbuf b = { 0 };
+		lmt_ckpt_text_checkpoint(&b, k);
+		out_text(&b);
 	} else {
 		struct lmt_json j;
 		lmt_json_init(&j);
@@ -360,21 +274,10 @@ static void list_head(const struct ck *k)
 /* One tensor, as a table row (w: the name column's width) or a record. */
 static void list_tensor(struct lmt_json *j, const struct lmt_ckpt_tscan *t, int w)
 {
-	const struct lmt_ckpt_entry *e = t->e;
-	char crc[16];
-	snprintf(crc, sizeof crc, "%08x", t->crc32c);
 	if (table) {
-		out("%-*s %-5s %-14s %6d %12llu %-8s", w, e->name, "f32", t->shape, e->nchunks,
-		    (unsigned long long)(e->numel * 4), !t->readable || (!t->read && e->nchunks != 1) ? "-" : crc);
-		if (!t->read)
-			out("\n");
-		else if (!t->readable)
-			out("  unreadable\n");
-		else if (!t->has_stats)
-			out(" %11s %11s %11s %11s %9llu\n", "-", "-", "-", "-", (unsigned long long)t->s.nonfinite);
-		else
-			out(" %11.4g %11.4g %11.4g %11.4g %9llu%s\n", t->s.min, t->s.max, t->mean, t->rms,
-			    (unsigned long long)t->s.nonfinite, t->bad_chunks ? "  CRC MISMATCH" : "");
+		struct lmt_strbuf b = { 0 };
+		lmt_ckpt_text_tensor(&b, t, w);
+		out_text(&b);
 		return;
 	}
 	lmt_ckpt_record_tensor(j, t);
@@ -382,17 +285,12 @@ static void list_tensor(struct lmt_json *j, const struct lmt_ckpt_tscan *t, int 
 }
 
 /* The totals of a listing. */
-static void list_summary(const struct ck *k, const struct lmt_ckpt_scan *s)
+static void list_summary(const struct lmt_ckpt_target *k, const struct lmt_ckpt_scan *s)
 {
 	if (table) {
-		out("%d tensor%s, %llu elements, %llu bytes in %d file%s (%llu bytes)", s->tensors, pl(s->tensors),
-		    (unsigned long long)s->elements, (unsigned long long)s->bytes, k->c.nfiles, pl(k->c.nfiles),
-		    (unsigned long long)s->file_bytes);
-		if (!O.no_stats)
-			out("; %llu non-finite; %s\n", (unsigned long long)s->nonfinite,
-			    s->bad_tensors ? "SOME TENSORS ARE BAD" : "every chunk's CRC-32C matches");
-		else
-			out("\n");
+		struct lmt_strbuf b = { 0 };
+		lmt_ckpt_text_summary(&b, k, s, !O.no_stats);
+		out_text(&b);
 		return;
 	}
 	struct lmt_json j;
@@ -405,7 +303,7 @@ static void list_summary(const struct ck *k, const struct lmt_ckpt_scan *s)
 static int list(const char *arg)
 {
 	char path[PATH_MAX];
-	struct ck k;
+	struct lmt_ckpt_target k;
 	ck_open_arg(&k, arg, path);
 	double t0 = lmt_now();
 	list_head(&k);
@@ -417,11 +315,9 @@ static int list(const char *arg)
 			total += k.c.t[i].numel * 4;
 		}
 	if (table) {
-		if (O.no_stats)
-			out("%-*s %-5s %-14s %6s %12s %-8s\n", w, "tensor", "dtype", "shape", "chunks", "bytes", "crc32c");
-		else
-			out("%-*s %-5s %-14s %6s %12s %-8s %11s %11s %11s %11s %9s\n", w, "tensor", "dtype", "shape",
-			    "chunks", "bytes", "crc32c", "min", "max", "mean", "rms", "nonfinite");
+		struct lmt_strbuf b = { 0 };
+		lmt_ckpt_text_tensor_head(&b, w, !O.no_stats);
+		out_text(&b);
 	}
 	struct lmt_progress bar;
 	struct lmt_ckpt_scan s;
@@ -479,7 +375,7 @@ static int list(const char *arg)
 
 struct vctx {
 	struct lmt_json j;
-	const struct ck *k;
+	const struct lmt_ckpt_target *k;
 	struct lmt_progress *bar;
 	const char *file;       /* the file whose chunks are being reported */
 	int said, more;
@@ -533,7 +429,7 @@ static void verify_progress(void *ctx, uint64_t bytes)
 static int verify(const char *arg)
 {
 	char path[PATH_MAX];
-	struct ck k;
+	struct lmt_ckpt_target k;
 	ck_open_arg(&k, arg, path);
 	double t0 = lmt_now();
 	uint64_t total = 0;
@@ -597,8 +493,9 @@ static void state_diff_put(void *ctx, const char *p, void *xa, void *xb)
 	d->nstate++;
 	char *sa = dump(xa), *sb = dump(xb);
 	if (table) {
-		out("%-40s %.60s%s -> %.60s%s\n", p, sa ? sa : "(absent)", sa && strlen(sa) > 60 ? "..." : "",
-		    sb ? sb : "(absent)", sb && strlen(sb) > 60 ? "..." : "");
+		struct lmt_strbuf b = { 0 };
+		lmt_ckpt_text_state(&b, p, sa, sb);
+		out_text(&b);
 	} else {
 		lmt_ckpt_record_state(&d->j, p, sa, sb);
 		put_line(&d->j);
@@ -612,27 +509,11 @@ static void diff_put(void *ctx, const struct lmt_ckpt_entry *ea, const struct lm
 		     enum lmt_ckpt_tstatus st, const struct lmt_ckpt_tdiff *t, const char *err)
 {
 	struct diffctx *d = ctx;
-	const struct lmt_ckpt_entry *e = ea ? ea : eb;
-	int w = d->w;
 	if (table) {
-		char sa[64] = "-", sb[64] = "-";
+		struct lmt_strbuf b = { 0 };
 		lmt_progress_done(d->bar);
-		if (ea)
-			lmt_ckpt_shape_str(ea, sa, sizeof sa);
-		if (eb)
-			lmt_ckpt_shape_str(eb, sb, sizeof sb);
-		if (st == LMT_CKPT_TSTATUS_SAME)
-			;
-		else if (st == LMT_CKPT_TSTATUS_DIFFER)
-			out("%-*s differ  max|a-b| %.4g  relative %.4g  %llu of %llu elements differ%s\n", w, e->name,
-			    t->max_abs, t->rel, (unsigned long long)t->differing, (unsigned long long)e->numel,
-			    t->nonfinite_mismatch ? "  (non-finite in one only)" : "");
-		else if (st == LMT_CKPT_TSTATUS_SHAPE)
-			out("%-*s shape   %s vs %s\n", w, e->name, sa, sb);
-		else if (st == LMT_CKPT_TSTATUS_ERROR)
-			out("%-*s error   %s\n", w, e->name, err);
-		else
-			out("%-*s %s  %s\n", w, e->name, lmt_ckpt_tstatus_name(st), ea ? sa : sb);
+		lmt_ckpt_text_tdiff(&b, ea, eb, st, t, err, d->w);
+		out_text(&b);
 	} else {
 		lmt_ckpt_record_tdiff(&d->j, ea, eb, st, t, err);
 		put_line(&d->j);
@@ -649,7 +530,7 @@ static void diff_progress(void *ctx, uint64_t bytes)
 static int diff(const char *arga, const char *argb)
 {
 	char pa[PATH_MAX], pb[PATH_MAX];
-	struct ck A, B;
+	struct lmt_ckpt_target A, B;
 	resolve(arga, pa, sizeof pa);
 	resolve(argb, pb, sizeof pb);
 	ck_open(&A, pa, 0);
@@ -691,14 +572,13 @@ static int diff(const char *arga, const char *argb)
 			  &err))
 		die_err(&err);
 	lmt_progress_done(&bar);
-	int n_same = n[LMT_CKPT_TSTATUS_SAME], n_differ = n[LMT_CKPT_TSTATUS_DIFFER], n_shape = n[LMT_CKPT_TSTATUS_SHAPE],
-	    n_only_a = n[LMT_CKPT_TSTATUS_ONLY_A], n_only_b = n[LMT_CKPT_TSTATUS_ONLY_B], n_err = n[LMT_CKPT_TSTATUS_ERROR];
+	int n_differ = n[LMT_CKPT_TSTATUS_DIFFER], n_shape = n[LMT_CKPT_TSTATUS_SHAPE], n_only_a = n[LMT_CKPT_TSTATUS_ONLY_A], n_only_b = n[LMT_CKPT_TSTATUS_ONLY_B], n_err = n[LMT_CKPT_TSTATUS_ERROR];
 	errors += n_err;
 	int identical = !d.nstate && !n_differ && !n_shape && !n_only_a && !n_only_b && !errors;
 	if (table) {
-		out("%d tensors the same, %d differ, %d of another shape, %d only in a, %d only in b%s; %d state fields "
-		    "differ%s\n", n_same, n_differ, n_shape, n_only_a, n_only_b, n_err ? ", some unreadable" : "",
-		    d.nstate, identical ? ": identical" : "");
+		struct lmt_strbuf b = { 0 };
+		lmt_ckpt_text_diff_summary(&b, n, d.nstate, identical);
+		out_text(&b);
 	} else {
 		lmt_ckpt_record_diff_summary(&d.j, n, errors, d.nstate, identical);
 		put_line(&d.j);
@@ -723,10 +603,7 @@ static int rehash(const char *dir)
 	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
 	/* re-sealing writes into the run: not while train owns it */
 	static struct lmt_run_lock lock; /* held until exit */
-	char run_dir[PATH_MAX];
-	struct stat st;
-	if (lmt_run_of_ckpt(dir, run_dir, sizeof run_dir) && stat(run_dir, &st) == 0 &&
-	    lmt_run_lock(run_dir, 0, &lock, &err))
+	if (lmt_run_lock_ckpt_writer(dir, &lock, &err))
 		die_err(&err);
 	if (lmt_ckpt_rehash(dir, &r, &err))
 		die_err(&err);
@@ -740,13 +617,7 @@ static int rehash(const char *dir)
 	if (!table) {
 		struct lmt_json j;
 		lmt_json_init(&j);
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "rehash");
-		lmt_json_str(&j, "checkpoint", dir);
-		lmt_json_u64(&j, "old_schema", (uint64_t)r.old_schema);
-		lmt_json_bool(&j, "was_sealed", r.was_sealed);
-		lmt_json_str(&j, "old_sha256", a);
-		lmt_json_str(&j, "new_sha256", b);
+		lmt_ckpt_record_rehash(&j, dir, &r, a, b);
 		put_line(&j);
 		lmt_json_release(&j);
 	}
@@ -771,11 +642,7 @@ int main(int argc, char **argv)
 			int *n = c == OPT_TENSOR ? &O.nglobs : &O.nignore;
 			if (!*optarg)
 				usage_error("option '--%s': empty", c == OPT_TENSOR ? "tensor" : "ignore");
-			const char **p = realloc(*list, ((size_t)*n + 1) * sizeof *p);
-			if (!p)
-				die("out of memory");
-			p[(*n)++] = optarg;
-			*list = p;
+			*list = opt_push(*list, n, optarg);
 			break;
 		}
 		case OPT_NO_STATS: O.no_stats = 1; break;

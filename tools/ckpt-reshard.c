@@ -7,19 +7,14 @@
  *	ckpt-reshard --export safetensors --dtype bf16 run/ckpt/step-00001000 hf
  *	ckpt-reshard --export llmc run/ckpt/step-00001000 llmc
  *
- * Resharding copies every value bit for bit into the chunks of the new world
- * (ckpt.h: rank r holds [r*n/W, (r+1)*n/W) of each tensor), recomputes the
- * manifest (files, chunks, sizes, SHA-256, CRC-32C) and rewrites what in the
- * training state depends on the world size: the loader's cursors (loader.h's rule,
- * lmt_loader_rebase), its world, the sharding's world and the per-rank RNG list.
- * It streams: a group of up to 64 new ranks is written at once, tensor by tensor,
- * so memory holds one tensor (or 64/N of one), not the state. The new checkpoint
- * is built in a staging directory next to OUT, read back and verified, and renamed
- * into place; an existing OUT is never replaced. stdout: JSONL; stderr: messages.
+ * Resharding (lib/ckpt/reshard.h) copies every value bit for bit into the chunks
+ * of the new world and rewrites what in the training state depends on the world
+ * size, streaming a group of new ranks at a time. The new checkpoint is built in
+ * a staging directory next to OUT, read back and verified, and renamed into
+ * place; an existing OUT is never replaced. stdout: JSONL; stderr: messages.
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
@@ -33,9 +28,9 @@
 #include "core/pathcheck.h"
 #include "ckpt/ckpt.h"
 #include "ckpt/export.h"
+#include "ckpt/reshard.h"
 #include "ckpt/runlock.h"
 #include "core/json.h"
-#include "data/loader.h"
 #include "ckpt/safetensors.h"
 #include "data/tokenizer.h"
 #include "tool.h"
@@ -104,161 +99,6 @@ struct opts {
 	const char *tokenizer, *src, *out;
 };
 
-static void emit_line(struct lmt_json *j)
-{
-	if (lmt_json_end_line(j, stdout))
-		die_write("<stdout>");
-}
-
-/* ---- the training state for the new world ---- */
-
-static int get_count(json_t *o, const char *key, uint64_t *v)
-{
-	json_t *x = json_object_get(o, key);
-	if (!json_is_integer(x) || json_integer_value(x) < 0)
-		return -1;
-	*v = (uint64_t)json_integer_value(x);
-	return 0;
-}
-
-/* Keys named "world" other than the two rewritten: said, not changed. The run's
- * configuration (state.config) is the record of the run that made the checkpoint,
- * its topology included, and stays as it was without a word. */
-static void other_worlds(json_t *v, char *path, size_t len, size_t cap)
-{
-	const char *k;
-	json_t *x;
-	if (!json_is_object(v))
-		return;
-	json_object_foreach(v, k, x) {
-		if (!strcmp(path, "state") && !strcmp(k, "config"))
-			continue;
-		int n = snprintf(path + len, cap - len, ".%s", k);
-		if (n < 0 || (size_t)n >= cap - len)
-			continue;
-		if (!strcmp(k, "world") && strcmp(path, "state.loader.world") && strcmp(path, "state.sharding.world"))
-			warn("%s is left as it was: ckpt-reshard does not know it to be the world size", path);
-		other_worlds(x, path, len + (size_t)n, cap);
-		path[len] = 0;
-	}
-}
-
-struct remap {
-	uint64_t consumed;            /* K: global indices read before the new ranks' cursors */
-	int old_world;                /* the loader's */
-};
-
-/*
- * The state of c for a world of N ranks, as JSON text (malloc'd).
- *
- * Loader (loader.h): ranks in lockstep have cursors K + r for a common K, the
- * global indices consumed so far; new rank r' continues at K + r'
- * (lmt_loader_rebase).
- */
-static char *new_state(const struct lmt_ckpt *c, int N, struct remap *rm)
-{
-	char where[PATH_MAX + 32];
-	snprintf(where, sizeof where, "'%s/manifest.json'", c->dir);
-	json_t *st = json_deep_copy(json_object_get(c->manifest, "state"));
-	if (!st)
-		die("out of memory");
-	json_t *ld = json_object_get(st, "loader"), *cs = json_object_get(ld, "cursors");
-	uint64_t w_old;
-	if (!json_is_object(ld) || get_count(ld, "world", &w_old) || w_old == 0 || w_old > UINT32_MAX ||
-	    !json_is_array(cs) || json_array_size(cs) == 0)
-		die("%s: state.loader has no world or no cursors: the data position cannot be mapped to %d ranks", where, N);
-	/* lockstep: one K for every rank listed */
-	size_t i;
-	json_t *e;
-	uint64_t K = 0, r0 = 0, c0 = 0;
-	int first = 1;
-	json_array_foreach(cs, i, e) {
-		uint64_t r, cur;
-		if (get_count(e, "rank", &r) || get_count(e, "cursor", &cur) || r >= w_old)
-			die("%s: state.loader.cursors[%zu] has no rank below the world of %llu or no cursor", where, i,
-			    (unsigned long long)w_old);
-		if (cur < r)
-			die("%s: state.loader.cursors[%zu]: rank %llu at cursor %llu is not a cursor of that rank", where, i,
-			    (unsigned long long)r, (unsigned long long)cur);
-		if (first) {
-			K = cur - r, r0 = r, c0 = cur, first = 0;
-		} else if (cur - r != K) {
-			die("%s: the loader cursors are not in lockstep: rank %llu is at %llu, rank %llu at %llu (%llu and "
-			    "%llu samples consumed); resharding needs every rank at the same step", where,
-			    (unsigned long long)r0, (unsigned long long)c0, (unsigned long long)r, (unsigned long long)cur,
-			    (unsigned long long)K, (unsigned long long)(cur - r));
-		}
-	}
-	json_t *ncs = json_array();
-	for (int r = 0; r < N; r++) {
-		uint64_t nc;
-		struct lmt_err err = { 0 };
-		if (lmt_loader_rebase(c0, (uint32_t)r0, (uint32_t)w_old, (uint32_t)r, (uint32_t)N, &nc, &err))
-			die("%s: %s", where, err.msg);
-		json_t *o = json_object();
-		json_object_set_new(o, "rank", json_integer(r));
-		json_object_set_new(o, "cursor", json_integer((json_int_t)nc));
-		json_array_append_new(ncs, o);
-	}
-	json_object_set_new(ld, "world", json_integer(N));
-	json_object_set_new(ld, "cursors", ncs);
-	rm->consumed = K;
-	rm->old_world = (int)w_old;
-
-	json_t *sh = json_object_get(st, "sharding");
-	if (json_is_object(sh))
-		json_object_set_new(sh, "world", json_integer(N));
-
-	/* RNG: one entry per rank; the new ranks' entries are copies, which is right
-	 * only if the old ranks' entries are all the same but for the rank */
-	json_t *rng = json_object_get(st, "rng");
-	if (json_is_array(rng) && json_array_size(rng) > 0) {
-		json_t *proto = json_deep_copy(json_array_get(rng, 0));
-		if (!json_is_object(proto))
-			die("%s: state.rng[0] is not an object", where);
-		json_object_del(proto, "rank");
-		json_array_foreach(rng, i, e) {
-			json_t *x = json_deep_copy(e);
-			json_object_del(x, "rank");
-			int same = json_equal(x, proto);
-			json_decref(x);
-			if (!same && N != c->world)
-				die("%s: state.rng[%zu] differs from state.rng[0] in more than its rank: the generator state "
-				    "of new ranks cannot be derived", where, i);
-		}
-		if (N != c->world) {
-			json_t *nr = json_array();
-			for (int r = 0; r < N; r++) {
-				json_t *x = json_deep_copy(json_array_get(rng, 0));
-				json_object_set_new(x, "rank", json_integer(r)); /* keeps its place among the keys */
-				json_array_append_new(nr, x);
-			}
-			json_object_set_new(st, "rng", nr);
-		}
-		json_decref(proto);
-	}
-
-	char path[1024] = "state";
-	other_worlds(st, path, strlen(path), sizeof path);
-
-	struct lmt_json j;
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	const char *k;
-	json_t *x;
-	json_object_foreach(st, k, x)
-		lmt_json_jansson(&j, k, x);
-	lmt_json_end(&j);
-	json_decref(st);
-	if (j.out.oom)
-		die("out of memory");
-	char *s = strdup(j.out.buf);
-	lmt_json_release(&j);
-	if (!s)
-		die("out of memory");
-	return s;
-}
-
 /* ---- the staging directory ---- */
 
 static char staging[PATH_MAX];
@@ -270,27 +110,26 @@ static void cleanup_staging(void)
 		lmt_remove_dir(staging);
 }
 
-/* rename that fails instead of replacing: an OUT made meanwhile (even an empty
- * directory, which plain rename replaces) is left alone */
-static int rename_noreplace(const char *from, const char *to)
-{
-#ifdef RENAME_NOREPLACE
-	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
-		return 0;
-	if (errno != EINVAL && errno != ENOSYS)
-		return -1;
-#endif
-	struct stat st;
-	if (lstat(to, &st) == 0) {
-		errno = EEXIST;
-		return -1;
-	}
-	return rename(from, to);
-}
-
 /* ---- resharding ---- */
 
-#define GROUP 64 /* new ranks written at once: their files are open together */
+static void note(void *ctx, const char *msg)
+{
+	(void)ctx;
+	warn("%s", msg);
+}
+
+static int interrupted(void *ctx)
+{
+	(void)ctx;
+	return tool_interrupted != 0;
+}
+
+/* the library's error, or the signal that stopped it */
+static void die_reshard(const struct lmt_err *err)
+{
+	tool_check_interrupt();
+	die_err(err);
+}
 
 static int reshard(const struct opts *o)
 {
@@ -311,9 +150,7 @@ static int reshard(const struct opts *o)
 	 * writers: refused while train owns it (its retention and set-aside rename
 	 * what is in RUN/ckpt); a RUN that is not there is the staging's error below */
 	static struct lmt_run_lock lock; /* held until exit */
-	char run_dir[PATH_MAX];
-	if (lmt_run_of_ckpt(out, run_dir, sizeof run_dir) && stat(run_dir, &st) == 0 &&
-	    lmt_run_lock(run_dir, 0, &lock, &err))
+	if (lmt_run_lock_ckpt_writer(out, &lock, &err))
 		die_err(&err);
 
 	struct lmt_ckpt c;
@@ -321,8 +158,10 @@ static int reshard(const struct opts *o)
 	if (lmt_ckpt_open(&c, o->src, 1, &err))
 		die_err(&err);
 	const int N = o->world;
-	struct remap rm;
-	char *state = new_state(&c, N, &rm);
+	uint64_t consumed;
+	char *state;
+	if (lmt_reshard_state(&c, N, &state, &consumed, note, NULL, &err))
+		die_err(&err);
 
 	path_fmt(staging, sizeof staging, "%s.partial-XXXXXX", out);
 	if (!mkdtemp(staging)) {
@@ -336,77 +175,12 @@ static int reshard(const struct opts *o)
 	chmod(staging, 0777 & ~um);
 	tool_defer_signals(); /* a signal now stops at the next tensor, removing the staging directory */
 
-	struct lmt_ckpt_tensor *t = calloc((size_t)c.nt + 1, sizeof *t);
-	if (!t)
-		die("out of memory");
-	for (int i = 0; i < c.nt; i++) {
-		if (strlen(c.t[i].name) >= sizeof t[i].name)
-			die("'%s': tensor name '%.40s...' is too long", o->src, c.t[i].name);
-		snprintf(t[i].name, sizeof t[i].name, "%s", c.t[i].name);
-		t[i].numel = c.t[i].numel;
-		t[i].ndim = c.t[i].ndim;
-		memcpy(t[i].shape, c.t[i].shape, sizeof t[i].shape);
-	}
-	/* the buffer: the longest run of elements one group of ranks holds */
-	uint64_t cap = 0, off, cnt, a;
-	for (int i = 0; i < c.nt; i++)
-		for (int g0 = 0; g0 < N; g0 += GROUP) {
-			int g1 = LMT_MIN(N, g0 + GROUP);
-			lmt_ckpt_split(c.t[i].numel, N, g0, &a, &cnt);
-			lmt_ckpt_split(c.t[i].numel, N, g1 - 1, &off, &cnt);
-			cap = LMT_MAX(cap, off + cnt - a);
-		}
-	float *buf = malloc((size_t)cap * 4 + 4);
-	if (!buf)
-		die("out of memory for %.1f MB, the largest run of a tensor a group of ranks holds", cap * 4 / 1e6);
-
-	struct lmt_ckpt_writer w;
-	if (lmt_ckpt_writer_open(&w, staging, N, t, c.nt, &err))
+	struct lmt_reshard_result r;
+	if (lmt_reshard_write(&c, N, staging, state, interrupted, NULL, &r, &err))
+		die_reshard(&err);
+	if (lmt_reshard_commit(staging, out, &err))
 		die_err(&err);
-	for (int g0 = 0; g0 < N; g0 += GROUP) {
-		int g1 = LMT_MIN(N, g0 + GROUP);
-		for (int i = 0; i < c.nt; i++) {
-			tool_check_interrupt();
-			lmt_ckpt_split(c.t[i].numel, N, g0, &a, &cnt);
-			lmt_ckpt_split(c.t[i].numel, N, g1 - 1, &off, &cnt);
-			if (lmt_ckpt_read_range(&c, &c.t[i], a, off + cnt - a, buf, &err))
-				die_err(&err);
-			for (int r = g0; r < g1; r++) {
-				lmt_ckpt_split(c.t[i].numel, N, r, &off, &cnt);
-				if (lmt_ckpt_writer_chunk(&w, r, i, buf + (off - a), &err))
-					die_err(&err);
-			}
-		}
-	}
-	if (lmt_ckpt_writer_finish(&w, c.update, state, &err))
-		die_err(&err);
-	uint64_t bytes = w.bytes;
-	lmt_ckpt_writer_release(&w);
-	tool_check_interrupt();
-
-	/* read back before it becomes a checkpoint */
-	struct lmt_ckpt back;
-	if (lmt_ckpt_open(&back, staging, 1, &err)) {
-		lmt_err_prefix(&err, "the new checkpoint does not verify");
-		die_err(&err);
-	}
-	lmt_ckpt_close(&back);
-	tool_check_interrupt();
-	if (rename_noreplace(staging, out))
-		die("'%s': cannot rename the new checkpoint into place: %s", out, strerror(errno));
 	staging[0] = 0;
-	/* the new directory's entries, then the entry of the new directory */
-	char parent[PATH_MAX];
-	path_fmt(parent, sizeof parent, "%s", out);
-	char *sl = strrchr(parent, '/');
-	if (!sl)
-		strcpy(parent, ".");
-	else if (sl == parent)
-		parent[1] = 0; /* "/" */
-	else
-		*sl = 0;
-	if (lmt_fsync_dir(out, &err) || lmt_fsync_dir(parent, &err))
-		die_err(&err);
 
 	char mp[PATH_MAX], hex[LMT_SHA256_HEX];
 	uint8_t msha[32];
@@ -424,17 +198,15 @@ static int reshard(const struct opts *o)
 	lmt_json_u64(&j, "from_world", (uint64_t)c.world);
 	lmt_json_u64(&j, "world", (uint64_t)N);
 	lmt_json_u64(&j, "tensors", (uint64_t)c.nt);
-	lmt_json_u64(&j, "bytes", bytes);
-	lmt_json_u64(&j, "loader_consumed", rm.consumed);
-	lmt_json_u64(&j, "peak_buffer_bytes", cap * 4);
+	lmt_json_u64(&j, "bytes", r.bytes);
+	lmt_json_u64(&j, "loader_consumed", consumed);
+	lmt_json_u64(&j, "peak_buffer_bytes", r.peak_buffer_bytes);
 	lmt_json_str(&j, "manifest_sha256", lmt_sha256_hex(msha, hex));
 	lmt_json_num(&j, "seconds", secs);
-	emit_line(&j);
+	put_record(&j);
 	lmt_json_release(&j);
 	info("'%s': update %llu, %d rank%s to %d, %d tensors, %.1f MB in %.2f s", out, (unsigned long long)c.update,
-	     c.world, c.world == 1 ? "" : "s", N, c.nt, bytes / 1e6, secs);
-	free(buf);
-	free(t);
+	     c.world, c.world == 1 ? "" : "s", N, c.nt, r.bytes / 1e6, secs);
 	free(state);
 	lmt_ckpt_close(&c);
 	return 0;
@@ -596,7 +368,7 @@ static int export_dir(const struct opts *o)
 	lmt_json_u64(&j, "bytes", bytes);
 	double secs = lmt_now() - t0;
 	lmt_json_num(&j, "seconds", secs);
-	emit_line(&j);
+	put_record(&j);
 	lmt_json_release(&j);
 	info("'%s': %s export of update %llu, %d files, %.1f MB in %.2f s%s", out,
 	     o->export_fmt == EXPORT_LLMC ? "llm.c" : "Hugging Face", (unsigned long long)c.update, nf, bytes / 1e6, secs,

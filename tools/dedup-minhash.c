@@ -66,11 +66,7 @@ static const struct option longopts[] = {
 	{ "ngram-min", required_argument, NULL, OPT_NGRAM_MIN },
 	{ "threads", required_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
-	{ "input-format", required_argument, NULL, OPT_INPUT_FORMAT },
-	{ "txt-docs", required_argument, NULL, OPT_TXT_DOCS },
-	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP },
-	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD },
-	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY },
+	CORPUS_LONGOPTS,
 	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ NULL, 0, NULL, 0 },
 };
@@ -110,12 +106,9 @@ static void usage(void)
 	       "  -q, --quiet             no progress or summary line on stderr\n"
 	       "\n"
 	       "Input:\n"
-	       "      --input-format F    auto (by name), text or jsonl\n"
-	       "      --txt-docs MODE     text documents: file (default), line, blank\n"
+	       CORPUS_HELP_FORMAT
 	       "      --doc-sep STR       split text documents at STR instead\n"
-	       "      --text-field NAME   JSONL field with the text (text)\n"
-	       "      --keep-empty        keep empty documents\n"
-	       "      --strict            a dangling, unreadable or binary input is an error\n"
+	       CORPUS_HELP_REST
 	       "\n"
 	       "  -h, --help              this help\n"
 	       "  -V, --version           version and backends\n"

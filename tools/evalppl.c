@@ -74,11 +74,7 @@ static const struct option longopts[] = {
 	{ "split", required_argument, NULL, OPT_SPLIT },
 	{ "text", required_argument, NULL, OPT_TEXT },
 	{ "tokenizer", required_argument, NULL, 't' },
-	{ "input-format", required_argument, NULL, OPT_INPUT_FORMAT },
-	{ "txt-docs", required_argument, NULL, OPT_TXT_DOCS },
-	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP },
-	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD },
-	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY },
+	CORPUS_LONGOPTS,
 	{ "max-docs", required_argument, NULL, OPT_MAX_DOCS },
 	{ "max-tokens", required_argument, NULL, OPT_MAX_TOKENS },
 	{ "context", required_argument, NULL, OPT_CONTEXT },
@@ -219,8 +215,7 @@ static void samples(struct ctx *x, struct lmt_gpt *g, const char *path, const st
 	struct lmt_err err = { 0 };
 	int np_list = o->nprompts ? o->nprompts : 1;
 	int32_t *out = malloc((size_t)o->sample_tokens * sizeof *out);
-	uint32_t *ids = malloc((size_t)o->sample_tokens * sizeof *ids);
-	if (!out || !ids)
+	if (!out)
 		die("out of memory");
 	for (int pi = 0; pi < np_list; pi++) {
 		const char *text = o->nprompts ? o->prompts[pi] : NULL;
@@ -234,45 +229,17 @@ static void samples(struct ctx *x, struct lmt_gpt *g, const char *path, const st
 			if (lmt_generate(g, p, np, o->sample_tokens, o->temperature, o->top_k, seed, out, &err))
 				die_err(&err);
 			double dt = lmt_now() - t0;
+			struct lmt_evalrec_sampling how = { o->temperature, o->top_k, seed,
+							    dt > 0 ? o->sample_tokens / dt : 0 };
 			struct lmt_json j;
 			lmt_json_init(&j);
-			lmt_json_begin(&j);
-			lmt_json_str(&j, "event", "sample");
-			lmt_evalrec_ckpt(&j, path, ci);
-			lmt_json_str(&j, "prompt", text);
-			lmt_json_arr(&j, "prompt_ids");
-			for (int i = 0; i < np; i++)
-				lmt_json_u64(&j, NULL, (uint64_t)p[i]);
-			lmt_json_arr_end(&j);
-			lmt_json_arr(&j, "ids");
-			for (int i = 0; i < o->sample_tokens; i++) {
-				lmt_json_u64(&j, NULL, (uint64_t)out[i]);
-				ids[i] = (uint32_t)out[i];
-			}
-			lmt_json_arr_end(&j);
-			if (x->tok) {
-				size_t need = lmt_tok_decode(x->tok, ids, (size_t)o->sample_tokens, 0, NULL, 0);
-				uint8_t *t = malloc(need + 1);
-				if (!t)
-					die("out of memory");
-				lmt_tok_decode(x->tok, ids, (size_t)o->sample_tokens, 0, t, need);
-				lmt_json_strn(&j, "text", (const char *)t, need);
-				free(t);
-			} else {
-				lmt_json_null(&j, "text");
-			}
-			lmt_json_num(&j, "temperature", o->temperature);
-			lmt_json_u64(&j, "top_k", (uint64_t)o->top_k);
-			lmt_json_u64(&j, "seed", seed);
-			lmt_json_str(&j, "sampler", "key/value cache");
-			lmt_json_num(&j, "tokens_per_s", dt > 0 ? o->sample_tokens / dt : 0);
+			lmt_evalrec_sample(&j, path, ci, text, p, np, out, o->sample_tokens, x->tok, &how);
 			emit(&j);
 			lmt_json_release(&j);
 		}
 		free(p);
 	}
 	free(out);
-	free(ids);
 }
 
 static void memorization(struct ctx *x, struct lmt_gpt *g, const char *path, const struct lmt_eval_ckinfo *ci)
@@ -375,15 +342,6 @@ static void parse_buckets(struct opts *o, const char *arg)
 	free(copy);
 }
 
-static const char **push(const char **list, int *n, const char *s)
-{
-	list = realloc(list, ((size_t)*n + 1) * sizeof *list);
-	if (!list)
-		die("out of memory");
-	list[(*n)++] = s;
-	return list;
-}
-
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	memset(o, 0, sizeof *o);
@@ -413,7 +371,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				usage_error("option '--split': '%s' is not train, val or test", optarg);
 			o->split_given = 1;
 			break;
-		case OPT_TEXT: o->texts = push(o->texts, &o->ntexts, optarg); break;
+		case OPT_TEXT: o->texts = opt_push(o->texts, &o->ntexts, optarg); break;
 		case 't': o->tokenizer = optarg; break;
 		case OPT_MAX_DOCS: o->max_docs = (uint64_t)opt_int("max-docs", optarg, 1, INT64_MAX); break;
 		case OPT_MAX_TOKENS: o->max_tokens = opt_size("max-tokens", optarg); break;
@@ -435,7 +393,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->floor_field_given = 1;
 			break;
 		case OPT_SAMPLES: o->samples = (int)opt_int("samples", optarg, 0, 1 << 20); break;
-		case OPT_PROMPT: o->prompts = push(o->prompts, &o->nprompts, optarg); break;
+		case OPT_PROMPT: o->prompts = opt_push(o->prompts, &o->nprompts, optarg); break;
 		case OPT_SAMPLE_TOKENS: o->sample_tokens = (int)opt_int("sample-tokens", optarg, 1, 1 << 20); break;
 		case OPT_TEMPERATURE: o->temperature = opt_double("temperature", optarg, 0, 100); break;
 		case OPT_TOP_K: o->top_k = (int)opt_int("top-k", optarg, 0, 1 << 30); break;
@@ -546,36 +504,9 @@ static void summary_record(const struct ctx *x, int nck, double wall, int thread
 {
 	struct lmt_json j;
 	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "summary");
-	lmt_json_u64(&j, "checkpoints", (uint64_t)nck);
-	lmt_json_u64(&j, "documents", x->s->n);
-	lmt_json_u64(&j, "tokens_scored", x->acc.tokens);
-	lmt_json_u64(&j, "windows", x->acc.windows);
-	lmt_json_u64(&j, "forward_positions", x->acc.positions);
-	lmt_json_num(&j, "scoring_s", x->acc.total_seconds);
-	lmt_json_num(&j, "tokens_per_s", x->acc.total_seconds > 0 ? x->acc.tokens / x->acc.total_seconds : 0);
-	lmt_json_num(&j, "wall_s", wall);
-	lmt_json_u64(&j, "threads", (uint64_t)threads);
-	lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
-	lmt_json_str(&j, "status", "done");
+	lmt_evalrec_summary(&j, nck, x->s, &x->acc, wall, threads);
 	emit(&j);
 	lmt_json_release(&j);
-}
-
-/* Results written into the run (`evalppl RUN > RUN/eval/ppl.jsonl`) make evalppl
- * one of the run's writers: it takes the run's lock, so it is refused while train
- * owns the run (the checkpoints it would list are still being made and removed).
- * To anywhere else it is a reader and takes none. */
-static void lock_if_writing_into(const char *run_dir, struct lmt_run_lock *l)
-{
-	char ck[PATH_MAX];
-	struct stat st;
-	struct lmt_err err = { 0 };
-	if (snprintf(ck, sizeof ck, "%s/ckpt", run_dir) >= (int)sizeof ck || stat(ck, &st) || !S_ISDIR(st.st_mode))
-		return;
-	if (lmt_run_contains_fd(run_dir, STDOUT_FILENO) && lmt_run_lock(run_dir, 0, l, &err))
-		die_err(&err);
 }
 
 int main(int argc, char **argv)
@@ -592,7 +523,10 @@ int main(int argc, char **argv)
 	struct lmt_eval_ckref *cks;
 	if (lmt_eval_ckpts_list(o.target, o.latest, &cks, &nck, run_dir, sizeof run_dir, warn_cb, NULL, &err))
 		die_err(&err);
-	lock_if_writing_into(run_dir, &lock);
+	/* results written into the run (RUN/eval/ppl.jsonl) make evalppl one of its
+	 * writers: refused while train owns the run; to anywhere else it is a reader */
+	if (lmt_run_lock_output(run_dir, STDOUT_FILENO, &lock, &err))
+		die_err(&err);
 
 	/* the first checkpoint names the tokenizer and the data; each is checked against it */
 	struct lmt_ckpt ck;

@@ -32,6 +32,9 @@
 #include "plan/fit.h"
 #include "plan/plan.h"
 #include "plan/runread.h"
+#include "plan/safebatch.h"
+#include "report/planrec.h"
+#include "cfgopts.h"
 #include "tool.h"
 
 enum {
@@ -161,8 +164,6 @@ static struct {
 	int nskipped;
 } O;
 
-static void set_option(int c, const char *arg);
-
 static int plan_option(int c, const char *arg, struct lmt_plan_opts *p)
 {
 	switch (c) {
@@ -193,43 +194,13 @@ static int budget_option(int c, const char *arg, struct lmt_budget_opts *b)
 	return 1;
 }
 
-/* train's options that a train --config file may hold and the ledger does not use */
-static int train_key(const char *k)
-{
-	static const char *const keys[] = { "data", "out", "no-save", "tokenizer", "accum", "updates", "lr", "min-lr",
-		"warmup", "schedule", "beta1", "beta2", "eps", "weight-decay", "decay-embeddings", "clip", "on-nonfinite",
-		"seed", "init-seed", "segment-mask", "doc-targets", "shuffle-window", "resume", "ckpt-every",
-		"ckpt-minutes", "keep", "keep-every", "ckpt-sync", "log-samples", "stop-at", "eval-every", "eval-seqs",
-		"sample-every", "sample-tokens", "temperature", "top-k", "prompt", "init-llmc", "export-llmc",
-		"backend", "threads", "loss-scale", "loss-scale-window", "bucket-mb", "comm-timeout", "skew-alert",
-		"alert", "stats-every", "audit-samples", "prefetch", NULL };
-	for (int i = 0; keys[i]; i++)
-		if (!strcmp(k, keys[i]))
-			return 1;
-	return 0;
-}
+static void set_option(int c, const char *arg);
 
-static int config_entry(void *ctx, const struct lmt_config_entry *e)
+static void set_from_file(void *ctx, int c, const char *arg)
 {
-	static char where[600];
-	const struct option *opt = NULL;
 	(void)ctx;
-	snprintf(where, sizeof where, "'%s': line %d", e->path, e->line);
-	for (const struct option *x = longopts; x->name; x++)
-		if (!strcmp(x->name, e->key))
-			opt = x;
-	if (!opt && train_key(e->key))
-		return 0;
-	if (!opt || opt->val == OPT_CONFIG || opt->val == 'h' || opt->val == 'V')
-		usage_error("%s: unknown key '%.63s'", where, e->key);
-	if (opt->has_arg == required_argument && (!e->value || !*e->value))
-		usage_error("%s: key '%s' needs a value", where, e->key);
-	tool_context = where;
-	set_option(opt->val, e->value ? strdup(e->value) : NULL);
-	tool_context = NULL;
-	return 0;
+	set_option(c, arg);
 }
-
 static void config_json(const char *path)
 {
 	struct lmt_err err = { 0 };
@@ -246,20 +217,13 @@ static void set_option(int c, const char *arg)
 		return;
 	}
 	switch (c) {
-	case OPT_CONFIG: {
-		FILE *f = fopen(arg, "r");
-		int first = ' ';
-		while (f && (first == ' ' || first == '\t' || first == '\n' || first == '\r'))
-			first = fgetc(f);
-		if (f)
-			fclose(f);
-		struct lmt_err err = { 0 };
-		if (first == '{')
+	case OPT_CONFIG:
+		if (tool_file_is_json(arg))
 			config_json(arg);
-		else if (lmt_config_read(arg, config_entry, NULL, &err))
-			die_err(&err);
+		else
+			tool_cfgopts_read(arg, &(struct tool_cfgopts){ .longopts = longopts, .skip = lmt_run_config_foreign_key,
+								 .set = set_from_file });
 		break;
-	}
 	case OPT_RUN: {
 		char p[4096];
 		path_fmt(p, sizeof p, "%s/config.json", arg);
@@ -310,47 +274,9 @@ static void set_option(int c, const char *arg)
 
 /* ---- output: a JSONL record, or a table line on a terminal ---- */
 
-static void put(struct lmt_json *j)
-{
-	if (lmt_json_end_line(j, stdout))
-		die_write("<stdout>");
-	lmt_json_reset(j);
-}
-
 static const char *human(double b, char buf[32])
 {
-	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	int i = 0;
-	while (fabs(b) >= 1024 && i < 5) {
-		b /= 1024;
-		i++;
-	}
-	snprintf(buf, 32, i ? "%.2f %s" : "%.0f %s", b, u[i]);
-	return buf;
-}
-
-static const char *dtype_of(int d)
-{
-	return d < 0 ? "mixed" : lmt_dtype_name(d);
-}
-
-static void config_fields(struct lmt_json *j, const struct lmt_ledger_cfg *c)
-{
-	lmt_json_u64(j, "layers", (uint64_t)c->model.L);
-	lmt_json_u64(j, "heads", (uint64_t)c->model.NH);
-	lmt_json_u64(j, "channels", (uint64_t)c->model.C);
-	lmt_json_u64(j, "context", (uint64_t)c->model.max_T);
-	lmt_json_u64(j, "vocab", (uint64_t)c->model.V);
-	lmt_json_bool(j, "untied", c->model.untied);
-	lmt_json_u64(j, "micro_batch", (uint64_t)c->B);
-	lmt_json_u64(j, "seq_len", (uint64_t)c->T);
-	lmt_json_str(j, "precision", lmt_dtype_name(c->dtype));
-	lmt_json_u64(j, "recompute_every", (uint64_t)c->recompute_every);
-	lmt_json_u64(j, "world", (uint64_t)c->world);
-	lmt_json_u64(j, "zero", (uint64_t)c->zero);
-	lmt_json_u64(j, "tp", (uint64_t)c->tp);
-	lmt_json_u64(j, "pp", (uint64_t)c->pp);
-	lmt_json_u64(j, "cp", (uint64_t)c->cp);
+	return lmt_fmt_bytes(b, buf);
 }
 
 static void build(const struct lmt_ledger_cfg *c, struct lmt_ledger *l)
@@ -360,54 +286,14 @@ static void build(const struct lmt_ledger_cfg *c, struct lmt_ledger *l)
 		usage_error("%s", err.msg);
 }
 
-/* The seed's rule of thumb: mixed-precision Adam keeps 16 bytes per parameter
- * before activations: 2 (16-bit weights) + 2 (16-bit gradients) + 4 (fp32 master)
- * + 4 + 4 (moments). */
-static void rule_of_thumb(struct lmt_json *j, const struct lmt_ledger *l)
+/* the table lines lib/report/planrec.h renders, on stdout */
+static void put_text(struct lmt_strbuf *b)
 {
-	double P = (double)l->nparams;
-	lmt_json_obj(j, "bytes_per_param");
-	lmt_json_num(j, "params", l->state.params / P);
-	lmt_json_num(j, "weights_working", l->state.working / P);
-	lmt_json_num(j, "grads", l->state.grads / P);
-	lmt_json_num(j, "optimizer", l->state.optimizer / P);
-	lmt_json_num(j, "staging", l->state.staging / P);
-	lmt_json_num(j, "state", (double)(l->state.params + l->state.working + l->state.grads + l->state.optimizer +
-					  l->state.staging) / P);
-	lmt_json_obj_end(j);
-	lmt_json_obj(j, "rule_of_thumb");
-	lmt_json_num(j, "bytes_per_param", 16);
-	lmt_json_num(j, "weights_16bit", 2);
-	lmt_json_num(j, "grads_16bit", 2);
-	lmt_json_num(j, "master_fp32", 4);
-	lmt_json_num(j, "moments_fp32", 8);
-	lmt_json_obj_end(j);
-}
-
-static void ledger_table(const struct lmt_ledger_cfg *c, const struct lmt_ledger *l)
-{
-	char a[32], b[32], rc[32];
-	double P = (double)l->nparams;
-	if (c->recompute_every > 1)
-		snprintf(rc, sizeof rc, "every:%d", c->recompute_every);
-	else
-		snprintf(rc, sizeof rc, "%s", c->recompute_every ? "block" : "none");
-	printf("model: %d layers, %d heads, %d channels, context %d, vocabulary %d%s: %zu parameters\n", c->model.L,
-	       c->model.NH, c->model.C, c->model.max_T, c->model.V, c->model.untied ? " (untied)" : "", l->nparams);
-	printf("batch: %d x %d, %s, recompute %s; layout: world %d, ZeRO-%d, tp %d, pp %d, cp %d%s\n\n", c->B, c->T,
-	       lmt_dtype_name(c->dtype), rc, c->world, c->zero, c->tp, c->pp, c->cp,
-	       l->estimate ? " (estimate)" : "");
-	printf("%-22s %-12s %-6s %12s %8s  %s\n", "term", "group", "dtype", "bytes", "B/param", "note");
-	for (int i = 0; i < l->n; i++) {
-		const struct lmt_ledger_term *t = &l->t[i];
-		printf("%-22s %-12s %-6s %12s %8.2f  %s\n", t->name, lmt_ledger_group_names[t->group], dtype_of(t->dtype),
-		       human((double)t->bytes, a), t->bytes / P, t->note ? t->note : "");
-	}
-	printf("\nper block %s; activations %s (%s without recompute); model state %s (%.2f B/param; the\n"
-	       "rule of thumb: 16 = 2 + 2 + 4 + 8 for 16-bit weights and grads, fp32 master and moments)\n"
-	       "total per device %s\n", human((double)l->per_block, a), human((double)l->acts_total, b),
-	       human((double)l->acts_none.total, (char[32]){ 0 }), human((double)l->state_total, (char[32]){ 0 }),
-	       l->state_total / P, human((double)l->total, (char[32]){ 0 }));
+	if (b->oom)
+		die("out of memory");
+	if (b->len && fputs(b->buf, stdout) == EOF)
+		die_write("<stdout>");
+	lmt_strbuf_release(b);
 }
 
 static int ledger_mode(void)
@@ -416,144 +302,76 @@ static int ledger_mode(void)
 	struct lmt_json j;
 	build(&O.c, &l);
 	if (O.table) {
-		ledger_table(&O.c, &l);
+		struct lmt_strbuf b = { 0 };
+		lmt_plantext_ledger(&b, &O.c, &l);
+		put_text(&b);
 		return 0;
 	}
 	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "model");
-	config_fields(&j, &O.c);
-	lmt_json_u64(&j, "params", l.nparams);
-	lmt_json_u64(&j, "embedding", l.counts.embedding);
-	lmt_json_u64(&j, "matrix", l.counts.matrix);
-	lmt_json_u64(&j, "bias", l.counts.bias);
-	lmt_json_u64(&j, "norm", l.counts.norm);
-	lmt_json_u64(&j, "vocab_padding", l.counts.padding);
-	lmt_json_bool(&j, "estimate", l.estimate);
-	put(&j);
+	lmt_planrec_model(&j, &O.c, &l);
+	put_record(&j);
 	for (int i = 0; i < l.n; i++) {
-		const struct lmt_ledger_term *t = &l.t[i];
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "term");
-		lmt_json_str(&j, "name", t->name);
-		lmt_json_str(&j, "group", lmt_ledger_group_names[t->group]);
-		lmt_json_str(&j, "dtype", dtype_of(t->dtype));
-		lmt_json_u64(&j, "bytes", t->bytes);
-		lmt_json_num(&j, "bytes_per_param", (double)t->bytes / (double)l.nparams);
-		lmt_json_str(&j, "note", t->note);
-		put(&j);
+		lmt_planrec_term(&j, &l, i);
+		put_record(&j);
 	}
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "activations");
-	lmt_json_u64(&j, "per_block", l.per_block);
-	lmt_json_u64(&j, "slot", l.acts.slot);
-	lmt_json_u64(&j, "blocks_kept", (uint64_t)l.acts.kept);
-	lmt_json_u64(&j, "total", l.acts_total);
-	lmt_json_u64(&j, "no_recompute", l.acts_none.total);
-	lmt_json_bool(&j, "attention_scores_stored", 0);
-	put(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "total");
-	lmt_json_u64(&j, "bytes", l.total);
-	lmt_json_u64(&j, "state", l.state_total);
-	lmt_json_u64(&j, "activations", l.acts_total);
-	lmt_json_obj(&j, "by_dtype");
-	for (int d = 0; d < LMT_DTYPE_COUNT; d++)
-		if (l.by_dtype[d])
-			lmt_json_u64(&j, lmt_dtype_name(d), l.by_dtype[d]);
-	lmt_json_obj_end(&j);
-	rule_of_thumb(&j, &l);
-	put(&j);
+	lmt_planrec_activations(&j, &l);
+	put_record(&j);
+	lmt_planrec_total(&j, &l);
+	put_record(&j);
 	lmt_json_release(&j);
 	return 0;
 }
 
 /* ---- measured against predicted ---- */
 
-static void read_run(const char *dir, struct lmt_run_measured *m)
+/* The runs' measurements, and with beta the activation model fitted to them. */
+static struct lmt_run_measured *read_runs(char **runs, int n, double *beta)
 {
+	struct lmt_run_measured *m = calloc((size_t)n, sizeof *m);
 	struct lmt_err err = { 0 };
-	if (lmt_run_measured_read(dir, m, &err))
-		die_err(&err);
-}
-
-/* What a run measured beyond its model state: its peak allocation less the state
- * counters (the activations and the temporaries, as the ledger's terms do), or,
- * where train did not report a peak, its activations counter. */
-static double measured_acts(const struct lmt_run_measured *m)
-{
-	if (m->peak_alloc < 0)
-		return (double)m->activations;
-	return (double)(m->peak_alloc - m->params - m->weights_working - m->grads - m->optimizer -
-			(m->staging > 0 ? m->staging : 0));
-}
-
-static double pct(double pred, double meas)
-{
-	return meas != 0 ? 100 * (pred - meas) / meas : (pred == 0 ? 0 : INFINITY);
-}
-
-/* the coefficients of the activation model fitted to n runs */
-static void fit_runs(const struct lmt_run_measured *m, int n, double beta[LMT_ACT_FEATURES])
-{
-	double *X = calloc((size_t)n * LMT_ACT_FEATURES, sizeof *X), *y = calloc((size_t)n, sizeof *y);
-	struct lmt_err err = { 0 };
-	if (!X || !y)
+	if (!m)
 		die("out of memory");
-	for (int i = 0; i < n; i++) {
-		lmt_act_features(&m[i].cfg, X + (size_t)i * LMT_ACT_FEATURES);
-		y[i] = measured_acts(&m[i]);
-	}
-	if (lmt_lstsq(X, y, n, LMT_ACT_FEATURES, beta, &err))
+	for (int i = 0; i < n; i++)
+		if (lmt_run_measured_read(runs[i], &m[i], &err))
+			die_err(&err);
+	if (beta && lmt_act_fit_runs(m, n, beta, &err))
 		die_err(&err);
-	free(X);
-	free(y);
+	return m;
 }
 
 static void fit_term(struct lmt_json *j, const char *name, double pred, double meas)
 {
 	if (O.table) {
 		char a[32], b[32];
-		printf("  %-16s %14s %14s %+8.3f%%\n", name, human(pred, a), human(meas, b), pct(pred, meas));
+		printf("  %-16s %14s %14s %+8.3f%%\n", name, human(pred, a), human(meas, b),
+		       lmt_fit_error_pct(pred, meas));
 		return;
 	}
-	lmt_json_obj(j, name);
-	lmt_json_num(j, "predicted", pred);
-	lmt_json_num(j, "measured", meas);
-	lmt_json_num(j, "error_pct", pct(pred, meas));
-	lmt_json_obj_end(j);
+	lmt_planrec_fit_term(j, name, pred, meas);
 }
 
 static int fit_mode(char **runs, int n)
 {
 	if (n < 1)
 		usage_error("--fit needs run directories");
-	struct lmt_run_measured *m = calloc((size_t)n, sizeof *m);
 	double beta[LMT_ACT_FEATURES], worst = 0, worst_fit = 0;
+	struct lmt_run_measured *m = read_runs(runs, n, beta);
 	struct lmt_json j;
-	if (!m)
-		die("out of memory");
-	for (int i = 0; i < n; i++)
-		read_run(runs[i], &m[i]);
-	fit_runs(m, n, beta);
 	lmt_json_init(&j);
 	for (int i = 0; i < n; i++) {
 		struct lmt_ledger l;
 		build(&m[i].cfg, &l);
-		double acts = (double)(l.acts_total + lmt_ledger_bytes(&l, "inputs")), meas = measured_acts(&m[i]);
+		double acts = (double)(l.acts_total + lmt_ledger_bytes(&l, "inputs")), meas = lmt_run_measured_acts(&m[i]);
 		double fitted = lmt_act_predict(beta, &m[i].cfg);
-		worst = fmax(worst, fabs(pct(acts, meas)));
-		worst_fit = fmax(worst_fit, fabs(pct(fitted, meas)));
+		worst = fmax(worst, fabs(lmt_fit_error_pct(acts, meas)));
+		worst_fit = fmax(worst_fit, fabs(lmt_fit_error_pct(fitted, meas)));
 		if (O.table) {
 			printf("%s: %d layers, %d x %d, %s, recompute %d, world %d, ZeRO-%d\n", runs[i], m[i].cfg.model.L,
 			       m[i].cfg.B, m[i].cfg.T, lmt_dtype_name(m[i].cfg.dtype), m[i].cfg.recompute_every,
 			       m[i].cfg.world, m[i].cfg.zero);
 			printf("  %-16s %14s %14s %9s\n", "term", "predicted", "measured", "error");
 		} else {
-			lmt_json_begin(&j);
-			lmt_json_str(&j, "event", "fit_run");
-			lmt_json_str(&j, "run", runs[i]);
-			config_fields(&j, &m[i].cfg);
+			lmt_planrec_fit_run(&j, runs[i], &m[i].cfg);
 		}
 		fit_term(&j, "params", (double)l.state.params, (double)m[i].params);
 		fit_term(&j, "weights_working", (double)l.state.working, (double)m[i].weights_working);
@@ -566,40 +384,19 @@ static int fit_mode(char **runs, int n)
 		if (m[i].peak_rss > 0)
 			fit_term(&j, "peak_rss", (double)l.total, (double)m[i].peak_rss);
 		if (!O.table)
-			put(&j);
+			put_record(&j);
 	}
 	if (O.table) {
 		printf("fit: activations = %.4g (L+1)NC + %.4g S NC + %.4g N(C+Vp) + %.4g bytes\n", beta[0], beta[1],
 		       beta[2], beta[3]);
 		printf("largest activation error: ledger %.3f%%, fit %.3f%% over %d runs\n", worst, worst_fit, n);
 	} else {
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "fit");
-		lmt_json_u64(&j, "runs", (uint64_t)n);
-		lmt_json_arr(&j, "coefficients");
-		for (int k = 0; k < LMT_ACT_FEATURES; k++)
-			lmt_json_num(&j, NULL, beta[k]);
-		lmt_json_arr_end(&j);
-		lmt_json_str(&j, "features", "(L+1)*N*C, S*N*C, N*(C+Vp), 1");
-		lmt_json_num(&j, "max_error_pct", worst);
-		lmt_json_num(&j, "max_fit_error_pct", worst_fit);
-		put(&j);
+		lmt_planrec_fit(&j, n, beta, worst, worst_fit);
+		put_record(&j);
 	}
 	lmt_json_release(&j);
 	free(m);
 	return 0;
-}
-
-/* The bytes at micro-batch B: the ledger's, or its state plus the fitted
- * activations. */
-static double bytes_at(int B, const double *beta)
-{
-	struct lmt_ledger_cfg c = O.c;
-	struct lmt_ledger l;
-	c.B = B;
-	if (lmt_ledger_build(&c, &l, NULL))
-		return INFINITY;
-	return beta ? (double)l.state_total + lmt_act_predict(beta, &c) : (double)l.total;
 }
 
 static int safe_mode(char **runs, int n)
@@ -608,95 +405,32 @@ static int safe_mode(char **runs, int n)
 		usage_error("--safe-microbatch needs --memory BYTES");
 	double beta[LMT_ACT_FEATURES], budget = O.memory * (1 - O.margin), *bp = NULL;
 	if (n) {
-		struct lmt_run_measured *m = calloc((size_t)n, sizeof *m);
-		if (!m)
-			die("out of memory");
-		for (int i = 0; i < n; i++)
-			read_run(runs[i], &m[i]);
-		fit_runs(m, n, beta);
+		free(read_runs(runs, n, beta));
 		bp = beta;
-		free(m);
 	}
 	build(&O.c, &(struct lmt_ledger){ 0 }); /* the configuration checked once, as a usage error */
-	int lo = 0, hi = 1;
-	while (hi < (1 << 20) && bytes_at(hi, bp) <= budget) {
-		lo = hi;
-		hi *= 2;
-	}
-	while (hi - lo > 1) { /* bytes grow with B: the largest B within the budget */
-		int mid = lo + (hi - lo) / 2;
-		if (bytes_at(mid, bp) <= budget)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	int lo = lmt_safe_microbatch(&O.c, bp, budget);
 	char a[32], b[32], c[32];
 	if (O.table) {
 		if (lo)
 			printf("micro-batch %d at %d positions: %s predicted within %s (%s less a %.0f%% margin); %d "
-			       "would need %s\n", lo, O.c.T, human(bytes_at(lo, bp), a), human(budget, b),
-			       human(O.memory, c), 100 * O.margin, lo + 1, human(bytes_at(lo + 1, bp), (char[32]){ 0 }));
+			       "would need %s\n", lo, O.c.T, human(lmt_safe_bytes_at(&O.c, lo, bp), a), human(budget, b),
+			       human(O.memory, c), 100 * O.margin, lo + 1,
+			       human(lmt_safe_bytes_at(&O.c, lo + 1, bp), (char[32]){ 0 }));
 	} else {
 		struct lmt_json j;
 		lmt_json_init(&j);
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "safe_microbatch");
-		lmt_json_u64(&j, "micro_batch", (uint64_t)lo);
-		lmt_json_u64(&j, "seq_len", (uint64_t)O.c.T);
-		lmt_json_num(&j, "predicted_bytes", lo ? bytes_at(lo, bp) : 0);
-		lmt_json_num(&j, "next_bytes", bytes_at(lo + 1, bp));
-		lmt_json_num(&j, "budget_bytes", budget);
-		lmt_json_num(&j, "memory", O.memory);
-		lmt_json_num(&j, "margin", O.margin);
-		lmt_json_str(&j, "source", bp ? "fit" : "ledger");
-		put(&j);
+		lmt_planrec_safe(&j, &O.c, bp, lo, O.memory, O.margin);
+		put_record(&j);
 		lmt_json_release(&j);
 	}
 	if (!lo)
 		die("not even a micro-batch of 1 fits in %s (%s less a %.0f%% margin): it needs %s", human(budget, a),
-		    human(O.memory, b), 100 * O.margin, human(bytes_at(1, bp), c));
+		    human(O.memory, b), 100 * O.margin, human(lmt_safe_bytes_at(&O.c, 1, bp), c));
 	return 0;
 }
 
 /* ---- the planner and the comparison ---- */
-
-static void layout_json(struct lmt_json *j, const char *event, int rank, const struct lmt_plan_layout *l,
-			const char *why)
-{
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", event);
-	if (rank)
-		lmt_json_u64(j, "rank", (uint64_t)rank);
-	lmt_json_u64(j, "dp", (uint64_t)l->dp);
-	lmt_json_u64(j, "tp", (uint64_t)l->tp);
-	lmt_json_u64(j, "pp", (uint64_t)l->pp);
-	lmt_json_u64(j, "cp", (uint64_t)l->cp);
-	lmt_json_u64(j, "zero", (uint64_t)l->zero);
-	lmt_json_u64(j, "micro_batches", (uint64_t)l->m);
-	lmt_json_num(j, "memory", l->mem);
-	lmt_json_num(j, "step_s", l->t_step);
-	lmt_json_num(j, "compute_s", l->t_compute);
-	lmt_json_num(j, "bubble", l->bubble);
-	lmt_json_obj(j, "comm_s");
-	lmt_json_num(j, "dp", l->t_dp);
-	lmt_json_num(j, "tp", l->t_tp);
-	lmt_json_num(j, "pp", l->t_pp);
-	lmt_json_num(j, "cp", l->t_cp);
-	lmt_json_obj_end(j);
-	lmt_json_obj(j, "comm_bytes");
-	lmt_json_num(j, "dp", l->b_dp);
-	lmt_json_num(j, "tp", l->b_tp);
-	lmt_json_num(j, "pp", l->b_pp);
-	lmt_json_num(j, "cp", l->b_cp);
-	lmt_json_obj_end(j);
-	lmt_json_bool(j, "dp_across_nodes", l->dp_inter);
-	lmt_json_bool(j, "tp_across_nodes", l->tp_inter);
-	if (l->drop)
-		lmt_json_str(j, "dropped", l->drop);
-	if (why)
-		lmt_json_str(j, "loses_by", why);
-	put(j);
-}
 
 static void plan_setup(void)
 {
@@ -711,7 +445,7 @@ static void plan_setup(void)
 static int plan_mode(void)
 {
 	plan_setup();
-	int cap = 16384, n = 0, fit = 0;
+	int cap = 16384, n = 0, fit = 0, dropped[LMT_PLAN_DROP_COUNT];
 	struct lmt_plan_layout *L = calloc((size_t)cap, sizeof *L);
 	struct lmt_err err = { 0 };
 	struct lmt_json j;
@@ -732,32 +466,24 @@ static int plan_mode(void)
 	for (int i = 0; i < fit && i < O.plan.top; i++) {
 		if (i)
 			lmt_plan_why(&L[0], &L[i], why, sizeof why);
-		if (O.table)
+		if (O.table) {
 			printf("%4d %4d %4d %4d %4d %4d %12s %9.4g %6.1f%% %9.3g %9.3g %9.3g %9.3g  %s\n", i + 1, L[i].dp,
 			       L[i].tp, L[i].pp, L[i].cp, L[i].zero, human(L[i].mem, a), L[i].t_step, 100 * L[i].bubble,
 			       L[i].t_dp, L[i].t_tp, L[i].t_pp, L[i].t_cp, i ? why : "-");
-		else
-			layout_json(&j, "layout", i + 1, &L[i], i ? why : NULL);
+		} else {
+			lmt_planrec_layout(&j, "layout", i + 1, &L[i], i ? why : NULL);
+			put_record(&j);
+		}
 	}
-	/* the dropped ones, counted by reason */
-	static const char *const reasons[] = { "over memory", "tensor parallel across nodes",
-		"tensor degree does not divide the heads", "pipeline degree does not divide the layers",
-		"context degree does not divide the sequence", "global batch is not a multiple of dp x micro-batch",
-		"the ledger refuses the layout" };
-	for (size_t r = 0; r < sizeof reasons / sizeof reasons[0]; r++) {
-		int k = 0;
-		for (int i = fit; i < n; i++)
-			k += !strcmp(L[i].drop, reasons[r]);
-		if (!k)
+	lmt_plan_count_dropped(L, n, dropped);
+	for (int r = 0; r < LMT_PLAN_DROP_COUNT; r++) {
+		if (!dropped[r])
 			continue;
 		if (O.table) {
-			printf("dropped: %d %s\n", k, reasons[r]);
+			printf("dropped: %d %s\n", dropped[r], lmt_plan_drop_reasons[r]);
 		} else {
-			lmt_json_begin(&j);
-			lmt_json_str(&j, "event", "dropped");
-			lmt_json_str(&j, "reason", reasons[r]);
-			lmt_json_u64(&j, "layouts", (uint64_t)k);
-			put(&j);
+			lmt_planrec_dropped(&j, r, dropped[r]);
+			put_record(&j);
 		}
 	}
 	lmt_json_release(&j);
@@ -770,23 +496,6 @@ static int plan_mode(void)
 static int compare_mode(void)
 {
 	plan_setup();
-	static const struct {
-		const char *name, *shards, *collective;
-		int dp, tp, pp, cp, zero;
-	} S[] = {
-		{ "DDP", "nothing (a full replica per device)", "all-reduce of the gradients", 1, 0, 0, 0, 0 },
-		{ "ZeRO-1", "optimizer state", "reduce-scatter of the gradients, all-gather of the parameters", 1, 0, 0,
-		  0, 1 },
-		{ "ZeRO-2", "optimizer state, gradients", "reduce-scatter per layer in backward, all-gather", 1, 0, 0, 0,
-		  2 },
-		{ "ZeRO-3", "optimizer state, gradients, parameters", "all-gather per layer (forward and backward), "
-		  "reduce-scatter", 1, 0, 0, 0, 3 },
-		{ "tensor", "weight matrices by heads and MLP columns; the blocks' activations",
-		  "all-reduce of activations, 4 per layer", 0, 1, 0, 0, 0 },
-		{ "pipeline", "layers (L / pp per stage)", "send/recv of activations between stages", 0, 0, 1, 0, 0 },
-		{ "context", "positions (sequence chunks) and their activations",
-		  "all-gather of K and V per layer, reduce-scatter of their gradients", 0, 0, 0, 1, 0 },
-	};
 	int G = O.plan.gpus;
 	struct lmt_json j;
 	char a[32], b[32];
@@ -794,34 +503,19 @@ static int compare_mode(void)
 	if (O.table)
 		printf("%d devices, micro-batch %d x %d: each strategy alone at degree %d\n%-9s %12s %12s  %-44s %s\n",
 		       G, O.c.B, O.c.T, G, "strategy", "bytes/step", "memory", "shards", "collective");
-	for (size_t i = 0; i < sizeof S / sizeof S[0]; i++) {
-		struct lmt_plan_layout l = { .dp = S[i].dp ? G : 1, .tp = S[i].tp ? G : 1, .pp = S[i].pp ? G : 1,
-					     .cp = S[i].cp ? G : 1, .zero = S[i].zero };
-		lmt_plan_eval(&O.c, &O.plan, &l);
-		double bytes = l.b_dp + l.b_tp + l.b_pp + l.b_cp;
-		int impossible = l.drop && strcmp(l.drop, "over memory");
-		if (O.table) {
-			printf("%-9s %12s %12s  %-44s %s%s%s\n", S[i].name, impossible ? "-" : human(bytes, a),
-			       impossible ? "-" : human(l.mem, b), S[i].shards, S[i].collective, l.drop ? "; " : "",
-			       l.drop ? l.drop : "");
+	for (int i = 0; i < LMT_PLAN_STRATEGY_COUNT; i++) {
+		const struct lmt_plan_strategy *s = &lmt_plan_strategies[i];
+		struct lmt_plan_layout l;
+		lmt_plan_strategy_eval(&O.c, &O.plan, s, &l);
+		if (!O.table) {
+			lmt_planrec_strategy(&j, s, G, &l);
+			put_record(&j);
 			continue;
 		}
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "strategy");
-		lmt_json_str(&j, "name", S[i].name);
-		lmt_json_u64(&j, "degree", (uint64_t)G);
-		lmt_json_str(&j, "shards", S[i].shards);
-		lmt_json_str(&j, "collective", S[i].collective);
-		if (impossible) {
-			lmt_json_null(&j, "bytes_per_step");
-			lmt_json_null(&j, "memory");
-		} else {
-			lmt_json_num(&j, "bytes_per_step", bytes);
-			lmt_json_num(&j, "memory", l.mem);
-		}
-		if (l.drop)
-			lmt_json_str(&j, "note", l.drop);
-		put(&j);
+		int impossible = l.drop && l.drop != lmt_plan_drop_reasons[LMT_PLAN_DROP_MEMORY];
+		printf("%-9s %12s %12s  %-44s %s%s%s\n", s->name, impossible ? "-" : human(l.b_dp + l.b_tp + l.b_pp + l.b_cp, a),
+		       impossible ? "-" : human(l.mem, b), s->shards, s->collective, l.drop ? "; " : "",
+		       l.drop ? l.drop : "");
 	}
 	lmt_json_release(&j);
 	return 0;
@@ -831,49 +525,29 @@ static int compare_mode(void)
 
 static void loss_fit(struct lmt_json *j, const struct lmt_run_measured *m, int n)
 {
-	double *C = calloc((size_t)n, sizeof *C), *L = calloc((size_t)n, sizeof *L);
 	struct lmt_powerlaw p;
 	struct lmt_err err = { 0 };
 	int k = 0;
-	if (!C || !L)
-		die("out of memory");
-	for (int i = 0; i < n; i++) {
-		double fpt = m[i].flops_per_token > 0 ? m[i].flops_per_token : 6.0 * (double)m[i].nparams;
-		double loss = isfinite(m[i].val_loss) ? m[i].val_loss : m[i].loss;
-		if (fpt > 0 && m[i].tokens_total && isfinite(loss)) {
-			C[k] = fpt * (double)m[i].tokens_total;
-			L[k++] = loss;
-		}
-	}
-	if (k >= 2 && !lmt_powerlaw_fit(C, L, k, 0, &p, &err)) {
-		struct lmt_gpt_config mc = O.c.model;
-		mc.Vp = lmt_gpt_padded_vocab(mc.V);
-		double fpt = O.plan.params > 0 ? 6 * O.plan.params : lmt_gpt_flops_per_token(&mc, O.c.T);
-		double x = fpt * O.budget.target_tokens, hw, pred = lmt_powerlaw_predict(&p, x, &hw);
-		if (O.table) {
-			printf("loss = %.4g + %.4g C^-%.4g over %d pilots; at %.3g FLOPs: %.4f", p.E, p.A, p.alpha, k, x,
-			       pred);
-			if (isfinite(hw))
-				printf(" +- %.4f (one standard error)\n", hw);
-			else
-				printf(" (no uncertainty: %d points leave no degree of freedom)\n", k);
-		} else {
-			lmt_json_begin(j);
-			lmt_json_str(j, "event", "loss_fit");
-			lmt_json_u64(j, "pilots", (uint64_t)k);
-			lmt_json_num(j, "E", p.E);
-			lmt_json_num(j, "A", p.A);
-			lmt_json_num(j, "alpha", p.alpha);
-			lmt_json_num(j, "target_flops", x);
-			lmt_json_num(j, "predicted_loss", pred);
-			lmt_json_num(j, "halfwidth", hw);
-			put(j);
-		}
-	} else if (k >= 2) {
+	if (lmt_budget_loss_fit(m, n, &p, &k, &err)) {
+		if (err.code == LMT_ENOMEM)
+			die_err(&err);
 		warn("%s", err.msg);
+		return;
 	}
-	free(C);
-	free(L);
+	if (k < 2)
+		return;
+	double x = lmt_budget_target_flops(&O.c, O.plan.params, O.budget.target_tokens), hw;
+	double pred = lmt_powerlaw_predict(&p, x, &hw);
+	if (O.table) {
+		printf("loss = %.4g + %.4g C^-%.4g over %d pilots; at %.3g FLOPs: %.4f", p.E, p.A, p.alpha, k, x, pred);
+		if (isfinite(hw))
+			printf(" +- %.4f (one standard error)\n", hw);
+		else
+			printf(" (no uncertainty: %d points leave no degree of freedom)\n", k);
+	} else {
+		lmt_planrec_loss_fit(j, &p, k, x, pred, hw);
+		put_record(j);
+	}
 }
 
 static int budget_mode(char **runs, int n)
@@ -883,56 +557,22 @@ static int budget_mode(char **runs, int n)
 	if (!(O.budget.target_tokens > 0))
 		usage_error("--budget needs --target-tokens N");
 	lmt_budget_defaults(&O.budget);
-	struct lmt_run_measured *m = calloc((size_t)n, sizeof *m);
-	struct lmt_budget_in in = { 0 };
+	struct lmt_run_measured *m = read_runs(runs, n, NULL);
+	struct lmt_budget_in in;
 	struct lmt_budget b;
 	struct lmt_err err = { 0 };
 	struct lmt_json j;
-	if (!m)
-		die("out of memory");
-	for (int i = 0; i < n; i++) {
-		read_run(runs[i], &m[i]);
-		double wall = m[i].wall_s > 0 ? m[i].wall_s : m[i].step_s * (double)m[i].updates;
-		in.pilots_device_s += wall * m[i].cfg.world;
-	}
-	const struct lmt_run_measured *last = &m[n - 1];
-	in.devices = O.plan.gpus ? O.plan.gpus : last->cfg.world;
-	/* the rate scaled linearly from the pilot's devices (an assumption: perfect scaling) */
-	in.tokens_per_s = last->tokens_per_s * in.devices / last->cfg.world;
-	in.ckpt_cost_s = last->ckpt_cost_s;
-	in.eval_s = last->eval_s;
-	in.eval_every_s = (double)last->eval_every * last->step_s;
+	lmt_budget_in_from_pilots(m, n, O.plan.gpus, &in);
 	if (lmt_budget_compute(&O.budget, &in, &b, &err))
 		die("%s: %s", runs[n - 1], err.msg);
 	lmt_json_init(&j);
 	if (O.table) {
-		printf("%.4g tokens at %.4g tokens/s on %g devices: %.4g s of training\n", O.budget.target_tokens,
-		       in.tokens_per_s, in.devices, b.train_s);
-		printf("checkpoint: %.3g s each, every %.4g s (sqrt(2 C MTBF), MTBF %.4g s): overhead %.2f%%; %.3g "
-		       "failures expected, %.4g s lost each\n", in.ckpt_cost_s, b.interval_s, O.budget.mtbf_s,
-		       100 * b.overhead_frac, b.failures, b.lost_per_failure_s);
-		for (int i = 0; i < 6; i++)
-			printf("  %-12s %12.4g device-hours\n", lmt_budget_terms[i], b.device_h[i]);
-		printf("  %-12s %12.4g device-hours (%.4g h of wall time)\n", "total", b.device_h_total, b.wall_s / 3600);
+		struct lmt_strbuf t = { 0 };
+		lmt_plantext_budget(&t, &O.budget, &in, &b);
+		put_text(&t);
 	} else {
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "budget");
-		lmt_json_num(&j, "target_tokens", O.budget.target_tokens);
-		lmt_json_num(&j, "tokens_per_s", in.tokens_per_s);
-		lmt_json_num(&j, "devices", in.devices);
-		lmt_json_num(&j, "train_s", b.train_s);
-		lmt_json_num(&j, "ckpt_cost_s", in.ckpt_cost_s);
-		lmt_json_num(&j, "ckpt_interval_s", b.interval_s);
-		lmt_json_num(&j, "ckpt_overhead", b.overhead_frac);
-		lmt_json_num(&j, "failures", b.failures);
-		lmt_json_num(&j, "lost_per_failure_s", b.lost_per_failure_s);
-		lmt_json_num(&j, "wall_s", b.wall_s);
-		lmt_json_obj(&j, "device_hours");
-		for (int i = 0; i < 6; i++)
-			lmt_json_num(&j, lmt_budget_terms[i], b.device_h[i]);
-		lmt_json_num(&j, "total", b.device_h_total);
-		lmt_json_obj_end(&j);
-		put(&j);
+		lmt_planrec_budget(&j, &O.budget, &in, &b);
+		put_record(&j);
 	}
 	loss_fit(&j, m, n);
 	lmt_json_release(&j);

@@ -5,12 +5,11 @@
  *	tok-encode -t tok.lmtok --decode corpus.lmtoks > corpus.txt
  *	tok-encode -t gpt2.lmtok --format llmc -o train.bin data.jsonl
  *
- * Documents are encoded in parallel, in batches; the output order is the input
+ * Documents are encoded in parallel, in batches (data/batchenc.h); the output order is the input
  * order whatever the thread count. stdout: the binary stream when redirected and no
  * -o is given, otherwise a JSONL summary; stderr: human messages.
  */
 #include <getopt.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +19,8 @@
 #include "data/corpus.h"
 #include "core/json.h"
 #include "progress.h"
+#include "data/batchenc.h"
+#include "data/llmctokens.h"
 #include "data/tokenizer.h"
 #include "data/tokstream.h"
 #include "tool.h"
@@ -49,11 +50,7 @@ static const struct option longopts[] = {
 	{ "skip-special", no_argument, NULL, OPT_SKIP_SPECIAL },
 	{ "threads", required_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
-	{ "input-format", required_argument, NULL, OPT_INPUT_FORMAT },
-	{ "txt-docs", required_argument, NULL, OPT_TXT_DOCS },
-	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP },
-	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD },
-	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY },
+	CORPUS_LONGOPTS,
 	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ NULL, 0, NULL, 0 },
 };
@@ -81,13 +78,10 @@ static void usage(void)
 	       "      --skip-special      with --decode, leave special tokens out\n"
 	       "\n"
 	       "Input:\n"
-	       "      --input-format F    auto (by name), text or jsonl\n"
-	       "      --txt-docs MODE     text documents: file (default), line, blank\n"
+	       CORPUS_HELP_FORMAT
 	       "      --doc-sep STR       split text documents at STR (with --decode: put STR\n"
 	       "                          between documents)\n"
-	       "      --text-field NAME   JSONL field with the text (text)\n"
-	       "      --keep-empty        keep empty documents\n"
-	       "      --strict            a dangling, unreadable or binary input is an error\n"
+	       CORPUS_HELP_REST
 	       "\n"
 	       "  -q, --quiet             no progress on stderr\n"
 	       "  -h, --help              this help\n"
@@ -102,64 +96,6 @@ struct opts {
 	struct lmt_corpus_opts corpus;
 };
 
-/* ---- llm.c's token file: 256 int32 header (20240520, version, ntok), then the
- * tokens: version 1 uint16 (GPT-2's vocabularies), version 2 uint32 (llm.c's
- * dev/data/data_common.py writes 2 for LLaMA 3's 128256), chosen by the vocabulary ---- */
-
-struct llmc {
-	struct lmt_atomicfile af;
-	uint64_t ntok;
-	uint16_t *conv;
-	size_t cap;
-	int version;
-};
-
-static void llmc_open(struct llmc *l, const char *path, uint32_t n_vocab)
-{
-	struct lmt_err err = { 0 };
-	memset(l, 0, sizeof *l);
-	l->version = n_vocab > 65536 ? 2 : 1;
-	if (lmt_atomicfile_open(&l->af, path, &err))
-		die_err(&err);
-	int32_t hdr[256] = { 0 };
-	if (fwrite(hdr, sizeof hdr, 1, l->af.fp) != 1)
-		die_write(path);
-}
-
-static void llmc_write(struct llmc *l, const uint32_t *t, size_t n)
-{
-	if (l->version == 2) {
-		if (n && fwrite(t, 4, n, l->af.fp) != n)
-			die_write(l->af.path);
-		l->ntok += n;
-		return;
-	}
-	if (LMT_GROW(l->conv, l->cap, n + 1))
-		die("out of memory");
-	for (size_t i = 0; i < n; i++)
-		l->conv[i] = (uint16_t)t[i];
-	if (n && fwrite(l->conv, 2, n, l->af.fp) != n)
-		die_write(l->af.path);
-	l->ntok += n;
-}
-
-static void llmc_finish(struct llmc *l)
-{
-	struct lmt_err err = { 0 };
-	int32_t hdr[256] = { 0 };
-	hdr[0] = 20240520;
-	hdr[1] = l->version;
-	if (l->ntok > INT32_MAX)
-		die("'%s': %llu tokens do not fit llm.c's int32 count", l->af.path, (unsigned long long)l->ntok);
-	hdr[2] = (int32_t)l->ntok;
-	const char *path = l->af.path;
-	if (fflush(l->af.fp) || fseeko(l->af.fp, 0, SEEK_SET) || fwrite(hdr, sizeof hdr, 1, l->af.fp) != 1)
-		die_write(path);
-	if (lmt_atomicfile_commit(&l->af, &err))
-		die_err(&err);
-	free(l->conv);
-}
-
 /* ---- ids: one text line per document ---- */
 
 static void ids_write(FILE *f, const char *name, const uint32_t *t, size_t n)
@@ -172,15 +108,41 @@ static void ids_write(FILE *f, const char *name, const uint32_t *t, size_t n)
 
 /* ---- encoding ---- */
 
-struct rec {
-	int tid;
-	size_t start, n;
+/* what an encoding counted, for its summary */
+struct totals {
+	uint64_t docs, bytes, ntok;
+	double secs;
+	int threads, token_bytes;
 };
 
-/* per-thread output, one cache line each: threads bump v.n for every token */
-struct tvec {
-	struct lmt_u32vec v;
-} __attribute__((aligned(64)));
+/* The summary record on stdout (when the tokens went to a file). */
+static void summary(const struct opts *o, const char *hex, const struct lmt_tokenizer *tok, struct lmt_corpus *c,
+		    const struct totals *n)
+{
+	struct lmt_json j;
+	char th[LMT_SHA256_HEX];
+	lmt_json_init(&j);
+	lmt_json_begin(&j);
+	lmt_json_str(&j, "event", "summary");
+	lmt_json_str(&j, "output", o->out);
+	lmt_json_str(&j, "format", o->llmc ? "llmc" : o->ids ? "ids" : "lmt");
+	lmt_json_str(&j, "sha256", hex);
+	lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(tok->sha256, th));
+	lmt_json_u64(&j, "documents", n->docs);
+	lmt_json_u64(&j, "sources", lmt_corpus_nsources(c));
+	corpus_skips_json(&j, o->corpus.skips);
+	lmt_json_u64(&j, "bytes", n->bytes);
+	lmt_json_u64(&j, "tokens", n->ntok);
+	if (!o->ids)
+		lmt_json_u64(&j, "token_bytes", (uint64_t)n->token_bytes);
+	lmt_json_num(&j, "bytes_per_token", n->ntok ? (double)n->bytes / n->ntok : 0);
+	lmt_json_u64(&j, "threads", (uint64_t)n->threads);
+	lmt_json_num(&j, "seconds", n->secs);
+	lmt_json_num(&j, "mb_per_s", n->secs > 0 ? n->bytes / n->secs / 1e6 : 0);
+	lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
+	put_record(&j);
+	lmt_json_release(&j);
+}
 
 static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 {
@@ -206,7 +168,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		die_err(&err);
 
 	struct lmt_tokstream_writer w;
-	struct llmc l;
+	struct lmt_llmc_tokens l;
 	struct lmt_atomicfile idf = { 0 };
 	FILE *idout = stdout;
 	struct lmt_tokstream_info tsinfo = { 0 };
@@ -217,7 +179,8 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	tsinfo.bos = tok.bos;
 	tsinfo.eos = tok.eos;
 	if (o->llmc) {
-		llmc_open(&l, o->out, tok.n_vocab);
+		if (lmt_llmc_tokens_open(&l, o->out, tok.n_vocab, &err))
+			die_err(&err);
 	} else if (o->ids) {
 		if (!to_stdout) {
 			if (lmt_atomicfile_open(&idf, o->out, &err))
@@ -228,19 +191,11 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		die_err(&err);
 
 	int nt = tool_threads(o->threads);
-	struct lmt_tok_state **st = calloc((size_t)nt, sizeof *st);
-	struct tvec *vec = aligned_alloc(64, (size_t)nt * sizeof *vec);
-	struct rec *recs = NULL;
-	size_t rcap = 0;
-	if (!st || !vec)
-		die("out of memory");
-	memset(vec, 0, (size_t)nt * sizeof *vec);
-	for (int i = 0; i < nt; i++)
-		if (!(st[i] = lmt_tok_state_new(&tok)))
-			die("out of memory");
-
+	struct lmt_batchenc enc;
+	struct lmt_batchenc_opts eo = { bos, eos, llmc_first, o->allow_special, nt };
+	if (lmt_batchenc_init(&enc, &tok, &eo, &err))
+		die_err(&err);
 	struct lmt_progress bar;
-	struct lmt_u32vec all = { 0 };
 	uint64_t done, total, docs = 0, bytes = 0, ntok = 0;
 	lmt_corpus_progress(c, &done, &total);
 	lmt_progress_init(&bar, "encoding", "B", total, tool_quiet);
@@ -252,65 +207,32 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	int n;
 	while ((n = lmt_batchq_get(q, &b, &err)) > 0) {
 		int nd = (int)b->n;
-		if (LMT_GROW(recs, rcap, (size_t)nd))
-			die("out of memory");
-		int failed = 0;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 16) reduction(| : failed)
-		for (int i = 0; i < nd; i++) {
-			int tid = omp_get_thread_num();
-			struct lmt_u32vec *v = &vec[tid].v;
-			size_t start = v->n;
-			if (LMT_GROW(v->v, v->cap, v->n + 2)) {
-				failed = 1;
-				continue;
-			}
-			if (bos != LMT_NO_TOKEN)
-				v->v[v->n++] = bos;
-			if (llmc_first)
-				v->v[v->n++] = eos;
-			failed |= lmt_tok_encode(&tok, st[tid], b->docs[i].text, b->docs[i].len, o->allow_special, v) != 0;
-			if (eos != LMT_NO_TOKEN && !llmc_first) {
-				if (LMT_GROW(v->v, v->cap, v->n + 1))
-					failed = 1;
-				else
-					v->v[v->n++] = eos;
-			}
-			recs[i] = (struct rec){ tid, start, v->n - start };
-		}
-		if (failed)
-			die("out of memory encoding");
-		/* gather the batch in document order, then write it in one go */
-		all.n = 0;
-		for (int i = 0; i < nd; i++) {
-			if (LMT_GROW(all.v, all.cap, all.n + recs[i].n))
-				die("out of memory");
-			memcpy(all.v + all.n, vec[recs[i].tid].v.v + recs[i].start, recs[i].n * sizeof *all.v);
-			all.n += recs[i].n;
-		}
+		if (lmt_batchenc_run(&enc, b, &err))
+			die_err(&err);
+		const struct lmt_u32vec *all = &enc.all;
 		if (o->llmc) {
-			llmc_write(&l, all.v, all.n);
+			if (lmt_llmc_tokens_write(&l, all->v, all->n, &err))
+				die_err(&err);
 		} else if (o->ids) {
-			for (int i = 0, at = 0; i < nd; at += (int)recs[i].n, i++)
-				ids_write(idout, to_stdout ? "<stdout>" : o->out, all.v + at, recs[i].n);
+			for (size_t i = 0, at = 0; i < (size_t)nd; at += enc.ntok[i], i++)
+				ids_write(idout, to_stdout ? "<stdout>" : o->out, all->v + at, enc.ntok[i]);
 		} else {
-			if (lmt_tokstream_writer_tokens(&w, all.v, all.n, &err))
+			if (lmt_tokstream_writer_tokens(&w, all->v, all->n, &err))
 				die_err(&err);
 			for (int i = 0; i < nd; i++)
-				if (lmt_tokstream_writer_index(&w, recs[i].n, b->docs[i].len, b->docs[i].source, b->docs[i].ordinal, &err))
+				if (lmt_tokstream_writer_index(&w, enc.ntok[i], b->docs[i].len, b->docs[i].source,
+							       b->docs[i].ordinal, &err))
 					die_err(&err);
 		}
-		ntok += all.n;
+		ntok += all->n;
 		for (int i = 0; i < nd; i++)
 			bytes += b->docs[i].len;
 		docs += (uint64_t)nd;
-		for (int i = 0; i < nt; i++)
-			vec[i].v.n = 0;
 		lmt_batchq_put(q, b);
 		lmt_corpus_progress(c, &done, &total);
 		lmt_progress_update(&bar, done);
 	}
 	lmt_batchq_stop(q);
-	free(all.v);
 	if (n < 0)
 		die_err(&err);
 	lmt_progress_done(&bar);
@@ -319,8 +241,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	uint8_t sha[32];
 	char hex[LMT_SHA256_HEX];
 	if (o->llmc) {
-		llmc_finish(&l);
-		if (lmt_sha256_file(o->out, sha, &err))
+		if (lmt_llmc_tokens_finish(&l, &err) || lmt_sha256_file(o->out, sha, &err))
 			die_err(&err);
 	} else if (o->ids) {
 		memset(sha, 0, sizeof sha);
@@ -342,42 +263,14 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		free(names);
 	}
 	lmt_sha256_hex(sha, hex);
-	if (!to_stdout) {
-		struct lmt_json j;
-		lmt_json_init(&j);
-		lmt_json_begin(&j);
-		lmt_json_str(&j, "event", "summary");
-		lmt_json_str(&j, "output", o->out);
-		lmt_json_str(&j, "format", o->llmc ? "llmc" : o->ids ? "ids" : "lmt");
-		lmt_json_str(&j, "sha256", hex);
-		lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(tok.sha256, hex));
-		lmt_json_u64(&j, "documents", docs);
-		lmt_json_u64(&j, "sources", lmt_corpus_nsources(c));
-		corpus_skips_json(&j, o->corpus.skips);
-		lmt_json_u64(&j, "bytes", bytes);
-		lmt_json_u64(&j, "tokens", ntok);
-		if (!o->ids)
-			lmt_json_u64(&j, "token_bytes", o->llmc ? (l.version == 2 ? 4 : 2) : tsinfo.token_bytes);
-		lmt_json_num(&j, "bytes_per_token", ntok ? (double)bytes / ntok : 0);
-		lmt_json_u64(&j, "threads", (uint64_t)nt);
-		lmt_json_num(&j, "seconds", secs);
-		lmt_json_num(&j, "mb_per_s", secs > 0 ? bytes / secs / 1e6 : 0);
-		lmt_json_u64(&j, "peak_rss", lmt_peak_rss());
-		if (lmt_json_end_line(&j, stdout))
-			die_write("<stdout>");
-		lmt_json_release(&j);
-	}
+	if (!to_stdout)
+		summary(o, hex, &tok, c, &(struct totals){ docs, bytes, ntok, secs, nt,
+							 o->llmc ? (l.version == 2 ? 4 : 2) : tsinfo.token_bytes });
 	corpus_skips_warn(o->corpus.skips);
 	info("encoded %llu documents, %llu bytes into %llu tokens in %.2f s (%.1f MB/s, %d threads)",
 	     (unsigned long long)docs, (unsigned long long)bytes, (unsigned long long)ntok, secs,
 	     secs > 0 ? bytes / secs / 1e6 : 0, nt);
-	for (int i = 0; i < nt; i++) {
-		lmt_tok_state_free(st[i]);
-		free(vec[i].v.v);
-	}
-	free(st);
-	free(vec);
-	free(recs);
+	lmt_batchenc_release(&enc);
 	lmt_corpus_close(c);
 	lmt_tok_release(&tok);
 	return 0;

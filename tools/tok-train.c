@@ -8,9 +8,10 @@
  *	tok-train -t tok.lmtok --export-hf tokenizer.json                 export
  *	tok-train -t tok.lmtok --fertility --eval code=src.c corpus/      report
  *
- * Training (corpus reading, counting, merges, the finished vocabulary), the
- * tokenizer file write and the fertility counts are lib/data/toktrain.c; this
- * tool checks options, chooses the mode and prints.
+ * Training (corpus reading, counting, merges, the finished vocabulary) and the
+ * fertility counts are lib/data/toktrain.c, the files written together
+ * lib/data/tokinterop.c, the records lib/report/tokrec.c; this tool checks
+ * options, chooses the mode and prints.
  *
  * stdout: JSONL (progress, summary, fertility); stderr: human messages.
  */
@@ -28,6 +29,7 @@
 #include "data/tokenizer.h"
 #include "data/tokinterop.h"
 #include "data/toktrain.h"
+#include "report/tokrec.h"
 #include "tool.h"
 #include "core/util.h"
 
@@ -76,11 +78,7 @@ static const struct option longopts[] = {
 	{ "progress-every", required_argument, NULL, OPT_PROGRESS_EVERY },
 	{ "chars", no_argument, NULL, OPT_CHARS },
 	{ "quiet", no_argument, NULL, 'q' },
-	{ "input-format", required_argument, NULL, OPT_INPUT_FORMAT },
-	{ "txt-docs", required_argument, NULL, OPT_TXT_DOCS },
-	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP },
-	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD },
-	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY },
+	CORPUS_LONGOPTS,
 	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ NULL, 0, NULL, 0 },
 };
@@ -121,12 +119,9 @@ static void usage(void)
 	       "      --eval LABEL=FILE   add a labelled file to the fertility report\n"
 	       "\n"
 	       "Input:\n"
-	       "      --input-format F    auto (by name), text or jsonl\n"
-	       "      --txt-docs MODE     text documents: file (default), line, blank\n"
+	       CORPUS_HELP_FORMAT
 	       "      --doc-sep STR       split text documents at STR instead\n"
-	       "      --text-field NAME   JSONL field with the text (text)\n"
-	       "      --keep-empty        keep empty documents\n"
-	       "      --strict            a dangling, unreadable or binary input is an error\n"
+	       CORPUS_HELP_REST
 	       "\n"
 	       "  -o, --output PATH       tokenizer file; a directory gets tok-<sha256:16>.lmtok\n"
 	       "  -q, --quiet             no progress on stderr\n"
@@ -164,10 +159,6 @@ static void train_only(struct opts *o, const char *name)
 		o->train_opt = name;
 }
 
-struct train_stats {
-	uint64_t docs, bytes, words, distinct_words;
-	int trained;
-};
 
 /* ---- training ---- */
 
@@ -192,26 +183,14 @@ static void on_count(void *ctx, uint64_t done, uint64_t total)
 static int on_progress(void *ctx, uint32_t merges, uint32_t tokens, uint64_t best)
 {
 	struct train_ctx *tc = ctx;
-	lmt_json_begin(tc->j);
-	lmt_json_str(tc->j, "event", "progress");
-	lmt_json_u64(tc->j, "merges", merges);
-	lmt_json_u64(tc->j, "tokens", tokens);
-	lmt_json_u64(tc->j, "best_count", best);
-	lmt_json_num(tc->j, "seconds", lmt_now() - tc->t0);
-	if (lmt_json_end_line(tc->j, stdout))
-		die_write("<stdout>");
+	lmt_tokrec_progress(tc->j, merges, tokens, best, lmt_now() - tc->t0);
+	put_record(tc->j);
 	lmt_progress_update(tc->bar, tokens);
 	return 0;
 }
 
-static void end_line(struct lmt_json *j)
-{
-	if (lmt_json_end_line(j, stdout))
-		die_write("<stdout>");
-}
-
 static void train(const struct opts *o, const char *const *inputs, int ninputs,
-		  struct lmt_tokenizer *tok, struct lmt_json *j, struct train_stats *ts)
+		  struct lmt_tokenizer *tok, struct lmt_json *j, struct lmt_tokrec_input *ts)
 {
 	struct lmt_err err = { 0 };
 	int nspec = o->no_special ? 0 : o->nspecials;
@@ -244,17 +223,9 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 	if (lmt_toktrain_count(&t, inputs, ninputs, on_count, &tc, &err))
 		die_err(&err);
 	lmt_progress_done(&bar);
-	*ts = (struct train_stats){ t.docs, t.bytes, t.wc->total, t.wc->n, 1 };
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "counted");
-	lmt_json_u64(j, "documents", t.docs);
-	lmt_json_u64(j, "bytes", t.bytes);
-	lmt_json_u64(j, "words", t.wc->total);
-	lmt_json_u64(j, "distinct_words", t.wc->n);
-	lmt_json_u64(j, "table_bytes", lmt_wordcount_bytes(t.wc));
-	lmt_json_u64(j, "threads", (uint64_t)p.threads);
-	lmt_json_num(j, "seconds", t.count_seconds);
-	end_line(j);
+	*ts = (struct lmt_tokrec_input){ t.docs, t.bytes, t.wc->total, t.wc->n, 1 };
+	lmt_tokrec_counted(j, &t, p.threads);
+	put_record(j);
 	info("counted %llu documents, %llu bytes, %llu distinct words in %.1f s",
 	     (unsigned long long)t.docs, (unsigned long long)t.bytes,
 	     (unsigned long long)t.wc->n, t.count_seconds);
@@ -272,23 +243,10 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 	}
 	if (lmt_toktrain_finish(&t, tok, &err))
 		die_err(&err);
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "trained");
-	if (o->chars)
-		lmt_json_str(j, "kind", "chars");
-	else
+	if (!o->chars)
 		info("trained %u merges in %.1f s", t.merges, t.merge_seconds);
-	lmt_json_u64(j, "merges", t.merges);
-	lmt_json_u64(j, "tokens", t.tokens);
-	if (o->chars)
-		lmt_json_u64(j, "characters_seen", t.wc->n);
-	lmt_json_num(j, "count_seconds", t.count_seconds);
-	lmt_json_num(j, "merge_seconds", t.merge_seconds);
-	if (!o->chars) {
-		lmt_json_u64(j, "word_table_bytes", lmt_wordcount_bytes(t.wc));
-		lmt_json_u64(j, "trainer_peak_bytes", t.trainer_peak_bytes);
-	}
-	end_line(j);
+	lmt_tokrec_trained(j, &t, o->chars);
+	put_record(j);
 	lmt_toktrain_release(&t);
 }
 
@@ -332,20 +290,8 @@ static void import(const struct opts *o, struct lmt_tokenizer *tok)
 static void emit_fertility(struct lmt_json *j, const char *source, const char *label,
 			   const struct lmt_fertility *f)
 {
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "fertility");
-	lmt_json_str(j, "source", source);
-	if (label)
-		lmt_json_str(j, "label", label);
-	lmt_json_u64(j, "documents", f->docs);
-	lmt_json_u64(j, "bytes", f->bytes);
-	lmt_json_u64(j, "words", f->words);
-	lmt_json_u64(j, "tokens", f->tokens);
-	lmt_json_num(j, "tokens_per_byte", f->bytes ? (double)f->tokens / f->bytes : 0);
-	lmt_json_num(j, "bytes_per_token", f->tokens ? (double)f->bytes / f->tokens : 0);
-	lmt_json_num(j, "tokens_per_word", f->words ? (double)f->tokens / f->words : 0);
-	if (lmt_json_end_line(j, stdout))
-		die_write("<stdout>");
+	lmt_tokrec_fertility(j, source, label, f);
+	put_record(j);
 }
 
 static void fertility(const struct opts *o, const struct lmt_tokenizer *tok, const char *const *inputs,
@@ -529,71 +475,14 @@ static void check_options(struct opts *o, const char *const *inputs, int ninputs
 }
 
 static void print_summary(const struct opts *o, const struct lmt_tokenizer *tok, const char *final,
-			  const struct train_stats *ts, double t0, struct lmt_json *j)
+			  const struct lmt_tokrec_input *ts, double t0, struct lmt_json *j)
 {
 	char hex[LMT_SHA256_HEX];
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", "summary");
-	lmt_json_str(j, "tokenizer", final);
-	lmt_json_str(j, "sha256", lmt_sha256_hex(tok->sha256, hex));
-	lmt_json_u64(j, "vocab_size", tok->n_vocab);
-	lmt_json_u64(j, "merges", tok->n_merges);
-	lmt_json_u64(j, "specials", tok->n_special);
-	lmt_json_str(j, "pattern", tok->pt.name);
-	lmt_json_u64(j, "max_token_len", tok->max_token_len);
-	if (tok->eos != LMT_NO_TOKEN)
-		lmt_json_u64(j, "eos_id", tok->eos);
-	if (tok->bos != LMT_NO_TOKEN)
-		lmt_json_u64(j, "bos_id", tok->bos);
-	if (tok->pad != LMT_NO_TOKEN)
-		lmt_json_u64(j, "pad_id", tok->pad);
-	if (o->export_hf)
-		lmt_json_str(j, "export_hf", o->export_hf);
-	if (ts->trained) {
-		lmt_json_u64(j, "documents", ts->docs);
-		lmt_json_u64(j, "input_bytes", ts->bytes);
-		lmt_json_u64(j, "words", ts->words);
-		lmt_json_u64(j, "distinct_words", ts->distinct_words);
-	}
-	lmt_json_num(j, "seconds", lmt_now() - t0);
-	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
+	lmt_tokrec_summary(j, tok, final, o->export_hf, ts, lmt_now() - t0);
 	corpus_skips_json(j, o->corpus.skips);
-	if (lmt_json_end_line(j, stdout))
-		die_write("<stdout>");
+	put_record(j);
+	lmt_sha256_hex(tok->sha256, hex);
 	info("wrote %s (%u tokens, sha256 %.16s...)", final, tok->n_vocab, hex);
-}
-
-/* -o and --export-hf, committed together: neither is in place unless both are */
-static void write_outputs(const struct opts *o, struct lmt_tokenizer *tok, char *final, size_t cap)
-{
-	struct lmt_err err = { 0 };
-	struct lmt_atomicfile lm = { .slot = -1 }, hf = { .slot = -1 };
-	if (o->out) {
-		uint8_t *buf;
-		size_t n;
-		if (lmt_tok_serialize(tok, &buf, &n, &err)) /* also fixes the sha256 the name may hold */
-			die_err(&err);
-		lmt_tok_output_name(tok, o->out, final, cap);
-		if (lmt_atomicfile_open(&lm, final, &err))
-			die_err(&err);
-		if (fwrite(buf, 1, n, lm.fp) != n)
-			die_write(final);
-		free(buf);
-	}
-	if (o->export_hf) {
-		char *text;
-		size_t n;
-		if (lmt_tok_export_hf_text(tok, &text, &n, &err) || lmt_atomicfile_open(&hf, o->export_hf, &err)) {
-			lmt_atomicfile_abort(&lm);
-			die_err(&err);
-		}
-		if (fwrite(text, 1, n, hf.fp) != n)
-			die_write(o->export_hf);
-		free(text);
-	}
-	struct lmt_atomicfile *const all[] = { &lm, &hf };
-	if (lmt_atomicfile_commit_all(all, 2, &err))
-		die_err(&err);
 }
 
 int main(int argc, char **argv)
@@ -631,7 +520,7 @@ int main(int argc, char **argv)
 	struct lmt_tokenizer tok;
 	struct lmt_err err = { 0 };
 	double t0 = lmt_now();
-	struct train_stats ts = { 0 };
+	struct lmt_tokrec_input ts = { 0 };
 	if (o.import) {
 		import(&o, &tok);
 	} else if (o.tokenizer) {
@@ -641,7 +530,8 @@ int main(int argc, char **argv)
 		train(&o, inputs, ninputs, &tok, &j, &ts);
 	}
 	char final[4096] = "";
-	write_outputs(&o, &tok, final, sizeof final);
+	if (lmt_tok_write_files(&tok, o.out, final, sizeof final, o.export_hf, &err)) /* neither unless both */
+		die_err(&err);
 	if (o.out)
 		print_summary(&o, &tok, final, &ts, t0, &j);
 	if (o.fertility || o.nevals)

@@ -18,8 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/atomicfile.h"
 #include "core/digest.h"
 #include "core/util.h"
 
@@ -702,4 +704,83 @@ void lmt_ckpt_record_explanation(struct lmt_json *j, const char *dir, const stru
 		lmt_json_obj_end(j);
 	}
 	lmt_json_arr_end(j);
+}
+
+/* ---- what an argument names ---- */
+
+int lmt_ckpt_resolve(const char *arg, char *path, size_t cap, int *from_run, void (*skip)(void *ctx, const char *msg),
+		     void *ctx, struct lmt_err *err)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	int rc;
+	*from_run = 0;
+	if (stat(arg, &st))
+		return lmt_err_set(err, LMT_EIO, "'%s': %s", arg, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return lmt_err_set(err, LMT_EINVAL, "'%s': not a directory (a checkpoint is a directory: RUN/ckpt/step-N)",
+				   arg);
+	if ((rc = lmt_path_fmt(p, sizeof p, err, "%s/manifest.json", arg)))
+		return rc;
+	if (lstat(p, &st) == 0) {
+		snprintf(path, cap, "%s", arg);
+		return 0;
+	}
+	if ((rc = lmt_path_fmt(p, sizeof p, err, "%s/ckpt", arg)))
+		return rc;
+	if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+		int seen;
+		rc = lmt_ckpt_newest(arg, path, cap, &seen, skip, ctx, err);
+		if (rc < 0)
+			return rc;
+		if (!rc)
+			return lmt_err_set(err, LMT_ENOTFOUND, "'%s': no checkpoint in '%s/ckpt'%s", arg, arg,
+					   seen ? " opens (name a directory to have it explained)" : "");
+		*from_run = 1;
+		return 0;
+	}
+	snprintf(path, cap, "%s", arg);
+	return 0;
+}
+
+int lmt_ckpt_target_open(struct lmt_ckpt_target *k, const char *path, struct lmt_err *err)
+{
+	char mp[PATH_MAX];
+	struct stat st;
+	memset(k, 0, sizeof *k);
+	k->path = path;
+	int rc = lmt_path_fmt(mp, sizeof mp, err, "%s/manifest.json", path);
+	if (rc)
+		return rc;
+	if (lstat(mp, &st) != 0) {
+		k->no_manifest = 1;
+		return lmt_err_set(err, LMT_ENOTFOUND, "'%s': no manifest.json: not a checkpoint", path);
+	}
+	if ((rc = lmt_ckpt_open(&k->c, path, 0, err)))
+		return rc;
+	if (!(k->f = lmt_ckpt_dfile_check_all(&k->c))) {
+		lmt_ckpt_close(&k->c);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	k->uncommitted = lmt_ckpt_name_check(&k->c, path, k->name_problem, sizeof k->name_problem);
+	return 0;
+}
+
+void lmt_ckpt_target_close(struct lmt_ckpt_target *k)
+{
+	free(k->f);
+	k->f = NULL;
+	lmt_ckpt_close(&k->c);
+}
+
+void lmt_ckpt_record_rehash(struct lmt_json *j, const char *dir, const struct lmt_ckpt_rehash_result *r,
+			    const char *old_hex, const char *new_hex)
+{
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "rehash");
+	lmt_json_str(j, "checkpoint", dir);
+	lmt_json_u64(j, "old_schema", (uint64_t)r->old_schema);
+	lmt_json_bool(j, "was_sealed", r->was_sealed);
+	lmt_json_str(j, "old_sha256", old_hex);
+	lmt_json_str(j, "new_sha256", new_hex);
 }

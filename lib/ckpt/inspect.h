@@ -32,6 +32,31 @@
 int lmt_ckpt_newest(const char *run, char *out, size_t cap, int *seen, void (*skip)(void *ctx, const char *msg),
 		    void *ctx, struct lmt_err *err);
 
+/*
+ * What an inspection's argument names: a checkpoint (a directory holding
+ * manifest.json), else a run (a directory holding ckpt/: its newest checkpoint
+ * that opens, as lmt_ckpt_newest, telling skip what it passes over), else the
+ * directory itself, which will not open. path gets it (cap bytes), *from_run
+ * whether it came from a run. LMT_EIO: arg cannot be stat'ed; LMT_EINVAL: not a
+ * directory; LMT_ENOTFOUND: a run none of whose checkpoints opens.
+ */
+int lmt_ckpt_resolve(const char *arg, char *path, size_t cap, int *from_run, void (*skip)(void *ctx, const char *msg),
+		     void *ctx, struct lmt_err *err);
+
+/* An opened checkpoint: its manifest and what its files look like on disk. */
+struct lmt_ckpt_target {
+	struct lmt_ckpt c;
+	const char *path;
+	struct lmt_ckpt_dfile *f;  /* parallel to c.files (lmt_ckpt_dfile_check_all) */
+	int uncommitted;           /* a .tmp-step-* directory (lmt_ckpt_name_check) */
+	char name_problem[256];
+	int no_manifest;           /* set when opening failed because there is no manifest.json */
+};
+/* Open the checkpoint at path without verifying it, and look at its files. On
+ * failure nothing is held; k->no_manifest says whether there was a manifest. */
+int lmt_ckpt_target_open(struct lmt_ckpt_target *k, const char *path, struct lmt_err *err);
+void lmt_ckpt_target_close(struct lmt_ckpt_target *k);
+
 /* ---- reading a tensor in element order ---- */
 
 struct lmt_ckpt_treader {
@@ -210,6 +235,9 @@ void lmt_ckpt_record_verify_summary(struct lmt_json *j, const char *path, const 
 				    const struct lmt_ckpt_verify_result *res, int ok, int committed, double seconds);
 /* "verify": a file's verdict or a bad chunk (not an unlisted file). */
 void lmt_ckpt_record_finding(struct lmt_json *j, const struct lmt_ckpt_finding *f);
+/* "rehash": the manifest re-sealed (hex: its file's SHA-256 before and after). */
+void lmt_ckpt_record_rehash(struct lmt_json *j, const char *dir, const struct lmt_ckpt_rehash_result *r,
+			    const char *old_hex, const char *new_hex);
 /* "incomplete": dir, which is not a checkpoint, as lmt_ckpt_explain explained it. */
 void lmt_ckpt_record_explanation(struct lmt_json *j, const char *dir, const struct lmt_ckpt_explanation *x);
 

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,4 +160,24 @@ int lmt_run_of_ckpt(const char *path, char *run_dir, size_t cap)
 	while (n > 1 && path[n - 1] == '/')
 		n--;
 	return !lmt_path_fmt(run_dir, cap, NULL, "%.*s", (int)(n ? n : 1), n ? path : ".");
+}
+
+int lmt_run_lock_ckpt_writer(const char *ckpt_path, struct lmt_run_lock *l, struct lmt_err *err)
+{
+	char run_dir[PATH_MAX];
+	struct stat st;
+	if (lmt_run_of_ckpt(ckpt_path, run_dir, sizeof run_dir) && stat(run_dir, &st) == 0)
+		return lmt_run_lock(run_dir, 0, l, err);
+	return 0;
+}
+
+int lmt_run_lock_output(const char *run_dir, int fd, struct lmt_run_lock *l, struct lmt_err *err)
+{
+	char ck[PATH_MAX];
+	struct stat st;
+	if (snprintf(ck, sizeof ck, "%s/ckpt", run_dir) >= (int)sizeof ck || stat(ck, &st) || !S_ISDIR(st.st_mode))
+		return 0;
+	if (lmt_run_contains_fd(run_dir, fd))
+		return lmt_run_lock(run_dir, 0, l, err);
+	return 0;
 }

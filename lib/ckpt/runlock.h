@@ -65,4 +65,19 @@ int lmt_run_contains(const char *run_dir, const char *path);
  * `evalppl RUN > RUN/eval/ppl.jsonl` puts it); 0 otherwise. */
 int lmt_run_contains_fd(const char *run_dir, int fd);
 
+/*
+ * The two ways a tool other than train becomes one of a run's writers, and so
+ * takes its lock (refused while train owns the run):
+ *  - writing a checkpoint into RUN/ckpt (ckpt-reshard's output, ckpt-inspect
+ *    --rehash): lmt_run_lock_ckpt_writer locks RUN when ckpt_path names a
+ *    checkpoint of a run that exists (a RUN that is not there is left to the
+ *    writing's own error);
+ *  - its stdout going into the run (`evalppl RUN > RUN/eval/ppl.jsonl`):
+ *    lmt_run_lock_output locks run_dir when it is a run (has a ckpt directory)
+ *    and fd is one of its files (lmt_run_contains_fd).
+ * Both return 0 with nothing taken otherwise; l: as lmt_run_lock's.
+ */
+int lmt_run_lock_ckpt_writer(const char *ckpt_path, struct lmt_run_lock *l, struct lmt_err *err);
+int lmt_run_lock_output(const char *run_dir, int fd, struct lmt_run_lock *l, struct lmt_err *err);
+
 #endif

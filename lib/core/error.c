@@ -75,9 +75,23 @@ const char *lmt_strerror(int code)
 	return "unknown error";
 }
 
+char lmt_assert_msg[512];
+static void (*assert_handler)(const char *msg);
+
+void lmt_set_assert_handler(void (*fn)(const char *msg))
+{
+	assert_handler = fn;
+}
+
 void lmt_assert_fail(const char *expr, const char *file, int line)
 {
-	fprintf(stderr, "lmt: internal error: assertion '%s' failed at %s:%d\n", expr, file, line);
+	snprintf(lmt_assert_msg, sizeof lmt_assert_msg, "internal error: assertion '%s' failed at %s:%d", expr, file,
+		 line);
+	if (assert_handler) {
+		void (*fn)(const char *) = assert_handler;
+		assert_handler = NULL; /* an assertion inside the handler aborts at once */
+		fn(lmt_assert_msg);
+	}
 	abort();
 }
 

@@ -43,10 +43,19 @@ void lmt_err_prefix(struct lmt_err *err, const char *fmt, ...)
 
 const char *lmt_strerror(int code);
 
-/* For bugs only: print file:line and abort. Never for bad input. */
+/*
+ * For bugs only, never for bad input: a failed assertion aborts. The library
+ * never prints, so the failure ("internal error: assertion 'EXPR' failed at
+ * FILE:LINE") is kept in lmt_assert_msg (for a debugger or a core dump) and given
+ * to the handler a program installed, which tells it where that program writes
+ * its messages (the tools: stderr, tools/common/tool.c), before abort().
+ */
 #define LMT_ASSERT(c) \
 	do { if (!(c)) lmt_assert_fail(#c, __FILE__, __LINE__); } while (0)
 void lmt_assert_fail(const char *expr, const char *file, int line)
 	__attribute__((noreturn));
+extern char lmt_assert_msg[512];
+/* The handler (NULL: none, the default): called once, with lmt_assert_msg. */
+void lmt_set_assert_handler(void (*fn)(const char *msg));
 
 #endif

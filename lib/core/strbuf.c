@@ -3,6 +3,7 @@
  */
 #include "core/strbuf.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,4 +92,16 @@ char *lmt_strbuf_detach(struct lmt_strbuf *b)
 	}
 	memset(b, 0, sizeof *b);
 	return s;
+}
+
+const char *lmt_fmt_bytes(double b, char buf[32])
+{
+	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	int i = 0;
+	while (fabs(b) >= 1024 && i < 5) {
+		b /= 1024;
+		i++;
+	}
+	snprintf(buf, 32, i ? "%.2f %s" : "%.0f %s", b, u[i]);
+	return buf;
 }

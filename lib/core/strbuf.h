@@ -41,4 +41,8 @@ void lmt_strbuf_vprintf(struct lmt_strbuf *b, const char *fmt, va_list ap);
  * NULL after an allocation failure (and frees what there was). */
 char *lmt_strbuf_detach(struct lmt_strbuf *b);
 
+/* A byte count for people into buf: "512 B", "1.50 KiB" ... "2.00 PiB" (powers of
+ * 1024, two decimals above bytes). Returns buf. */
+const char *lmt_fmt_bytes(double bytes, char buf[32]);
+
 #endif

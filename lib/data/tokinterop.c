@@ -15,6 +15,7 @@
 #include "core/atomicfile.h"
 #include "core/json.h"
 #include "core/util.h"
+#include "data/toktrain.h"
 
 struct idtab {
 	struct ent {
@@ -740,4 +741,37 @@ int lmt_tok_export_hf(const struct lmt_tokenizer *t, const char *path, struct lm
 		rc = lmt_write_file_atomic(path, text, n, err);
 	free(text);
 	return rc;
+}
+
+int lmt_tok_write_files(struct lmt_tokenizer *t, const char *out, char *final, size_t cap, const char *hf,
+			struct lmt_err *err)
+{
+	struct lmt_atomicfile lm = { .slot = -1 }, h = { .slot = -1 };
+	int rc = 0;
+	if (out) {
+		uint8_t *buf;
+		size_t n;
+		if ((rc = lmt_tok_serialize(t, &buf, &n, err)))
+			return rc;
+		lmt_tok_output_name(t, out, final, cap);
+		if (!(rc = lmt_atomicfile_open(&lm, final, err)) && fwrite(buf, 1, n, lm.fp) != n)
+			rc = lmt_err_errno(err, "'%s': write", final);
+		free(buf);
+	}
+	if (!rc && hf) {
+		char *text;
+		size_t n;
+		if (!(rc = lmt_tok_export_hf_text(t, &text, &n, err))) {
+			if (!(rc = lmt_atomicfile_open(&h, hf, err)) && fwrite(text, 1, n, h.fp) != n)
+				rc = lmt_err_errno(err, "'%s': write", hf);
+			free(text);
+		}
+	}
+	if (rc) {
+		lmt_atomicfile_abort(&lm);
+		lmt_atomicfile_abort(&h);
+		return rc;
+	}
+	struct lmt_atomicfile *const all[] = { &lm, &h };
+	return lmt_atomicfile_commit_all(all, 2, err);
 }

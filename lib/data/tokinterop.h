@@ -37,4 +37,14 @@ int lmt_tok_import_hf(struct lmt_tokenizer *t, const char *path, struct lmt_err 
 int lmt_tok_export_hf_text(const struct lmt_tokenizer *t, char **text, size_t *len, struct lmt_err *err);
 int lmt_tok_export_hf(const struct lmt_tokenizer *t, const char *path, struct lmt_err *err);
 
+/*
+ * A tokenizer's files, committed together so that neither is in place unless both
+ * are (core/atomicfile.h's lmt_atomicfile_commit_all): the lmt file at out (NULL:
+ * none; its name completed by lmt_tok_output_name, into final, cap bytes) and
+ * HuggingFace's tokenizer.json at hf (NULL: none). Serialising also fixes the
+ * SHA-256 the name may carry.
+ */
+int lmt_tok_write_files(struct lmt_tokenizer *t, const char *out, char *final, size_t cap, const char *hf,
+			struct lmt_err *err);
+
 #endif

@@ -4,6 +4,7 @@
 #include "plan/budget.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const lmt_budget_terms[6] = { "training", "pilots", "failures", "checkpoints", "evaluation", "idle" };
@@ -63,4 +64,53 @@ int lmt_budget_compute(const struct lmt_budget_opts *o, const struct lmt_budget_
 		b->device_h_total += b->device_h[i];
 	}
 	return 0;
+}
+
+void lmt_budget_in_from_pilots(const struct lmt_run_measured *m, int n, int devices, struct lmt_budget_in *in)
+{
+	*in = (struct lmt_budget_in){ 0 };
+	for (int i = 0; i < n; i++) {
+		double wall = m[i].wall_s > 0 ? m[i].wall_s : m[i].step_s * (double)m[i].updates;
+		in->pilots_device_s += wall * m[i].cfg.world;
+	}
+	const struct lmt_run_measured *last = &m[n - 1];
+	in->devices = devices ? devices : last->cfg.world;
+	in->tokens_per_s = last->tokens_per_s * in->devices / last->cfg.world;
+	in->ckpt_cost_s = last->ckpt_cost_s;
+	in->eval_s = last->eval_s;
+	in->eval_every_s = (double)last->eval_every * last->step_s;
+}
+
+int lmt_budget_loss_fit(const struct lmt_run_measured *m, int n, struct lmt_powerlaw *p, int *used,
+			struct lmt_err *err)
+{
+	double *C = calloc((size_t)n, sizeof *C), *L = calloc((size_t)n, sizeof *L);
+	int k = 0, rc = 0;
+	if (!C || !L) {
+		free(C);
+		free(L);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < n; i++) {
+		double fpt = m[i].flops_per_token > 0 ? m[i].flops_per_token : 6.0 * (double)m[i].nparams;
+		double loss = isfinite(m[i].val_loss) ? m[i].val_loss : m[i].loss;
+		if (fpt > 0 && m[i].tokens_total && isfinite(loss)) {
+			C[k] = fpt * (double)m[i].tokens_total;
+			L[k++] = loss;
+		}
+	}
+	*used = k;
+	if (k >= 2)
+		rc = lmt_powerlaw_fit(C, L, k, 0, p, err);
+	free(C);
+	free(L);
+	return rc;
+}
+
+double lmt_budget_target_flops(const struct lmt_ledger_cfg *c, double params, double target_tokens)
+{
+	struct lmt_gpt_config mc = c->model;
+	mc.Vp = lmt_gpt_padded_vocab(mc.V);
+	double fpt = params > 0 ? 6 * params : lmt_gpt_flops_per_token(&mc, c->T);
+	return fpt * target_tokens;
 }

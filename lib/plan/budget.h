@@ -13,6 +13,9 @@
 #define LMT_BUDGET_H
 
 #include "core/error.h"
+#include "model/ledger.h"
+#include "plan/fit.h"
+#include "plan/runread.h"
 
 struct lmt_budget_opts {
 	double target_tokens;
@@ -44,5 +47,21 @@ double lmt_lost_per_failure(double tau, double restart_s);
 void lmt_budget_defaults(struct lmt_budget_opts *o);
 int lmt_budget_compute(const struct lmt_budget_opts *o, const struct lmt_budget_in *in, struct lmt_budget *b,
 		       struct lmt_err *err);
+
+/* The inputs from the pilot runs m[0..n), n >= 1: their device time (each one's
+ * wall seconds, else its median step times its updates, times its world), and the
+ * last pilot's costs, its rate scaled linearly (an assumption: perfect scaling)
+ * from its world to devices (0: the last pilot's world). */
+void lmt_budget_in_from_pilots(const struct lmt_run_measured *m, int n, int devices, struct lmt_budget_in *in);
+
+/* The loss power law (plan/fit.h) over the pilots with a compute count (train's
+ * FLOPs per token, else 6 N) and a loss (the last evaluation's, else training's):
+ * *used gets how many; fitted only when there are two or more (0 and p untouched
+ * otherwise). */
+int lmt_budget_loss_fit(const struct lmt_run_measured *m, int n, struct lmt_powerlaw *p, int *used,
+			struct lmt_err *err);
+/* Compute of the planned run: its FLOPs per token (6 x params when params > 0,
+ * else the model's count at T positions) times the target tokens. */
+double lmt_budget_target_flops(const struct lmt_ledger_cfg *c, double params, double target_tokens);
 
 #endif

@@ -7,6 +7,7 @@
 #include "plan/fit.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 int lmt_lstsq(const double *X, const double *y, int n, int k, double *beta, struct lmt_err *err)
@@ -168,4 +169,35 @@ double lmt_powerlaw_predict(const struct lmt_powerlaw *p, double x, double *half
 		}
 	}
 	return mean;
+}
+
+double lmt_run_measured_acts(const struct lmt_run_measured *m)
+{
+	if (m->peak_alloc < 0)
+		return (double)m->activations;
+	return (double)(m->peak_alloc - m->params - m->weights_working - m->grads - m->optimizer -
+			(m->staging > 0 ? m->staging : 0));
+}
+
+int lmt_act_fit_runs(const struct lmt_run_measured *m, int n, double beta[LMT_ACT_FEATURES], struct lmt_err *err)
+{
+	double *X = calloc((size_t)n * LMT_ACT_FEATURES, sizeof *X), *y = calloc((size_t)n, sizeof *y);
+	int rc;
+	if (!X || !y) {
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	} else {
+		for (int i = 0; i < n; i++) {
+			lmt_act_features(&m[i].cfg, X + (size_t)i * LMT_ACT_FEATURES);
+			y[i] = lmt_run_measured_acts(&m[i]);
+		}
+		rc = lmt_lstsq(X, y, n, LMT_ACT_FEATURES, beta, err);
+	}
+	free(X);
+	free(y);
+	return rc;
+}
+
+double lmt_fit_error_pct(double pred, double meas)
+{
+	return meas != 0 ? 100 * (pred - meas) / meas : (pred == 0 ? 0 : INFINITY);
 }

@@ -24,6 +24,7 @@
 
 #include "core/error.h"
 #include "model/ledger.h"
+#include "plan/runread.h"
 
 /* Solve min |X beta - y|^2 (X: n rows of k, row-major; k <= 8) by the normal
  * equations with a relative ridge of 1e-12 on the diagonal (so features that a
@@ -35,6 +36,15 @@ int lmt_lstsq(const double *X, const double *y, int n, int k, double *beta, stru
 void lmt_act_features(const struct lmt_ledger_cfg *c, double f[LMT_ACT_FEATURES]);
 /* The fitted bytes for c. */
 double lmt_act_predict(const double beta[LMT_ACT_FEATURES], const struct lmt_ledger_cfg *c);
+/* What a run measured beyond its model state: its peak allocation less the state
+ * counters (the activations and the temporaries, as the ledger's terms count them),
+ * or, where train reported no peak, its activations counter. */
+double lmt_run_measured_acts(const struct lmt_run_measured *m);
+/* The coefficients of the activation model fitted to the n runs m[0..n). */
+int lmt_act_fit_runs(const struct lmt_run_measured *m, int n, double beta[LMT_ACT_FEATURES], struct lmt_err *err);
+/* The prediction's error relative to the measurement, in per cent (0 when both are
+ * 0; infinite when only the measurement is). */
+double lmt_fit_error_pct(double pred, double meas);
 
 struct lmt_powerlaw {
 	double E, A, alpha;      /* L(C) = E + A C^-alpha */

@@ -60,20 +60,58 @@ static double bw(const struct lmt_plan_opts *o, int stride, int n, int *inter)
 	return *inter ? o->inter_bw : o->intra_bw;
 }
 
+const char *const lmt_plan_drop_reasons[LMT_PLAN_DROP_COUNT] = {
+	"over memory", "tensor parallel across nodes", "tensor degree does not divide the heads",
+	"pipeline degree does not divide the layers", "context degree does not divide the sequence",
+	"global batch is not a multiple of dp x micro-batch", "the ledger refuses the layout",
+};
+
+void lmt_plan_count_dropped(const struct lmt_plan_layout *l, int n, int counts[LMT_PLAN_DROP_COUNT])
+{
+	for (int r = 0; r < LMT_PLAN_DROP_COUNT; r++)
+		counts[r] = 0;
+	for (int i = 0; i < n; i++)
+		for (int r = 0; r < LMT_PLAN_DROP_COUNT; r++)
+			counts[r] += l[i].drop && !strcmp(l[i].drop, lmt_plan_drop_reasons[r]);
+}
+
+const struct lmt_plan_strategy lmt_plan_strategies[LMT_PLAN_STRATEGY_COUNT] = {
+	{ "DDP", "nothing (a full replica per device)", "all-reduce of the gradients", 1, 0, 0, 0, 0 },
+	{ "ZeRO-1", "optimizer state", "reduce-scatter of the gradients, all-gather of the parameters", 1, 0, 0, 0,
+	  1 },
+	{ "ZeRO-2", "optimizer state, gradients", "reduce-scatter per layer in backward, all-gather", 1, 0, 0, 0, 2 },
+	{ "ZeRO-3", "optimizer state, gradients, parameters", "all-gather per layer (forward and backward), "
+	  "reduce-scatter", 1, 0, 0, 0, 3 },
+	{ "tensor", "weight matrices by heads and MLP columns; the blocks' activations",
+	  "all-reduce of activations, 4 per layer", 0, 1, 0, 0, 0 },
+	{ "pipeline", "layers (L / pp per stage)", "send/recv of activations between stages", 0, 0, 1, 0, 0 },
+	{ "context", "positions (sequence chunks) and their activations",
+	  "all-gather of K and V per layer, reduce-scatter of their gradients", 0, 0, 0, 1, 0 },
+};
+
+void lmt_plan_strategy_eval(const struct lmt_ledger_cfg *c, const struct lmt_plan_opts *o,
+			    const struct lmt_plan_strategy *s, struct lmt_plan_layout *l)
+{
+	int G = o->gpus;
+	*l = (struct lmt_plan_layout){ .dp = s->dp ? G : 1, .tp = s->tp ? G : 1, .pp = s->pp ? G : 1,
+				       .cp = s->cp ? G : 1, .zero = s->zero };
+	lmt_plan_eval(c, o, l);
+}
+
 /* the reason a layout cannot be, or NULL */
 static const char *impossible(const struct lmt_ledger_cfg *c, const struct lmt_plan_opts *o,
 			      const struct lmt_plan_layout *l, int gb)
 {
 	if (c->model.NH % l->tp)
-		return "tensor degree does not divide the heads";
+		return lmt_plan_drop_reasons[LMT_PLAN_DROP_TP_HEADS];
 	if (c->model.L % l->pp)
-		return "pipeline degree does not divide the layers";
+		return lmt_plan_drop_reasons[LMT_PLAN_DROP_PP_LAYERS];
 	if (c->T % l->cp)
-		return "context degree does not divide the sequence";
+		return lmt_plan_drop_reasons[LMT_PLAN_DROP_CP_SEQ];
 	if (gb % (l->dp * c->B))
-		return "global batch is not a multiple of dp x micro-batch";
+		return lmt_plan_drop_reasons[LMT_PLAN_DROP_BATCH];
 	if (!o->tp_across_nodes && l->tp > 1 && (l->tp > o->gpus_per_node || o->gpus_per_node % l->tp))
-		return "tensor parallel across nodes";
+		return lmt_plan_drop_reasons[LMT_PLAN_DROP_TP_NODES];
 	return NULL;
 }
 
@@ -91,7 +129,7 @@ void lmt_plan_eval(const struct lmt_ledger_cfg *c, const struct lmt_plan_opts *o
 	if (l->drop)
 		return;
 	if (lmt_ledger_build(&x, &led, NULL)) {
-		l->drop = "the ledger refuses the layout";
+		l->drop = lmt_plan_drop_reasons[LMT_PLAN_DROP_LEDGER];
 		return;
 	}
 	double P = o->params > 0 ? o->params : (double)led.nparams, ratio = P / (double)led.nparams;
@@ -119,7 +157,7 @@ void lmt_plan_eval(const struct lmt_ledger_cfg *c, const struct lmt_plan_opts *o
 	l->t_dp = l->b_dp / bw(o, l->tp * l->cp * l->pp, l->dp, &l->dp_inter);
 	l->t_step = l->t_compute + l->t_dp + l->t_tp + l->t_pp + l->t_cp;
 	if (o->memory > 0 && l->mem > o->memory)
-		l->drop = "over memory";
+		l->drop = lmt_plan_drop_reasons[LMT_PLAN_DROP_MEMORY];
 }
 
 static int by_time(const void *pa, const void *pb)

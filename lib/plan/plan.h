@@ -52,8 +52,36 @@ struct lmt_plan_layout {
 	double t_compute, bubble, t_dp, t_tp, t_pp, t_cp, t_step;
 	double b_dp, b_tp, b_pp, b_cp; /* bytes per device and step, by group */
 	int tp_inter, dp_inter;  /* the group crosses nodes */
-	const char *drop;        /* why it was dropped (NULL: it fits) */
+	const char *drop;        /* why it was dropped: one of lmt_plan_drop_reasons (NULL: it fits) */
 };
+
+/* Why a layout is dropped, in the order a report counts them. */
+enum lmt_plan_drop {
+	LMT_PLAN_DROP_MEMORY,
+	LMT_PLAN_DROP_TP_NODES,
+	LMT_PLAN_DROP_TP_HEADS,
+	LMT_PLAN_DROP_PP_LAYERS,
+	LMT_PLAN_DROP_CP_SEQ,
+	LMT_PLAN_DROP_BATCH,
+	LMT_PLAN_DROP_LEDGER,
+	LMT_PLAN_DROP_COUNT,
+};
+extern const char *const lmt_plan_drop_reasons[LMT_PLAN_DROP_COUNT];
+/* The layouts among l[0..n) dropped for each reason. */
+void lmt_plan_count_dropped(const struct lmt_plan_layout *l, int n, int counts[LMT_PLAN_DROP_COUNT]);
+
+/* The comparison's strategies: each alone at the degree of every device (a
+ * nonzero dp/tp/pp/cp takes G, the others 1), with its ZeRO stage, what it shards
+ * and the collective it pays for that. */
+struct lmt_plan_strategy {
+	const char *name, *shards, *collective;
+	int dp, tp, pp, cp, zero;
+};
+#define LMT_PLAN_STRATEGY_COUNT 7
+extern const struct lmt_plan_strategy lmt_plan_strategies[LMT_PLAN_STRATEGY_COUNT];
+/* Strategy s on o->gpus devices, evaluated into l (lmt_plan_eval). */
+void lmt_plan_strategy_eval(const struct lmt_ledger_cfg *c, const struct lmt_plan_opts *o,
+			    const struct lmt_plan_strategy *s, struct lmt_plan_layout *l);
 
 /* Fill o's defaults (0 fields). */
 void lmt_plan_defaults(struct lmt_plan_opts *o);

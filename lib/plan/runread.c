@@ -190,3 +190,18 @@ int lmt_run_measured_read(const char *dir, struct lmt_run_measured *m, struct lm
 	}
 	return rc ? rc : scan_metrics(dir, m, err);
 }
+
+int lmt_run_config_foreign_key(const char *k)
+{
+	static const char *const keys[] = { "data", "out", "no-save", "tokenizer", "accum", "updates", "lr", "min-lr",
+		"warmup", "schedule", "beta1", "beta2", "eps", "weight-decay", "decay-embeddings", "clip", "on-nonfinite",
+		"seed", "init-seed", "segment-mask", "doc-targets", "shuffle-window", "resume", "ckpt-every",
+		"ckpt-minutes", "keep", "keep-every", "ckpt-sync", "log-samples", "stop-at", "eval-every", "eval-seqs",
+		"sample-every", "sample-tokens", "temperature", "top-k", "prompt", "init-llmc", "export-llmc",
+		"backend", "threads", "loss-scale", "loss-scale-window", "bucket-mb", "comm-timeout", "skew-alert",
+		"alert", "stats-every", "audit-samples", "prefetch", NULL };
+	for (int i = 0; keys[i]; i++)
+		if (!strcmp(k, keys[i]))
+			return 1;
+	return 0;
+}

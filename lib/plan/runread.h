@@ -37,6 +37,10 @@ struct lmt_run_measured {
 /* Read run directory dir (config.json, metrics.jsonl). LMT_EIO / LMT_EFORMAT naming
  * the file and field otherwise. */
 int lmt_run_measured_read(const char *dir, struct lmt_run_measured *m, struct lmt_err *err);
+/* Whether key is one of train's options that a train --config file may hold and
+ * the ledger does not use (data, optimisation, checkpointing, logging), so that
+ * memledger --config reads train's files and still refuses unknown keys. */
+int lmt_run_config_foreign_key(const char *key);
 /* The ledger configuration recorded in a config.json file at path. */
 int lmt_run_config_read(const char *path, struct lmt_ledger_cfg *c, struct lmt_err *err);
 

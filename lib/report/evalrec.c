@@ -7,7 +7,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "core/util.h"
 
 #include "core/digest.h"
 
@@ -179,4 +182,63 @@ void lmt_evalrec_memorization(struct lmt_json *j, const char *path, const struct
 	pair(j, "fraction_ci", lo, hi);
 	lmt_json_str(j, "interval", "wilson");
 	lmt_json_u64(j, "seed", seed);
+}
+
+void lmt_evalrec_sample(struct lmt_json *j, const char *path, const struct lmt_eval_ckinfo *ci, const char *prompt,
+			const int32_t *prompt_ids, int np, const int32_t *ids, int n, const struct lmt_tokenizer *tok,
+			const struct lmt_evalrec_sampling *how)
+{
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "sample");
+	lmt_evalrec_ckpt(j, path, ci);
+	lmt_json_str(j, "prompt", prompt);
+	lmt_json_arr(j, "prompt_ids");
+	for (int i = 0; i < np; i++)
+		lmt_json_u64(j, NULL, (uint64_t)prompt_ids[i]);
+	lmt_json_arr_end(j);
+	lmt_json_arr(j, "ids");
+	for (int i = 0; i < n; i++)
+		lmt_json_u64(j, NULL, (uint64_t)ids[i]);
+	lmt_json_arr_end(j);
+	uint32_t *u = tok ? malloc(((size_t)n + 1) * sizeof *u) : NULL;
+	if (tok && u) {
+		for (int i = 0; i < n; i++)
+			u[i] = (uint32_t)ids[i];
+		size_t need = lmt_tok_decode(tok, u, (size_t)n, 0, NULL, 0);
+		uint8_t *t = malloc(need + 1);
+		if (t) {
+			lmt_tok_decode(tok, u, (size_t)n, 0, t, need);
+			lmt_json_strn(j, "text", (const char *)t, need);
+		}
+		j->out.oom |= !t;
+		free(t);
+	} else if (tok) {
+		j->out.oom = 1;
+	} else {
+		lmt_json_null(j, "text");
+	}
+	free(u);
+	lmt_json_num(j, "temperature", how->temperature);
+	lmt_json_u64(j, "top_k", (uint64_t)how->top_k);
+	lmt_json_u64(j, "seed", how->seed);
+	lmt_json_str(j, "sampler", "key/value cache");
+	lmt_json_num(j, "tokens_per_s", how->tokens_per_s);
+}
+
+void lmt_evalrec_summary(struct lmt_json *j, int nck, const struct lmt_eval_docset *s, const struct lmt_eval_acc *a,
+			 double wall, int threads)
+{
+	lmt_json_begin(j);
+	lmt_json_str(j, "event", "summary");
+	lmt_json_u64(j, "checkpoints", (uint64_t)nck);
+	lmt_json_u64(j, "documents", s->n);
+	lmt_json_u64(j, "tokens_scored", a->tokens);
+	lmt_json_u64(j, "windows", a->windows);
+	lmt_json_u64(j, "forward_positions", a->positions);
+	lmt_json_num(j, "scoring_s", a->total_seconds);
+	lmt_json_num(j, "tokens_per_s", a->total_seconds > 0 ? a->tokens / a->total_seconds : 0);
+	lmt_json_num(j, "wall_s", wall);
+	lmt_json_u64(j, "threads", (uint64_t)threads);
+	lmt_json_u64(j, "peak_rss", lmt_peak_rss());
+	lmt_json_str(j, "status", "done");
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/json.h"
+#include "data/tokenizer.h"
 #include "model/evalinput.h"
 #include "model/evalrun.h"
 
@@ -42,6 +43,23 @@ void lmt_evalrec_floor(struct lmt_json *j, const char *path, const struct lmt_ev
 void lmt_evalrec_memorization(struct lmt_json *j, const char *path, const struct lmt_eval_ckinfo *ci,
 			      const struct lmt_eval_memset *m, int prefix, int cont, uint64_t exact, double lo,
 			      double hi, uint64_t seed);
+/* How a sample was drawn, for its record. */
+struct lmt_evalrec_sampling {
+	double temperature;
+	int top_k;
+	uint64_t seed;
+	double tokens_per_s;
+};
+/* "sample": the prompt (NULL: none) and its ids, the n ids drawn, their text
+ * (decoded with tok; null without one) and how they were drawn. A text that
+ * cannot be allocated marks j out of memory (j->out.oom). */
+void lmt_evalrec_sample(struct lmt_json *j, const char *path, const struct lmt_eval_ckinfo *ci, const char *prompt,
+			const int32_t *prompt_ids, int np, const int32_t *ids, int n, const struct lmt_tokenizer *tok,
+			const struct lmt_evalrec_sampling *how);
+/* "summary": nck checkpoints of the documents of s scored into a, in wall
+ * seconds on threads threads. */
+void lmt_evalrec_summary(struct lmt_json *j, int nck, const struct lmt_eval_docset *s, const struct lmt_eval_acc *a,
+			 double wall, int threads);
 /* The fields every record of a checkpoint carries first after its event. */
 void lmt_evalrec_ckpt(struct lmt_json *j, const char *path, const struct lmt_eval_ckinfo *ci);
 

@@ -15,6 +15,11 @@
  * integers (at most 5 * world * (world + 1) / 2 = 30 in magnitude for 3 ranks,
  * halves for avg over 2), so that sums, averages and maxima are exact in every
  * dtype, bf16's 8 significant bits included: the comparison is for equality.
+ *
+ * The benchmark's cases (comm/bench.h) run on the same communicator: every
+ * collective in every dtype and op checks with no wrong element, a spoiled result
+ * counts exactly one, and the busbw factors and case sizes are nccl-tests'
+ * formulas by hand.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -25,6 +30,7 @@
 #include <unistd.h>
 
 #include "backend/cudart.h"
+#include "comm/bench.h"
 #include "comm/comm.h"
 #include "comm/impl.h"
 #include "comm/pmix.h"
@@ -472,6 +478,54 @@ static void test_uneven(struct lmt_comm *c)
 	}
 }
 
+static void test_bench(struct lmt_comm *c)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_bench b;
+	int n = c->world;
+	/* doc/PERFORMANCE.md of nccl-tests: 2(n-1)/n, (n-1)/n, 1; by hand for 4 ranks */
+	tap_ok(lmt_bench_bus_factor(LMT_BENCH_ALL_REDUCE, 4) == 1.5 && lmt_bench_bus_factor(LMT_BENCH_ALL_GATHER, 4) ==
+	       0.75 && lmt_bench_bus_factor(LMT_BENCH_REDUCE_SCATTER, 4) == 0.75 &&
+	       lmt_bench_bus_factor(LMT_BENCH_ALLTOALL, 4) == 0.75 && lmt_bench_bus_factor(LMT_BENCH_BROADCAST, 4) == 1 &&
+	       lmt_bench_bus_factor(LMT_BENCH_SENDRECV, 4) == 1 && lmt_bench_bus_factor(LMT_BENCH_ALL_REDUCE, 1) == 0,
+	       "bench: busbw factors 2(n-1)/n, (n-1)/n and 1");
+	struct lmt_bench_case k = { .coll = LMT_BENCH_ALL_GATHER, .dtype = LMT_DTYPE_F32 };
+	lmt_bench_case_size(&k, 1000, 3); /* 250 floats: 83 per rank, 249 reported */
+	struct lmt_bench_case ar = { .coll = LMT_BENCH_ALL_REDUCE, .dtype = LMT_DTYPE_F32 };
+	lmt_bench_case_size(&ar, 1000, 3);
+	tap_ok(k.per == 83 && k.count == 249 && ar.per == 250 && ar.count == 250,
+	       "bench: a size rounded down to what the collective splits (%zu x 3 = %zu; all-reduce %zu)", k.per,
+	       k.count, ar.count);
+	if (!tap_ok(!lmt_bench_init(&b, c, 4096 + 8, &err), "bench: buffers")) {
+		tap_diag("  %s", err.msg);
+		return;
+	}
+	uint64_t wrong = 0, cases = 0, spoiled = 0;
+	int rc = 0;
+	for (int coll = 0; coll < LMT_BENCH_COLL_COUNT && !rc; coll++)
+		for (int t = 0; t < LMT_BENCH_NTYPES && !rc; t++)
+			for (int op = 0; op < (lmt_bench_is_reduction(coll) ? LMT_COMM_OP_COUNT : 1) && !rc; op++) {
+				struct lmt_bench_case x = { coll, lmt_bench_types[t].dtype, op, n - 1, 0, 0 };
+				uint64_t bad = 0, one = 0;
+				lmt_bench_case_size(&x, 4096 / (size_t)n, n);
+				rc = lmt_bench_prepare(&b, &x, &err) || lmt_bench_run(&b, &x, &err) ||
+				     lmt_bench_verify(&b, &x, 0, &bad, &err) || lmt_bench_prepare(&b, &x, &err) ||
+				     lmt_bench_run(&b, &x, &err) || lmt_bench_verify(&b, &x, 1, &one, &err);
+				wrong += bad;
+				spoiled += one == 1;
+				cases++;
+			}
+	tap_ok(!rc && !wrong && spoiled == cases, "bench: %llu cases of every collective, dtype and op: %llu wrong "
+	       "elements, a spoiled result counted once in %llu", (unsigned long long)cases,
+	       (unsigned long long)wrong, (unsigned long long)spoiled);
+	if (rc)
+		tap_diag("  %s", err.msg);
+	double t = -1;
+	rc = lmt_bench_time(&b, &ar, 1, 2, &t, &err);
+	tap_ok(!rc && t >= 0, "bench: a timed all-reduce, mean over the ranks %.3g s", t);
+	lmt_bench_release(&b);
+}
+
 static void test_ops(struct lmt_comm *c)
 {
 	test_uneven(c);
@@ -484,6 +538,7 @@ static void test_ops(struct lmt_comm *c)
 	test_split(c);
 	test_p2p(c);
 	test_args(c);
+	test_bench(c);
 }
 
 /* the NCCL unique id's way: rank 0 puts a blob, a fence with collect, every rank gets it */

@@ -13,7 +13,11 @@
  *  - least squares recovers planted coefficients; the power law a planted exponent;
  *  - Young's interval and the expected lost work, hand-computed;
  *  - the planner: a hand-computed communication volume; nothing kept over memory;
- *    tensor parallel inside a node unless allowed.
+ *    tensor parallel inside a node unless allowed; the dropped layouts counted by
+ *    reason; the comparison's strategies at the full degree;
+ *  - the safe micro-batch: within the budget, one more is not (plan/safebatch.h);
+ *  - a run's measured activations, the error percentage and the budget's inputs
+ *    from pilots, hand-computed.
  */
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +30,7 @@
 #include "plan/budget.h"
 #include "plan/fit.h"
 #include "plan/plan.h"
+#include "plan/safebatch.h"
 #include "tap.h"
 
 static struct lmt_ledger_cfg cfg(int L, int NH, int C, int T, int V, int untied, int B, int dtype, int rc)
@@ -260,6 +265,84 @@ static void test_plan(void)
 	       "planner: global batch 7 of micro-batch 2 refused: %s", err.msg);
 }
 
+/* the dropped layouts counted by reason; the comparison's strategies */
+static void test_plan_reports(void)
+{
+	struct lmt_ledger_cfg c = cfg(4, 4, 64, 32, 300, 0, 2, LMT_DTYPE_BF16, 0);
+	struct lmt_plan_opts o = { .gpus = 4, .gpus_per_node = 2, .global_batch = 8 };
+	struct lmt_plan_layout all[256];
+	struct lmt_ledger l;
+	int n = 0, counts[LMT_PLAN_DROP_COUNT], by_hand[LMT_PLAN_DROP_COUNT] = { 0 }, total = 0, fit = 0;
+	lmt_plan_defaults(&o);
+	lmt_ledger_build(&c, &l, NULL);
+	o.memory = 0.6 * (double)l.total;
+	lmt_plan_enumerate(&c, &o, all, 256, &n, NULL);
+	lmt_plan_count_dropped(all, n, counts);
+	for (int i = 0; i < n; i++) {
+		fit += !all[i].drop;
+		for (int r = 0; r < LMT_PLAN_DROP_COUNT; r++)
+			by_hand[r] += all[i].drop == lmt_plan_drop_reasons[r];
+	}
+	int same = 1;
+	for (int r = 0; r < LMT_PLAN_DROP_COUNT; r++) {
+		same &= counts[r] == by_hand[r];
+		total += counts[r];
+	}
+	tap_ok(same && total + fit == n && counts[LMT_PLAN_DROP_MEMORY] > 0 && counts[LMT_PLAN_DROP_TP_NODES] > 0,
+	       "dropped layouts by reason: %d over memory, %d tp across nodes, %d kept, of %d",
+	       counts[LMT_PLAN_DROP_MEMORY], counts[LMT_PLAN_DROP_TP_NODES], fit, n);
+	struct lmt_plan_layout s;
+	lmt_plan_strategy_eval(&c, &o, &lmt_plan_strategies[3], &s);
+	tap_ok(!strcmp(lmt_plan_strategies[3].name, "ZeRO-3") && s.dp == 4 && s.tp == 1 && s.zero == 3 &&
+	       fabs(s.b_dp - 3 * 0.75 * 4 * (double)l.nparams) < 1e-6,
+	       "ZeRO-3 alone on 4 devices: dp 4, 3 (n-1)/n x 4 bytes per parameter (%.0f)", s.b_dp);
+	lmt_plan_strategy_eval(&c, &o, &lmt_plan_strategies[4], &s);
+	tap_ok(s.tp == 4 && s.dp == 1 && s.drop == lmt_plan_drop_reasons[LMT_PLAN_DROP_TP_NODES],
+	       "tensor alone at 4 over 2-device nodes: dropped for crossing nodes");
+}
+
+static void test_safe_microbatch(void)
+{
+	struct lmt_ledger_cfg c = cfg(2, 2, 64, 64, 300, 0, 1, LMT_DTYPE_F32, 0);
+	double at4 = lmt_safe_bytes_at(&c, 4, NULL), at5 = lmt_safe_bytes_at(&c, 5, NULL);
+	double budget = (at4 + at5) / 2; /* strictly between B = 4 and 5: the answer is 4 */
+	tap_ok(at4 < at5 && lmt_safe_microbatch(&c, NULL, budget) == 4, "safe micro-batch: 4 within %.0f bytes "
+	       "(4 needs %.0f, 5 %.0f)", budget, at4, at5);
+	tap_ok(lmt_safe_microbatch(&c, NULL, at4) == 4, "safe micro-batch: a budget of exactly B = 4's bytes gives 4");
+	tap_ok(lmt_safe_microbatch(&c, NULL, lmt_safe_bytes_at(&c, 1, NULL) - 1) == 0,
+	       "safe micro-batch: 0 where not even 1 fits");
+	/* with a fit: the state plus the fitted activations, here only the constant term: 1000 bytes */
+	double beta[LMT_ACT_FEATURES] = { 0, 0, 0, 1000 };
+	struct lmt_ledger l;
+	c.B = 3;
+	lmt_ledger_build(&c, &l, NULL);
+	tap_ok(lmt_safe_bytes_at(&c, 3, beta) == (double)l.state_total + 1000, "with a fit: state + fitted bytes");
+}
+
+static void test_measured(void)
+{
+	struct lmt_run_measured m[2];
+	memset(m, 0, sizeof m);
+	m[0] = (struct lmt_run_measured){ .params = 100, .weights_working = 50, .grads = 100, .optimizer = 200,
+					   .staging = -1, .activations = 7, .peak_alloc = 1000, .cfg = { .world = 2 },
+					   .wall_s = 30, .tokens_per_s = 500 };
+	m[1] = (struct lmt_run_measured){ .peak_alloc = -1, .activations = 123, .staging = 10, .cfg = { .world = 4 },
+					   .step_s = 0.5, .updates = 100, .tokens_per_s = 1000, .ckpt_cost_s = 9,
+					   .eval_s = 2, .eval_every = 20 };
+	tap_ok(lmt_run_measured_acts(&m[0]) == 1000 - 100 - 50 - 100 - 200 && lmt_run_measured_acts(&m[1]) == 123,
+	       "measured activations: the peak less the state (550), else the counter (123)");
+	tap_ok(lmt_fit_error_pct(110, 100) == 10 && lmt_fit_error_pct(0, 0) == 0 && isinf(lmt_fit_error_pct(1, 0)),
+	       "error percentage: 110 against 100 is +10%%; 0 against 0 is 0; 1 against 0 infinite");
+	struct lmt_budget_in in;
+	lmt_budget_in_from_pilots(m, 2, 16, &in);
+	/* by hand: 30 s x 2 + 0.5 s x 100 x 4 = 260 device-seconds; 1000 tokens/s on 4 scaled to 16 */
+	tap_ok(in.pilots_device_s == 260 && in.devices == 16 && in.tokens_per_s == 4000 && in.ckpt_cost_s == 9 &&
+	       in.eval_s == 2 && in.eval_every_s == 10, "budget inputs from pilots by hand (%g device-s, %g tokens/s)",
+	       in.pilots_device_s, in.tokens_per_s);
+	lmt_budget_in_from_pilots(m, 2, 0, &in);
+	tap_ok(in.devices == 4 && in.tokens_per_s == 1000, "budget inputs: devices default to the last pilot's world");
+}
+
 int main(void)
 {
 	struct lmt_backend be;
@@ -285,6 +368,9 @@ int main(void)
 	test_powerlaw();
 	test_budget();
 	test_plan();
+	test_plan_reports();
+	test_safe_microbatch();
+	test_measured();
 	be.release(&be);
 	return tap_done();
 }

@@ -18,6 +18,7 @@
 
 #include "core/atomicfile.h"
 #include "tap.h"
+#include "data/batchenc.h"
 #include "data/tokenizer.h"
 #include "data/tokinterop.h"
 #include "core/util.h"
@@ -309,6 +310,61 @@ static void check_roundtrip(void)
 	lmt_tok_release(&t);
 }
 
+/* the parallel batch encoder (data/batchenc.h): per document, framed, in order,
+ * the same tokens as lmt_tok_encode one document at a time, at 1 and 4 threads */
+static void check_batchenc(void)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_tokenizer t;
+	const char *spec[] = { "<|endoftext|>=3000" };
+	if (!tap_ok(lmt_tok_import_tiktoken(&t, "tests/data/tiktoken/cl100k-3000.tiktoken", "cl100k", spec, 1,
+					    &err) == 0, "import cl100k fixture for the batch encoder"))
+		return;
+	enum { ND = 300 };
+	static char text[ND * 80];
+	struct lmt_doc docs[ND];
+	size_t at = 0;
+	for (int i = 0; i < ND; i++) {
+		int n = snprintf(text + at, 80, "document %d: %.*s", i, i % 50, "the quick brown fox jumps over a lazy dog, "
+				 "again");
+		docs[i] = (struct lmt_doc){ .text = text + at, .len = (size_t)n };
+		at += (size_t)n;
+	}
+	struct lmt_docbatch b = { .docs = docs, .n = ND };
+	/* by hand: BOS 3000 and EOS 3000 around each document's own encoding */
+	struct lmt_u32vec want = { 0 };
+	size_t counts[ND];
+	struct lmt_tok_state *s = lmt_tok_state_new(&t);
+	for (int i = 0; i < ND; i++) {
+		size_t before = want.n;
+		LMT_GROW(want.v, want.cap, want.n + 1);
+		want.v[want.n++] = 3000;
+		lmt_tok_encode(&t, s, docs[i].text, docs[i].len, 0, &want);
+		LMT_GROW(want.v, want.cap, want.n + 1);
+		want.v[want.n++] = 3000;
+		counts[i] = want.n - before;
+	}
+	lmt_tok_state_free(s);
+	for (int threads = 1; threads <= 4; threads += 3) {
+		struct lmt_batchenc e;
+		struct lmt_batchenc_opts o = { .bos = 3000, .eos = 3000, .threads = threads };
+		int rc = lmt_batchenc_init(&e, &t, &o, &err) || lmt_batchenc_run(&e, &b, &err);
+		int same = !rc && e.all.n == want.n && !memcmp(e.all.v, want.v, want.n * 4);
+		for (int i = 0; same && i < ND; i++)
+			same = e.ntok[i] == counts[i];
+		tap_ok(same, "batch encoder, %d thread%s: %zu tokens of %d documents in order, framed by BOS and EOS",
+		       threads, threads == 1 ? "" : "s", want.n, ND);
+		if (!rc) { /* a second batch reuses the vectors: the same again */
+			rc = lmt_batchenc_run(&e, &b, &err);
+			tap_ok(!rc && e.all.n == want.n && !memcmp(e.all.v, want.v, want.n * 4),
+			       "batch encoder, %d thread%s: a second batch gives the same", threads, threads == 1 ? "" : "s");
+		}
+		lmt_batchenc_release(&e);
+	}
+	free(want.v);
+	lmt_tok_release(&t);
+}
+
 static void check_bad_models(void)
 {
 	struct lmt_err err = { 0 };
@@ -349,6 +405,7 @@ int main(void)
 	check_pretok();
 	check_tiktoken();
 	check_roundtrip();
+	check_batchenc();
 	check_bad_models();
 	return tap_done();
 }

@@ -50,9 +50,16 @@ void tool_check_interrupt(void)
 		die("interrupted by signal %d; nothing written", tool_interrupted);
 }
 
+/* the library's failed assertions (core/error.h), told as they always were */
+static void on_assert(const char *msg)
+{
+	fprintf(stderr, "lmt: %s\n", msg);
+}
+
 void tool_init(const char *name)
 {
 	tool_name = name;
+	lmt_set_assert_handler(on_assert);
 	opterr = 0;
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -161,6 +168,33 @@ void print_version(void)
 	printf("cuda: %s\n", lmt_backend_cuda_status());
 }
 
+void put_record(struct lmt_json *j)
+{
+	if (lmt_json_end_line(j, stdout))
+		die_write("<stdout>");
+	lmt_json_reset(j);
+}
+
+const char **opt_push(const char **list, int *n, const char *s)
+{
+	list = realloc(list, ((size_t)*n + 1) * sizeof *list);
+	if (!list)
+		die("out of memory");
+	list[(*n)++] = s;
+	return list;
+}
+
+int opt_recompute(const char *arg)
+{
+	if (!strcmp(arg, "none"))
+		return 0;
+	if (!strcmp(arg, "block"))
+		return 1;
+	if (!strncmp(arg, "every:", 6))
+		return (int)opt_int("recompute", arg + 6, 1, 1 << 20);
+	usage_error("option '--recompute': '%s' is not none, block or every:K", arg);
+}
+
 long long opt_int(const char *opt, const char *s, long long min, long long max)
 {
 	char *end;
@@ -262,17 +296,6 @@ int model_opt(int c, const char *arg, struct lmt_gpt_config *m, int *context)
 	case OPT_MODEL_UNTIE: m->untied = 1; return 1;
 	}
 	return 0;
-}
-
-int opt_recompute(const char *arg)
-{
-	if (!strcmp(arg, "none"))
-		return 0;
-	if (!strcmp(arg, "block"))
-		return 1;
-	if (!strncmp(arg, "every:", 6))
-		return (int)opt_int("recompute", arg + 6, 1, 1 << 20);
-	usage_error("option '--recompute': '%s' is not none, block or every:K", arg);
 }
 
 void corpus_skips_warn(const struct lmt_corpus_skips *s)

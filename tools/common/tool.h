@@ -57,6 +57,11 @@ void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 void print_version(void);
 
+struct lmt_json;
+/* End the record j as one line of stdout (flushed) and empty it for the next;
+ * dies on a write error. */
+void put_record(struct lmt_json *j);
+
 /* Where option values come from when not the command line ("'run.cfg': line 3"):
  * usage errors are prefixed with it while set. */
 extern const char *tool_context;
@@ -71,6 +76,13 @@ uint64_t opt_size(const char *opt, const char *s);
 double opt_double(const char *opt, const char *s, double min, double max);
 /* The range (above, max]: for values that must be positive (a divisor's term). */
 double opt_double_above(const char *opt, const char *s, double above, double max);
+
+/* A repeatable option's values: list (realloc'd, NULL to start) with s appended,
+ * *n counting them; dies when out of memory. */
+const char **opt_push(const char **list, int *n, const char *s);
+
+/* --recompute's value as train spells it: none (0), block (1) or every:K (K). */
+int opt_recompute(const char *arg);
 
 /* Corpus options shared by the tools that read text; returns 1 if c was one. */
 enum {
@@ -89,13 +101,27 @@ enum {
 };
 int corpus_opt(int c, const char *arg, struct lmt_corpus_opts *o);
 
+/* Their entries of a getopt_long table (--strict is a tool's own line: not every
+ * reader offers it), and the lines of --help that every such tool prints alike. */
+#define CORPUS_LONGOPTS \
+	{ "input-format", required_argument, NULL, OPT_INPUT_FORMAT }, \
+	{ "txt-docs", required_argument, NULL, OPT_TXT_DOCS }, \
+	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP }, \
+	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD }, \
+	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY }
+#define CORPUS_HELP_FORMAT \
+	"      --input-format F    auto (by name), text or jsonl\n" \
+	"      --txt-docs MODE     text documents: file (default), line, blank\n"
+#define CORPUS_HELP_REST \
+	"      --text-field NAME   JSONL field with the text (text)\n" \
+	"      --keep-empty        keep empty documents\n" \
+	"      --strict            a dangling, unreadable or binary input is an error\n"
+
 /* The model's shape, one definition for the tools that take a model (train,
  * memledger): --layers N, --heads N, --channels N (into m), --context N (into
  * *context), --untie. Returns 1 if c was one of them. */
 struct lmt_gpt_config;
 int model_opt(int c, const char *arg, struct lmt_gpt_config *m, int *context);
-/* --recompute none, block or every:K: the K of "every K-th block" (0 none, 1 block). */
-int opt_recompute(const char *arg);
 /* What the corpus passed over (o->skips), told the user: one warning on stderr
  * naming the first few, and "skipped"/"skipped_inputs" in the summary record, both
  * only when something was skipped, so that clean runs print what they always did. */

@@ -1,0 +1,49 @@
+/*
+ * batchenc.h: a batch of documents encoded in parallel, in order: the encoding
+ * pipeline of tok-encode, for any tool (or rank) that turns a corpus's batches
+ * (data/corpus.h's lmt_batchq) into tokens.
+ *
+ * Each thread encodes documents into its own vector (one cache line apart, as
+ * threads bump its count for every token) with its own tokenizer state; the
+ * batch is then gathered in document order, so the output is the same whatever
+ * the thread count. Each document may be framed by BOS before it, EOS after it
+ * or, llm.c's way, EOS before it.
+ */
+#ifndef LMT_BATCHENC_H
+#define LMT_BATCHENC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data/corpus.h"
+#include "data/tokenizer.h"
+
+struct lmt_batchenc_opts {
+	uint32_t bos, eos;           /* LMT_NO_TOKEN: none */
+	int eos_first;               /* eos before each document (llm.c's EOT) instead of after */
+	int allow_special;           /* lmt_tok_encode's */
+	int threads;
+};
+
+struct lmt_batchenc {
+	const struct lmt_tokenizer *tok;
+	struct lmt_batchenc_opts o;
+	struct lmt_u32vec all;       /* the batch's tokens, in document order */
+	size_t *ntok;                /* per document of the batch */
+	size_t ncap;
+	/* per thread */
+	struct lmt_tok_state **st;
+	struct lmt_batchenc_vec *vec;
+	struct lmt_batchenc_rec *recs;
+	size_t rcap;
+};
+
+/* Threads' states for tok (which must outlive e). LMT_ENOMEM "out of memory". */
+int lmt_batchenc_init(struct lmt_batchenc *e, const struct lmt_tokenizer *tok, const struct lmt_batchenc_opts *o,
+		      struct lmt_err *err);
+/* Encode b's documents into e->all, e->ntok[i] the tokens of document i.
+ * LMT_ENOMEM ("out of memory encoding" when a thread's vector would not grow). */
+int lmt_batchenc_run(struct lmt_batchenc *e, const struct lmt_docbatch *b, struct lmt_err *err);
+void lmt_batchenc_release(struct lmt_batchenc *e);
+
+#endif
