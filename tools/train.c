@@ -40,6 +40,7 @@
 #include "model/model.h"
 #include "model/trainer.h"
 #include "report/alerts.h"
+#include "report/runalerts.h"
 #include "tool.h"
 
 /* long-only options (getopt_long returns these) */
@@ -50,7 +51,7 @@ enum {
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
-	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB, OPT_COMM_TIMEOUT, OPT_SKEW_ALERT, OPT_ALERT, OPT_STATS_EVERY,
+	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB, OPT_COMM_TIMEOUT, OPT_SKEW_ALERT, OPT_ALERT, OPT_STATS_EVERY, OPT_MEM_LIMIT, OPT_BUDGET,
 	OPT_AUDIT_SAMPLES, OPT_ZERO, OPT_PREFETCH,
 };
 
@@ -118,6 +119,8 @@ static const struct option longopts[] = {
 	{ "skew-alert", required_argument, NULL, OPT_SKEW_ALERT },
 	{ "alert", required_argument, NULL, OPT_ALERT },
 	{ "stats-every", required_argument, NULL, OPT_STATS_EVERY },
+	{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
+	{ "budget", required_argument, NULL, OPT_BUDGET },
 	{ "audit-samples", required_argument, NULL, OPT_AUDIT_SAMPLES },
 	{ "zero", required_argument, NULL, OPT_ZERO },
 	{ "prefetch", no_argument, NULL, OPT_PREFETCH },
@@ -202,7 +205,13 @@ static void usage(void)
 	       "                          block output RMS every N updates (25; 0: none)\n"
 	       "  --alert NAME=X          an alert's threshold, 0 off: loss_spike (6 sigma), grad_spike\n"
 	       "                          (5x median), clipping (0.8), overflow (0.2), starvation\n"
-	       "                          (0.25), skew (0.2), val_regression (0.02); window=N (50)\n"
+	       "                          (0.25), skew (0.2), val_regression (0.02), comm (3x the\n"
+	       "                          first updates'), memory (0.9 of --mem-limit), memory_ledger\n"
+	       "                          (1.2x the ledger's), ckpt_slow (0.5), ckpt_age (1.5x the\n"
+	       "                          interval), ckpt_verify (1: on), budget (0.2); window=N (50)\n"
+	       "  --mem-limit BYTES       the memory alert's boundary (suffixes K, M, G, T)\n"
+	       "  --budget FILE           memledger --budget's JSONL: the budget alert's tokens and\n"
+	       "                          device-hours\n"
 	       "  --audit-samples N       several ranks: an audit record of every rank's sample\n"
 	       "                          ids for each of the first N updates\n"
 	       "  -j, --threads N         CPU threads (OMP_NUM_THREADS, else all cores)\n"
@@ -221,6 +230,8 @@ struct opts {
 	const char *precision;   /* NULL: the backend's best */
 	double comm_timeout;
 	struct lmt_alert_cfg alert;
+	double mem_limit;
+	const char *budget;
 	uint64_t audit;
 	int jsonl, no_save;
 	struct lmt_gpt_config model;
@@ -287,21 +298,21 @@ static void mark_given(struct opts *o, int c, const char *arg);
 /* --alert NAME=X: a threshold of alerts.h (0: that kind off), or window=N */
 static void set_alert(struct lmt_alert_cfg *a, const char *arg)
 {
-	static const char *const names[] = { "window", "loss_spike", "grad_spike", "clipping", "overflow", "starvation",
-					     "skew", "val_regression" };
-	double *at[] = { NULL, &a->loss_sigma, &a->grad_ratio, &a->clip_frac, &a->overflow_frac, &a->starve_frac,
-			 &a->skew, &a->val_frac };
 	const char *eq = strchr(arg, '=');
-	for (size_t i = 0; eq && i < sizeof names / sizeof names[0]; i++)
-		if (strlen(names[i]) == (size_t)(eq - arg) && !strncmp(arg, names[i], (size_t)(eq - arg))) {
-			if (!at[i])
-				a->window = (int)opt_int("alert window", eq + 1, 2, LMT_ALERT_WINDOW_MAX);
-			else
-				*at[i] = opt_double("alert", eq + 1, 0, 1e9);
-			return;
-		}
-	usage_error("option '--alert': '%s': expected NAME=X with NAME one of window, loss_spike, grad_spike, "
-		    "clipping, overflow, starvation, skew, val_regression", arg);
+	double *thr = eq ? lmt_alert_threshold(a, lmt_alert_kind(arg, (size_t)(eq - arg))) : NULL;
+	if (eq && eq - arg == 6 && !strncmp(arg, "window", 6)) {
+		a->window = (int)opt_int("alert window", eq + 1, 2, LMT_ALERT_WINDOW_MAX);
+		return;
+	}
+	if (thr) {
+		*thr = opt_double("alert", eq + 1, 0, 1e9);
+		return;
+	}
+	char list[400] = "window";
+	for (int i = 0; i < LMT_ALERT_COUNT; i++)
+		if (lmt_alert_threshold(a, i))
+			snprintf(list + strlen(list), sizeof list - strlen(list), ", %s", lmt_alert_name(i));
+	usage_error("option '--alert': '%s': expected NAME=X with NAME one of %s", arg, list);
 }
 
 static void set_option(struct opts *o, int c, const char *arg)
@@ -404,6 +415,8 @@ static void set_option(struct opts *o, int c, const char *arg)
 	case OPT_COMM_TIMEOUT: o->comm_timeout = opt_double("comm-timeout", arg, 0, 1e9); break;
 	case OPT_SKEW_ALERT: o->alert.skew = opt_double("skew-alert", arg, 0, 1e9) / 100; break;
 	case OPT_ALERT: set_alert(&o->alert, arg); break;
+	case OPT_MEM_LIMIT: o->mem_limit = (double)opt_size("mem-limit", arg); break;
+	case OPT_BUDGET: o->budget = arg; break;
 	case OPT_STATS_EVERY: o->tc.stats_every = (uint64_t)opt_int("stats-every", arg, 0, INT64_MAX); break;
 	case OPT_ZERO:
 		o->tc.zero = (int)opt_int("zero", arg, 0, 3);
@@ -654,7 +667,11 @@ static void emit(struct lmt_json *j, int to_run)
 		die_err(&err);
 }
 
-/* A finished checkpoint: its record and a progress line. */
+static struct lmt_alerts alerts;
+static void on_alert(void *ctx, int kind, int fired, uint64_t update, double value, double threshold,
+		     const char *evidence);
+
+/* A finished checkpoint: its record, its alerts and a progress line. */
 static void ckpt_saved(void *ctx, const struct lmt_run_saved *s)
 {
 	const struct opts *o = ctx;
@@ -663,6 +680,7 @@ static void ckpt_saved(void *ctx, const struct lmt_run_saved *s)
 	lmt_run_save_record(&j, s);
 	emit(&j, 1);
 	lmt_json_release(&j);
+	lmt_alerts_ckpt(&alerts, s->update, s->wall, s->r->write_s, s->verified, s->why, on_alert, NULL);
 	char tail[96] = "";
 	if (s->best_interval_s > 0)
 		snprintf(tail, sizeof tail, "; with an MTBF of %.0f s the best interval is %.0f s", o->mtbf,
@@ -1001,13 +1019,13 @@ static void report_end(struct lmt_json *j, const struct opts *o, const struct lm
 		     (unsigned long long)(tr->tokens - tokens0), wall, (tr->tokens - tokens0) / wall);
 }
 
-/* Every rank's times in the update record (a collective); the skew (slowest step
- * over the median, less 1) and the slowest rank for the alerts. */
+/* Every rank's times in the update record (a collective), and in the alerts'
+ * observation. */
 static void rank_times(struct lmt_json *j, struct lmt_comm *comm, const struct lmt_step_stats *st, double data_wait,
-		       double *skew, int *slowest)
+		       struct lmt_alert_obs *ao)
 {
 	struct lmt_err err = { 0 };
-	if (lmt_run_rank_times(j, comm, st, data_wait, skew, slowest, &err))
+	if (lmt_run_rank_times(j, comm, st, data_wait, ao, &err))
 		die_err(&err);
 }
 
@@ -1112,6 +1130,9 @@ int main(int argc, char **argv)
 	check_paths(&o);
 
 	struct lmt_err err = { 0 };
+	double budget_tokens = 0, budget_hours = 0; /* read before anything is written */
+	if (o.budget && lmt_run_budget_read(o.budget, &budget_tokens, &budget_hours, &err))
+		die_err(&err);
 	/* the ranks first: under a launcher every rank runs this, rank 0 owns the run */
 	struct lmt_comm *comm = &the_comm;
 	if (lmt_comm_open(comm, NULL, &err))
@@ -1242,8 +1263,9 @@ int main(int argc, char **argv)
 	lmt_json_init(&j);
 	lmt_json_init(&aj);
 	alert_json = &aj;
-	struct lmt_alerts alerts;
-	lmt_alerts_init(&alerts, &o.alert);
+	struct lmt_alert_plan plan;
+	lmt_run_alert_plan(&plan, tr, o.ckpt_every, o.ckpt_minutes, o.mem_limit, budget_tokens, budget_hours);
+	lmt_alerts_init(&alerts, &o.alert, &plan);
 	uint64_t stats_at = tr->update, stats_clipped = tr->clipped_updates;
 	tool_defer_signals(); /* SIGINT, SIGTERM: finish the update, save, exit 0 */
 	const uint64_t tokens0 = tr->tokens, updates0 = tr->update; /* this process's share starts here */
@@ -1254,11 +1276,10 @@ int main(int argc, char **argv)
 			die_err(&err);
 		double wall = rs.wall_offset + (lmt_now() - t_start);
 		lmt_run_update_record(&j, tr, &st, tr->loader.wait_seconds - wait_before, wall, fpt, peak, o.log_samples);
-		struct lmt_alert_obs ao = { st.update, st.loss, st.grad_norm, st.clipped, st.overflow,
-					    st.nonfinite_what != NULL, tr->loader.wait_seconds - wait_before, st.t_total,
-					    0, 0 };
+		struct lmt_alert_obs ao;
+		lmt_run_alert_obs(&ao, tr, &st, tr->loader.wait_seconds - wait_before, wall);
 		if (comm->world > 1)
-			rank_times(&j, comm, &st, ao.data_wait, &ao.skew, &ao.slowest);
+			rank_times(&j, comm, &st, ao.data_wait, &ao);
 		wait_before = tr->loader.wait_seconds;
 		emit(&j, 1);
 		if (st.have_stats) {
