@@ -1036,7 +1036,7 @@ static void on_alert(void *ctx, int kind, int fired, uint64_t update, double val
 		     const char *evidence)
 {
 	struct lmt_json *j = alert_json;
-	char detail[300];
+	char detail[1200];
 	(void)ctx;
 	if (follower)
 		return;
@@ -1278,6 +1278,7 @@ int main(int argc, char **argv)
 		lmt_run_update_record(&j, tr, &st, tr->loader.wait_seconds - wait_before, wall, fpt, peak, o.log_samples);
 		struct lmt_alert_obs ao;
 		lmt_run_alert_obs(&ao, tr, &st, tr->loader.wait_seconds - wait_before, wall);
+		ao.saved = sv.last_saved == UINT64_MAX ? 0 : sv.last_saved;
 		if (comm->world > 1)
 			rank_times(&j, comm, &st, ao.data_wait, &ao);
 		wait_before = tr->loader.wait_seconds;

@@ -25,7 +25,7 @@ int lmt_run_rank_times(struct lmt_json *j, struct lmt_comm *comm, const struct l
 {
 	enum { K = 4 };
 	int W = comm->world;
-	double mine[K] = { st->t_total, data_wait, st->t_comm, st->t_total - st->t_comm };
+	double mine[K] = { st->t_total, data_wait, st->t_comm, st->t_total - st->t_comm - data_wait };
 	double *all = malloc((size_t)W * K * sizeof *all), *v = malloc((size_t)W * sizeof *v);
 	int rc = !all || !v ? lmt_err_set(err, LMT_ENOMEM, "out of memory")
 			    : comm->allgather(comm, mine, all, sizeof mine, err);

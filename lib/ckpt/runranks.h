@@ -17,7 +17,7 @@
 
 /* Adds "ranks" to the record open in j: for step_s, data_wait_s, comm_s and busy_s
  * (this rank's: st->t_total, data_wait, st->t_comm, and the step less the
- * collectives) every rank's min, median, max and slowest rank, and "skew", the
+ * collectives and the wait for data: its own work) every rank's min, median, max and slowest rank, and "skew", the
  * slowest step over the median less 1. Into o (alerts.h) go every rank's figures:
  * the most data wait, the slowest and the median busy time, the least time in
  * collectives. */

@@ -190,7 +190,7 @@ static void planned(struct lmt_alerts *a, const struct lmt_alert_obs *o, lmt_ale
 	}
 	if (p->mem_predicted > 0 && o->mem_peak > 0) {
 		double f = o->mem_peak / p->mem_predicted;
-		snprintf(ev, sizeof ev, "peak allocation %.1f MB, %.2fx the ledger's prediction of %.1f MB", o->mem_peak / 1e6,
+		snprintf(ev, sizeof ev, "peak allocation %.1f MB, %.3fx the ledger's prediction of %.1f MB", o->mem_peak / 1e6,
 			 f, p->mem_predicted / 1e6);
 		edge(a, LMT_ALERT_MEMORY_LEDGER, over(a, LMT_ALERT_MEMORY_LEDGER, f, c->mem_ledger), u, f, c->mem_ledger, ev,
 		     fn, ctx);
@@ -198,20 +198,33 @@ static void planned(struct lmt_alerts *a, const struct lmt_alert_obs *o, lmt_ale
 
 	double age = 0, plan_age = 0;
 	const char *unit = "";
+	if (o->saved > a->judged && o->saved != a->pending) { /* a save begun, its verdict to come */
+		a->pending = o->saved;
+		a->pending_wall = o->wall;
+	}
+	int pending = a->pending > a->judged;
+	uint64_t ref = pending ? a->pending : a->good_update;
+	double ref_wall = pending ? a->pending_wall : a->good_wall;
 	if (p->ckpt_every) {
-		age = (double)(u - a->good_update);
+		age = (double)(u - ref);
 		plan_age = (double)p->ckpt_every;
 		unit = " updates";
 	} else if (p->ckpt_interval_s > 0) {
-		age = o->wall - a->good_wall;
+		age = o->wall - ref_wall;
 		plan_age = p->ckpt_interval_s;
 		unit = " s";
 	}
 	if (plan_age > 0) {
 		double f = age / plan_age;
-		snprintf(ev, sizeof ev, "the last verified checkpoint (%s update %llu) is %.0f%s old, the plan one every "
-			 "%.0f%s", a->good_update > a->first_update ? "of" : "none since", (unsigned long long)a->good_update,
-			 age, unit, plan_age, unit);
+		if (pending)
+			snprintf(ev, sizeof ev, "the checkpoint of update %llu, still being written, is %.0f%s old; the plan: "
+				 "one every %.0f%s", (unsigned long long)ref, age, unit, plan_age, unit);
+		else if (a->good_update > a->first_update)
+			snprintf(ev, sizeof ev, "the last verified checkpoint, of update %llu, is %.0f%s old; the plan: one "
+				 "every %.0f%s", (unsigned long long)a->good_update, age, unit, plan_age, unit);
+		else
+			snprintf(ev, sizeof ev, "no verified checkpoint in the %.0f%s since update %llu; the plan: one every "
+				 "%.0f%s", age, unit, (unsigned long long)a->good_update, plan_age, unit);
 		edge(a, LMT_ALERT_CKPT_AGE, c->ckpt_age > 0 && f > c->ckpt_age, u, f, c->ckpt_age, ev, fn, ctx);
 	}
 
@@ -315,22 +328,24 @@ void lmt_alerts_ckpt(struct lmt_alerts *a, uint64_t update, double wall, double 
 		     const char *why, lmt_alert_fn fn, void *ctx)
 {
 	const struct lmt_alert_cfg *c = &a->cfg;
-	char ev[300];
+	char ev[1100]; /* the verifier's message whole */
 	double since = wall - a->last_ckpt_wall, f = since > 0 ? write_s / since : 0;
 	snprintf(ev, sizeof ev, "the checkpoint of update %llu took %.2f s to write, %.0f%% of the %.2f s since the last",
 		 (unsigned long long)update, write_s, 100 * f, since);
 	edge(a, LMT_ALERT_CKPT_SLOW, write_s >= c->ckpt_min_s && over(a, LMT_ALERT_CKPT_SLOW, f, c->ckpt_slow), update, f,
 	     c->ckpt_slow, ev, fn, ctx);
 	a->last_ckpt_wall = wall;
-	snprintf(ev, sizeof ev, "the checkpoint of update %llu failed its verification: %s", (unsigned long long)update,
-		 why ? why : "?");
+	if (update > a->judged)
+		a->judged = update;
+	if (verified)
+		snprintf(ev, sizeof ev, "the checkpoint of update %llu verified", (unsigned long long)update);
+	else
+		snprintf(ev, sizeof ev, "the checkpoint of update %llu failed its verification: %s",
+			 (unsigned long long)update, why ? why : "?");
 	edge(a, LMT_ALERT_CKPT_VERIFY, c->ckpt_verify > 0 && !verified, update, verified ? 1 : 0, 1, ev, fn, ctx);
 	if (verified) {
 		a->good_update = update;
 		a->good_wall = wall;
-		if (a->active[LMT_ALERT_CKPT_AGE]) {
-			snprintf(ev, sizeof ev, "the checkpoint of update %llu verified", (unsigned long long)update);
-			edge(a, LMT_ALERT_CKPT_AGE, 0, update, 0, c->ckpt_age, ev, fn, ctx);
-		}
+		edge(a, LMT_ALERT_CKPT_AGE, 0, update, 0, c->ckpt_age, ev, fn, ctx);
 	}
 }

@@ -21,7 +21,8 @@
  *   starvation     the loader's summed wait over the last `window` updates above
  *                  starve_frac of their summed time
  *   skew           the slowest rank's busy time (its step less its waits in
- *                  collectives: a rank waiting for a slow peer is not slow itself)
+ *                  collectives and for its loader: a rank waiting for a slow peer is
+ *                  not slow itself, and a slow loader is starvation)
  *                  above the median rank's by more than skew of it, summed over the
  *                  last `window` updates; it names the rank with the most of that excess
  *   comm           several ranks: the median exposed collective time of the last
@@ -35,7 +36,9 @@
  *   ckpt_slow      a checkpoint's write above ckpt_slow of the time since the one
  *                  before (or since the run's first update)
  *   ckpt_age       the last verified checkpoint older than ckpt_age times the planned
- *                  interval (plan.ckpt_every updates, or plan.ckpt_interval_s)
+ *                  interval (plan.ckpt_every updates, or plan.ckpt_interval_s); a
+ *                  checkpoint still being written (obs.saved newer than the last
+ *                  one judged) counts as made until its verification says otherwise
  *   ckpt_verify    a checkpoint that failed its verification (clears at the next
  *                  one that passes)
  *   budget         the tokens the run will have consumed at plan.updates, or the
@@ -106,13 +109,14 @@ struct lmt_alert_obs {
 	double loss, grad_norm;
 	int clipped, overflow, nonfinite;
 	double data_wait, step;  /* seconds: the update's loader wait (the most of any rank), its time */
-	double busy_max, busy_median;  /* seconds: the ranks' step less their collective waits */
+	double busy_max, busy_median;  /* seconds: the ranks' step less their collective and loader waits */
 	int slowest;             /* the rank of busy_max */
 	int ranks;               /* world size */
 	double comm;             /* seconds in collectives, the least of any rank */
 	double mem_peak;         /* bytes: the allocator's peak so far (0: unknown) */
 	double wall;             /* the run's clock after the update */
 	uint64_t tokens;         /* valid tokens consumed so far */
+	uint64_t saved;          /* the update of the newest checkpoint begun (0: none) */
 };
 
 struct lmt_alerts {
@@ -130,8 +134,8 @@ struct lmt_alerts {
 	/* the update before the first seen; the last verified checkpoint; the last of
 	 * any; the first update's end, where the budget's rates start */
 	int started;
-	uint64_t first_update, good_update, ref_update, ref_tokens;
-	double good_wall, last_ckpt_wall, ref_wall;
+	uint64_t first_update, good_update, ref_update, ref_tokens, judged, pending;
+	double good_wall, last_ckpt_wall, ref_wall, pending_wall;
 	int active[LMT_ALERT_COUNT];
 	uint64_t fired[LMT_ALERT_COUNT];     /* episodes so far, by kind */
 };

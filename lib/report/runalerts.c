@@ -70,7 +70,7 @@ void lmt_run_alert_plan(struct lmt_alert_plan *p, const struct lmt_trainer *tr, 
 void lmt_run_alert_obs(struct lmt_alert_obs *o, const struct lmt_trainer *tr, const struct lmt_step_stats *st,
 		       double data_wait, double wall)
 {
-	double busy = st->t_total - st->t_comm;
+	double busy = st->t_total - st->t_comm - data_wait;
 	*o = (struct lmt_alert_obs){ .update = st->update, .loss = st->loss, .grad_norm = st->grad_norm,
 				     .clipped = st->clipped, .overflow = st->overflow,
 				     .nonfinite = st->nonfinite_what != NULL, .data_wait = data_wait,

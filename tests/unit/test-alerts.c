@@ -41,7 +41,7 @@ static void on_alert(void *ctx, int kind, int fired, uint64_t update, double val
 
 enum plant {
 	NONE, LOSS, GRAD, CLIP, STARVE, STARVE_ONE, STARVE_SMALL, SKEW, SKEW_ONE, NAN_LOSS, COMM, COMM_ONE, MEM, MEM_LEDGER,
-	CKPT_FAIL, CKPT_SLOW, BUDGET,
+	CKPT_FAIL, CKPT_SLOW, CKPT_LATE, BUDGET,
 };
 
 static const struct lmt_alert_plan the_plan = {
@@ -64,12 +64,13 @@ static void run(struct log *l, int plant, uint64_t at)
 	lmt_alert_cfg_default(&c);
 	lmt_alerts_init(&a, &c, &p);
 	memset(l, 0, sizeof *l);
+	uint64_t saved = 0;
 	for (uint64_t u = 1; u <= 400; u++) {
 		struct lmt_alert_obs o = { .update = u, .loss = 5 * exp(-(double)u / 400) + 0.01 * sin((double)u * 1.7),
 					   .grad_norm = 1 + 0.05 * cos((double)u * 2.3), .data_wait = 0.001, .step = 0.1,
 					   .busy_max = 0.092, .busy_median = 0.09, .slowest = 1, .ranks = 2,
 					   .comm = 0.01, .mem_peak = 1e6, .wall = 0.1 * (double)u,
-					   .tokens = 1000 * u };
+					   .tokens = 1000 * u, .saved = saved };
 		if (plant == LOSS && u == at)
 			o.loss *= 3;
 		if (plant == GRAD && u >= at && u < at + 3)
@@ -99,7 +100,12 @@ static void run(struct log *l, int plant, uint64_t at)
 		if (plant == MEM_LEDGER && u >= at)
 			o.mem_peak = 1.3e6;
 		lmt_alerts_update(&a, &o, on_alert, l);
-		if (u % 20 == 0) {
+		if (u % 20 == 0)
+			saved = u; /* begun: from the next update on, obs.saved says so */
+		/* CKPT_LATE: the save begun at `at` is verified 15 updates later */
+		if (plant == CKPT_LATE && u == at + 15)
+			lmt_alerts_ckpt(&a, at, o.wall, 0.01, 1, NULL, on_alert, l);
+		if (u % 20 == 0 && !(plant == CKPT_LATE && u == at)) {
 			int ok = !(plant == CKPT_FAIL && u == at);
 			double write_s = plant == CKPT_SLOW && u == at ? 1.5 : 0.01;
 			lmt_alerts_ckpt(&a, u, o.wall, write_s, ok, ok ? NULL : "chunk 3: CRC-32C mismatch", on_alert, l);
@@ -185,6 +191,9 @@ int main(void)
 		{ SKEW_ONE, LMT_ALERT_SKEW, "one update with a rank busy twice the median" },
 		{ COMM_ONE, LMT_ALERT_COMM, "one update 10 s in collectives" },
 		{ STARVE_SMALL, LMT_ALERT_STARVATION, "1 ms steps waiting half of each for 100 updates (under the floor)" },
+		/* without the save in flight counted, the last verified one (80) would
+		 * be 31 updates old at 111 */
+		{ CKPT_LATE, LMT_ALERT_CKPT_AGE, "a checkpoint begun at 100, verified at 115" },
 	};
 	for (size_t i = 0; i < sizeof noise / sizeof noise[0]; i++) {
 		run(&l, noise[i].plant, 200);
