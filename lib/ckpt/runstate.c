@@ -401,6 +401,8 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 	lmt_json_num(j, "forward", st->t_forward);
 	lmt_json_num(j, "backward", st->t_backward);
 	lmt_json_num(j, "optimizer", st->t_optimizer);
+	if (st->have_stats)
+		lmt_json_num(j, "stats", st->t_stats);
 	lmt_json_num(j, "comm", st->t_comm);
 	lmt_json_num(j, "step", st->t_total);
 	/* the backend's own time by kind of operation (the step-time breakdown) */

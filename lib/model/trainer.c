@@ -456,8 +456,10 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 	int want = c->stats_every && (tr->update + 1) % c->stats_every == 0 && !st->nonfinite_what;
 	float *sp = z && z->stage == 3 ? z->pshard : g->params;
 	size_t spb = z && z->stage == 3 ? lo : 0;
+	double ts = lmt_now();
 	if (want && (rc = lmt_stats_before(&tr->stats, g, sp, spb, lo, hi, err)))
 		return rc;
+	st->t_stats = lmt_now() - ts;
 	if (!st->nonfinite_what) {
 		lmt_optim_step(&tr->opt, st->lr, gscale, &acc[3]);
 		be->to_host(be, &h[3], &acc[3], sizeof h[3]);
@@ -475,9 +477,11 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 			    (rc = tr->comm->allreduce_sum(tr->comm, &h[3], 1, LMT_DTYPE_F64, err)))
 				return rc;
 		}
+		ts = lmt_now();
 		if (want && (rc = lmt_stats_after(&tr->stats, g, tr->comm, sharded, sp, spb, gsh, z || sharded ? lo : 0,
 						  1.0 / S, lo, hi, err)))
 			return rc;
+		st->t_stats += lmt_now() - ts;
 		st->have_stats = want;
 		if (h[3] > 0) {
 			st->nonfinite_what = "parameter";
