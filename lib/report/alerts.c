@@ -39,8 +39,8 @@ void lmt_alert_cfg_default(struct lmt_alert_cfg *c)
 	*c = (struct lmt_alert_cfg){ .window = 50, .loss_sigma = 6.0, .grad_ratio = 5.0, .clip_frac = 0.8,
 				     .overflow_frac = 0.2, .starve_frac = 0.25, .skew = 0.2, .val_frac = 0.02,
 				     .comm_ratio = 3.0, .mem_frac = 0.9, .mem_ledger = 1.2, .ckpt_slow = 0.5,
-				     .ckpt_age = 1.5, .ckpt_verify = 1, .budget = 0.2, .starve_min_s = 0.005,
-				     .skew_min_s = 0.005, .comm_min_s = 0.005, .ckpt_min_s = 1.0 };
+				     .ckpt_age = 1.5, .ckpt_verify = 1, .budget = 0.2, .starve_min_s = 0.02,
+				     .skew_min_s = 0.02, .comm_min_s = 0.02, .ckpt_min_s = 1.0 };
 }
 
 void lmt_alerts_init(struct lmt_alerts *a, const struct lmt_alert_cfg *cfg, const struct lmt_alert_plan *plan)

@@ -147,7 +147,9 @@ typedef void (*lmt_alert_fn)(void *ctx, int kind, int fired, uint64_t update, do
 /* The defaults: window 50, loss_sigma 6, grad_ratio 5, clip_frac 0.8, overflow_frac
  * 0.2, starve_frac 0.25, skew 0.2, val_frac 0.02, comm_ratio 3, mem_frac 0.9,
  * mem_ledger 1.2, ckpt_slow 0.5, ckpt_age 1.5, ckpt_verify 1, budget 0.2; floors
- * 0.005 s (starvation, skew, comm) and 1 s (ckpt_slow). */
+ * 0.02 s (starvation, skew, comm: on a loaded machine a small model's loader
+ * thread was seen waiting 7 ms an update for a core, for dozens of updates) and
+ * 1 s (ckpt_slow). */
 void lmt_alert_cfg_default(struct lmt_alert_cfg *c);
 /* plan may be NULL (nothing planned) */
 void lmt_alerts_init(struct lmt_alerts *a, const struct lmt_alert_cfg *cfg, const struct lmt_alert_plan *plan);
