@@ -34,7 +34,7 @@ enum {
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
-	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB, OPT_COMM_TIMEOUT, OPT_SKEW_ALERT, OPT_ALERT, OPT_STATS_EVERY,
+	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB, OPT_COMM_TIMEOUT, OPT_SKEW_ALERT, OPT_ALERT, OPT_STATS_EVERY, OPT_MEM_LIMIT, OPT_BUDGET,
 	OPT_AUDIT_SAMPLES, OPT_ZERO, OPT_PREFETCH,
 };
 
@@ -102,6 +102,8 @@ static const struct option longopts[] = {
 	{ "skew-alert", required_argument, NULL, OPT_SKEW_ALERT },
 	{ "alert", required_argument, NULL, OPT_ALERT },
 	{ "stats-every", required_argument, NULL, OPT_STATS_EVERY },
+	{ "mem-limit", required_argument, NULL, OPT_MEM_LIMIT },
+	{ "budget", required_argument, NULL, OPT_BUDGET },
 	{ "audit-samples", required_argument, NULL, OPT_AUDIT_SAMPLES },
 	{ "zero", required_argument, NULL, OPT_ZERO },
 	{ "prefetch", no_argument, NULL, OPT_PREFETCH },
@@ -186,7 +188,13 @@ static void usage(void)
 	       "                          block output RMS every N updates (25; 0: none)\n"
 	       "  --alert NAME=X          an alert's threshold, 0 off: loss_spike (6 sigma), grad_spike\n"
 	       "                          (5x median), clipping (0.8), overflow (0.2), starvation\n"
-	       "                          (0.25), skew (0.2), val_regression (0.02); window=N (50)\n"
+	       "                          (0.25), skew (0.2), val_regression (0.02), comm (3x the\n"
+	       "                          first updates'), memory (0.9 of --mem-limit), memory_ledger\n"
+	       "                          (1.2x the ledger's), ckpt_slow (0.5), ckpt_age (1.5x the\n"
+	       "                          interval), ckpt_verify (1: on), budget (0.2); window=N (50)\n"
+	       "  --mem-limit BYTES       the memory alert's boundary (suffixes K, M, G, T)\n"
+	       "  --budget FILE           memledger --budget's JSONL: the budget alert's tokens and\n"
+	       "                          device-hours\n"
 	       "  --audit-samples N       several ranks: an audit record of every rank's sample\n"
 	       "                          ids for each of the first N updates\n"
 	       "  -j, --threads N         CPU threads (OMP_NUM_THREADS, else all cores)\n"
@@ -218,21 +226,21 @@ static int choice(const char *opt, const char *arg, const char *const *words)
 /* --alert NAME=X: a threshold of alerts.h (0: that kind off), or window=N */
 static void set_alert(struct lmt_alert_cfg *a, const char *arg)
 {
-	static const char *const names[] = { "window", "loss_spike", "grad_spike", "clipping", "overflow", "starvation",
-					     "skew", "val_regression" };
-	double *at[] = { NULL, &a->loss_sigma, &a->grad_ratio, &a->clip_frac, &a->overflow_frac, &a->starve_frac,
-			 &a->skew, &a->val_frac };
 	const char *eq = strchr(arg, '=');
-	for (size_t i = 0; eq && i < sizeof names / sizeof names[0]; i++)
-		if (strlen(names[i]) == (size_t)(eq - arg) && !strncmp(arg, names[i], (size_t)(eq - arg))) {
-			if (!at[i])
-				a->window = (int)opt_int("alert window", eq + 1, 2, LMT_ALERT_WINDOW_MAX);
-			else
-				*at[i] = opt_double("alert", eq + 1, 0, 1e9);
-			return;
-		}
-	usage_error("option '--alert': '%s': expected NAME=X with NAME one of window, loss_spike, grad_spike, "
-		    "clipping, overflow, starvation, skew, val_regression", arg);
+	double *thr = eq ? lmt_alert_threshold(a, lmt_alert_kind(arg, (size_t)(eq - arg))) : NULL;
+	if (eq && eq - arg == 6 && !strncmp(arg, "window", 6)) {
+		a->window = (int)opt_int("alert window", eq + 1, 2, LMT_ALERT_WINDOW_MAX);
+		return;
+	}
+	if (thr) {
+		*thr = opt_double("alert", eq + 1, 0, 1e9);
+		return;
+	}
+	char list[400] = "window";
+	for (int i = 0; i < LMT_ALERT_COUNT; i++)
+		if (lmt_alert_threshold(a, i))
+			snprintf(list + strlen(list), sizeof list - strlen(list), ", %s", lmt_alert_name(i));
+	usage_error("option '--alert': '%s': expected NAME=X with NAME one of %s", arg, list);
 }
 
 void train_set_option(struct opts *o, int c, const char *arg)
@@ -334,6 +342,8 @@ void train_set_option(struct opts *o, int c, const char *arg)
 	case OPT_COMM_TIMEOUT: o->cfg.comm_timeout = opt_double("comm-timeout", arg, 0, 1e9); break;
 	case OPT_SKEW_ALERT: o->cfg.alert.skew = opt_double("skew-alert", arg, 0, 1e9) / 100; break;
 	case OPT_ALERT: set_alert(&o->cfg.alert, arg); break;
+	case OPT_MEM_LIMIT: o->cfg.mem_limit = (double)opt_size("mem-limit", arg); break;
+	case OPT_BUDGET: o->cfg.budget = arg; break;
 	case OPT_STATS_EVERY: o->cfg.tc.stats_every = (uint64_t)opt_int("stats-every", arg, 0, INT64_MAX); break;
 	case OPT_ZERO:
 		o->cfg.tc.zero = (int)opt_int("zero", arg, 0, 3);

@@ -200,6 +200,12 @@ struct lmt_backend {
 	/* acc[0] += sum of squares (in double), acc[1] += count of non-finite x, over x[0..n);
 	 * acc in device memory */
 	void (*sumsq)(struct lmt_backend *be, double *acc, const float *x, size_t n);
+	/* many sumsq in one pass: for i < n, range i, x[off[i] .. off[i] + len[i]), adds into
+	 * acc[2 slot[i]] and acc[2 slot[i] + 1] what sumsq would (the same sums, to
+	 * the bit); off, len and slot in host memory, acc in device memory. NULL: the
+	 * caller loops over sumsq */
+	void (*sumsq_ranges)(struct lmt_backend *be, double *acc, const float *x, const size_t *off, const size_t *len,
+			     const int *slot, int n);
 	/* x *= s */
 	void (*scale)(struct lmt_backend *be, float *x, float s, size_t n);
 };

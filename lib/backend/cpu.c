@@ -923,6 +923,53 @@ static void cpu_sumsq(struct lmt_backend *be, double *acc, const float *x, size_
 	OP_END(LMT_OPK_OTHER);
 }
 
+/* sumsq's fixed chunks of every range in one parallel loop (a region per call
+ * would cost more than the statistics' small tensors), then each range's chunks
+ * summed in order, as sumsq sums them */
+static void cpu_sumsq_ranges(struct lmt_backend *be, double *acc, const float *x, const size_t *off, const size_t *len,
+			     const int *slot, int n)
+{
+	size_t chunk = 65536, nc = 0;
+	for (int i = 0; i < n; i++)
+		nc += (len[i] + chunk - 1) / chunk;
+	double *part = malloc(nc * sizeof *part);
+	size_t *from = malloc(nc * sizeof *from), *to = malloc(nc * sizeof *to), *bad = calloc(nc, sizeof *bad);
+	if (!part || !from || !to || !bad) { /* no room for the plan: one range at a time */
+		free(part), free(from), free(to), free(bad);
+		for (int i = 0; i < n; i++)
+			cpu_sumsq(be, acc + 2 * slot[i], x + off[i], len[i]);
+		return;
+	}
+	OP_BEGIN;
+	size_t c = 0;
+	for (int i = 0; i < n; i++)
+		for (size_t a = 0; a < len[i]; a += chunk, c++) {
+			from[c] = off[i] + a;
+			to[c] = off[i] + LMT_MIN(len[i], a + chunk);
+		}
+#pragma omp parallel for num_threads(be->threads) schedule(dynamic, 4)
+	for (size_t k = 0; k < nc; k++) {
+		double q = 0;
+		size_t nb = 0;
+		for (size_t i = from[k]; i < to[k]; i++) {
+			q += (double)x[i] * x[i];
+			nb += !(x[i] - x[i] == 0.0f);
+		}
+		part[k] = q;
+		bad[k] = nb;
+	}
+	c = 0;
+	for (int i = 0; i < n; i++) {
+		double q = 0, nb = 0;
+		for (size_t a = 0; a < len[i]; a += chunk, c++)
+			q += part[c], nb += (double)bad[c];
+		acc[2 * slot[i]] += q;
+		acc[2 * slot[i] + 1] += nb;
+	}
+	free(part), free(from), free(to), free(bad);
+	OP_END(LMT_OPK_OTHER);
+}
+
 static void cpu_scale(struct lmt_backend *be, float *x, float s, size_t n)
 {
 	OP_BEGIN;
@@ -990,6 +1037,7 @@ int lmt_backend_cpu_init(struct lmt_backend *be, int threads, struct lmt_err *er
 	be->xent_fwd_bwd = cpu_xent_fwd_bwd;
 	be->adamw = cpu_adamw;
 	be->sumsq = cpu_sumsq;
+	be->sumsq_ranges = cpu_sumsq_ranges;
 	be->scale = cpu_scale;
 	return 0;
 }

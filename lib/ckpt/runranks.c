@@ -23,11 +23,12 @@ static double median(double *v, int n)
 }
 
 int lmt_run_rank_times(struct lmt_json *j, struct lmt_comm *comm, const struct lmt_step_stats *st, double data_wait,
-		       double *skew, int *slowest_step, struct lmt_err *err)
+		       struct lmt_alert_obs *o, struct lmt_err *err)
 {
+	enum { K = 4 };
 	int W = comm->world;
-	double mine[3] = { st->t_total, data_wait, st->t_comm };
-	double *all = malloc((size_t)W * 3 * sizeof *all), *v = malloc((size_t)W * sizeof *v);
+	double mine[K] = { st->t_total, data_wait, st->t_comm, st->t_total - st->t_comm - data_wait };
+	double *all = malloc((size_t)W * K * sizeof *all), *v = malloc((size_t)W * sizeof *v);
 	int rc = !all || !v ? lmt_err_set(err, LMT_ENOMEM, "out of memory")
 			    : comm->allgather(comm, mine, all, sizeof mine, err);
 	if (rc) {
@@ -35,18 +36,19 @@ int lmt_run_rank_times(struct lmt_json *j, struct lmt_comm *comm, const struct l
 		free(v);
 		return rc;
 	}
-	static const char *const names[3] = { "step_s", "data_wait_s", "comm_s" };
-	*skew = 0;
-	*slowest_step = 0;
+	static const char *const names[K] = { "step_s", "data_wait_s", "comm_s", "busy_s" };
+	double skew = 0;
 	lmt_json_obj(j, "ranks");
-	for (int k = 0; k < 3; k++) {
-		int slowest = 0;
+	for (int k = 0; k < K; k++) {
+		int slowest = 0, least = 0;
 		for (int r = 0; r < W; r++) {
-			v[r] = all[r * 3 + k];
-			if (v[r] > all[slowest * 3 + k])
+			v[r] = all[r * K + k];
+			if (v[r] > all[slowest * K + k])
 				slowest = r;
+			if (v[r] < all[least * K + k])
+				least = r;
 		}
-		double mx = all[slowest * 3 + k];
+		double mx = all[slowest * K + k], mn = all[least * K + k];
 		lmt_json_obj(j, names[k]);
 		/* each rank's value, for the dashboard's rank x update heat map (up to
 		 * RANKS_LISTED ranks: beyond, the line would outweigh the record) */
@@ -57,17 +59,25 @@ int lmt_run_rank_times(struct lmt_json *j, struct lmt_comm *comm, const struct l
 			lmt_json_arr_end(j);
 		}
 		double med = median(v, W);
-		lmt_json_num(j, "min", v[0]);
+		lmt_json_num(j, "min", mn);
 		lmt_json_num(j, "median", med);
 		lmt_json_num(j, "max", mx);
 		lmt_json_u64(j, "slowest", (uint64_t)slowest);
 		lmt_json_obj_end(j);
-		if (k == 0) {
-			*skew = med > 0 ? mx / med - 1 : 0;
-			*slowest_step = slowest;
+		if (k == 0)
+			skew = med > 0 ? mx / med - 1 : 0;
+		else if (k == 1)
+			o->data_wait = mx;
+		else if (k == 2)
+			o->comm = mn;
+		else {
+			o->busy_max = mx;
+			o->busy_median = med;
+			o->slowest = slowest;
 		}
 	}
-	lmt_json_num(j, "skew", *skew);
+	o->ranks = W;
+	lmt_json_num(j, "skew", skew);
 	lmt_json_obj_end(j);
 	free(all);
 	free(v);

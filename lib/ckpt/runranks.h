@@ -13,13 +13,17 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "model/trainer.h"
+#include "report/alerts.h"
 
-/* Adds "ranks" to the record open in j: for step_s, data_wait_s and comm_s (this
- * rank's: st->t_total, data_wait, st->t_comm) the ranks' min, median, max and
- * slowest rank, each rank's value ("by_rank", up to 64 ranks), and "skew", the slowest step over the median less 1 (also in
- * *skew, its rank in *slowest). */
+/* Adds "ranks" to the record open in j: for step_s, data_wait_s, comm_s and busy_s
+ * (this rank's: st->t_total, data_wait, st->t_comm, and the step less the
+ * collectives and the wait for data: its own work) the ranks' min, median, max
+ * and slowest rank, each rank's value ("by_rank", up to 64 ranks), and "skew",
+ * the slowest step over the median less 1. Into o (alerts.h) go every rank's
+ * figures: the most data wait, the slowest and the median busy time, the least
+ * time in collectives. */
 int lmt_run_rank_times(struct lmt_json *j, struct lmt_comm *comm, const struct lmt_step_stats *st, double data_wait,
-		       double *skew, int *slowest, struct lmt_err *err);
+		       struct lmt_alert_obs *o, struct lmt_err *err);
 /* The "audit" record of update: every rank's (shard, sequence) sample ids. */
 int lmt_run_audit_record(struct lmt_json *j, struct lmt_comm *comm, const struct lmt_trainer *tr, uint64_t update,
 			 struct lmt_err *err);

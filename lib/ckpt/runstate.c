@@ -401,6 +401,8 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 	lmt_json_num(j, "forward", st->t_forward);
 	lmt_json_num(j, "backward", st->t_backward);
 	lmt_json_num(j, "optimizer", st->t_optimizer);
+	if (st->have_stats)
+		lmt_json_num(j, "stats", st->t_stats);
 	lmt_json_num(j, "comm", st->t_comm);
 	lmt_json_num(j, "step", st->t_total);
 	/* the backend's own time by kind of operation (the step-time breakdown) */
@@ -1074,10 +1076,44 @@ static int retain(struct lmt_run_saver *k, struct lmt_err *err)
 	return rc;
 }
 
+/* Test hook: LMT_TEST_CKPT_CORRUPT=U flips one byte of rank 0's data file of the
+ * checkpoint of update U once it is committed, before its verification, as a
+ * disk that lost a write would. */
+static void test_corrupt(const char *dir, uint64_t update)
+{
+	const char *v = getenv("LMT_TEST_CKPT_CORRUPT");
+	char path[4200];
+	if (!v || strtoull(v, NULL, 10) != update)
+		return;
+	snprintf(path, sizeof path, "%s/rank-00000.lmckpt", dir);
+	FILE *f = fopen(path, "r+b");
+	if (!f)
+		return;
+	fseek(f, 0, SEEK_END);
+	long at = ftell(f) / 2;
+	fseek(f, at, SEEK_SET);
+	int c = fgetc(f);
+	fseek(f, at, SEEK_SET);
+	fputc(c ^ 0x5a, f);
+	fclose(f);
+}
+
 static int report_ckpt(struct lmt_run_saver *k, const struct lmt_ckpt_result *r, double pause, int async,
 		       struct lmt_err *err)
 {
-	struct lmt_run_saved s = { async ? k->async.save.update : k->tr->update, r, pause, 0, 0, async };
+	struct lmt_run_saved s = { async ? k->async.save.update : k->tr->update, r, pause, 0, 0, async, 1, 0, NULL, 0 };
+	struct lmt_ckpt c;
+	struct lmt_err ve = { 0 };
+	test_corrupt(r->path, s.update);
+	double t0 = lmt_now();
+	if (lmt_ckpt_open(&c, r->path, 1, &ve)) {
+		s.verified = 0;
+		s.why = ve.msg;
+	} else {
+		lmt_ckpt_close(&c);
+	}
+	s.verify_s = lmt_now() - t0;
+	s.wall = k->wall_offset + (lmt_now() - k->t_start);
 	/* the checkpoint's cost C to the run: the time training stood still for it */
 	s.cost_s = async ? pause : r->write_s;
 	/* Young's interval: the checkpoint period that minimises the expected overhead
@@ -1102,6 +1138,8 @@ void lmt_run_save_record(struct lmt_json *j, const struct lmt_run_saved *s)
 	lmt_json_num(j, "mb_per_s", r->write_s > 0 ? r->bytes / r->write_s / 1e6 : 0);
 	lmt_json_bool(j, "async", s->async);
 	lmt_json_num(j, "cost_s", s->cost_s);
+	lmt_json_bool(j, "verified", s->verified);
+	lmt_json_num(j, "verify_s", s->verify_s);
 	if (s->best_interval_s > 0)
 		lmt_json_num(j, "optimal_interval_s", s->best_interval_s);
 }

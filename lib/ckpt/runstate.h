@@ -207,12 +207,21 @@ struct lmt_run_saved {
 	double cost_s;           /* the checkpoint's cost C to the run */
 	double best_interval_s;  /* Young's sqrt(2 C MTBF); 0 without an MTBF */
 	int async;
+	/* the checkpoint read back and checked (lmt_ckpt_open's verification) once
+	 * committed: verified 0 with why when it failed */
+	int verified;
+	double verify_s;
+	const char *why;
+	double wall;             /* the run's clock when it was verified */
 };
 
 /*
- * The checkpoints of a run: at most one save in flight; each finished save goes
- * to saved (the tool prints its record), then to events.jsonl, and retention
- * removes all but the newest keep and the keep_every milestones.
+ * The checkpoints of a run: at most one save in flight; each finished save is
+ * verified (read back: every file's size and SHA-256, every chunk's CRC), goes
+ * to saved (the tool prints its record and judges its alerts), then to
+ * events.jsonl, and retention removes all but the newest keep and the keep_every
+ * milestones. A checkpoint that fails its verification stays where it is (resume
+ * passes over it, saying so).
  */
 struct lmt_run_saver {
 	struct lmt_run *run;

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/util.h"
 
@@ -131,9 +132,24 @@ void lmt_sample_free(struct lmt_sample *s)
 	s->segs = NULL;
 }
 
+/* Test hook: LMT_TEST_SLOW_LOADER=S (or R:S, rank R alone) makes every sample of
+ * the training loader's fetch take S seconds more, a loader too slow for the
+ * trainer, for the starvation alert. */
+static void test_slow_loader(const struct lmt_loader *l)
+{
+	const char *v = getenv("LMT_TEST_SLOW_LOADER");
+	unsigned r = l->cfg.rank;
+	double sec;
+	if (!v || !l->cfg.shuffle || (strchr(v, ':') ? sscanf(v, "%u:%lf", &r, &sec) != 2 : sscanf(v, "%lf", &sec) != 1))
+		return;
+	if (r == l->cfg.rank && sec > 0)
+		usleep((useconds_t)(sec * 1e6));
+}
+
 static int read_sample(struct lmt_loader *l, struct lmt_epoch_map *m, uint64_t k, struct lmt_sample *s,
 		       struct lmt_err *err)
 {
+	test_slow_loader(l);
 	uint32_t shard;
 	uint64_t index;
 	if (locate(l, m, k, &shard, &index))

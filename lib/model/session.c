@@ -16,6 +16,7 @@
 
 #include "ckpt/rundir.h"
 #include "ckpt/runranks.h"
+#include "report/runalerts.h"
 #include "core/digest.h"
 #include "core/util.h"
 
@@ -120,6 +121,9 @@ int lmt_session_connect(struct lmt_session *s, struct lmt_session_cfg *cfg, cons
 		return rc;
 	s->follower = s->comm.rank > 0;
 	s->comm.timeout_s = cfg->comm_timeout;
+	/* read before anything of the run is written */
+	if (cfg->budget)
+		return lmt_run_budget_read(cfg->budget, &s->budget_tokens, &s->budget_hours, err);
 	return 0;
 }
 
@@ -475,7 +479,10 @@ static int report_resume(struct lmt_session *s, struct lmt_err *err)
 	return rc;
 }
 
-/* A finished checkpoint: its record and a progress line. */
+static void on_alert(void *ctx, int kind, int fired, uint64_t update, double value, double threshold,
+		     const char *evidence);
+
+/* A finished checkpoint: its record, its alerts and a progress line. */
 static void ckpt_saved(void *ctx, const struct lmt_run_saved *sv)
 {
 	struct lmt_session *s = ctx;
@@ -485,6 +492,7 @@ static void ckpt_saved(void *ctx, const struct lmt_run_saved *sv)
 	lmt_run_save_record(&j, sv);
 	keep_error(s, emit(s, &j, 1, &err), &err);
 	lmt_json_release(&j);
+	lmt_alerts_ckpt(&s->alerts, sv->update, sv->wall, sv->r->write_s, sv->verified, sv->why, on_alert, s);
 	char tail[96] = "";
 	if (sv->best_interval_s > 0)
 		snprintf(tail, sizeof tail, "; with an MTBF of %.0f s the best interval is %.0f s", s->cfg->mtbf,
@@ -570,7 +578,9 @@ int lmt_session_begin(struct lmt_session *s, struct lmt_err *err)
 	s->last_due = s->t_start;
 	lmt_json_init(&s->j);
 	lmt_json_init(&s->aj);
-	lmt_alerts_init(&s->alerts, &o->alert);
+	struct lmt_alert_plan plan;
+	lmt_run_alert_plan(&plan, tr, o->ckpt_every, o->ckpt_minutes, o->mem_limit, s->budget_tokens, s->budget_hours);
+	lmt_alerts_init(&s->alerts, &o->alert, &plan);
 	s->stats_at = tr->update;
 	s->stats_clipped = tr->clipped_updates;
 	s->tokens0 = tr->tokens;
@@ -588,7 +598,7 @@ static void on_alert(void *ctx, int kind, int fired, uint64_t update, double val
 	struct lmt_session *s = ctx;
 	struct lmt_json *j = &s->aj;
 	struct lmt_err err = { 0 };
-	char detail[300];
+	char detail[1200]; /* the verifier's message whole */
 	if (s->follower)
 		return;
 	snprintf(detail, sizeof detail, "%s: %s", lmt_alert_name(kind), evidence);
@@ -656,12 +666,12 @@ int lmt_session_train(struct lmt_session *s, struct lmt_err *err)
 		double wall = s->rs.wall_offset + (lmt_now() - s->t_start);
 		lmt_run_update_record(j, tr, &st, tr->loader.wait_seconds - s->wait_before, wall, s->fpt, s->peak,
 				      o->log_samples);
-		struct lmt_alert_obs ao = { st.update, st.loss, st.grad_norm, st.clipped, st.overflow,
-					    st.nonfinite_what != NULL, tr->loader.wait_seconds - s->wait_before, st.t_total,
-					    0, 0 };
-		/* every rank's times in the update record (a collective); the skew and
-		 * the slowest rank for the alerts */
-		if (comm->world > 1 && (e = lmt_run_rank_times(j, comm, &st, ao.data_wait, &ao.skew, &ao.slowest, err)))
+		struct lmt_alert_obs ao;
+		lmt_run_alert_obs(&ao, tr, &st, tr->loader.wait_seconds - s->wait_before, wall);
+		ao.saved = s->sv.last_saved == UINT64_MAX ? 0 : s->sv.last_saved;
+		/* every rank's times in the update record (a collective), and in the
+		 * alerts' observation */
+		if (comm->world > 1 && (e = lmt_run_rank_times(j, comm, &st, ao.data_wait, &ao, err)))
 			return e;
 		s->wait_before = tr->loader.wait_seconds;
 		if ((e = emit(s, j, 1, err)))

@@ -52,6 +52,8 @@ struct lmt_session_cfg {
 	const char *precision;   /* NULL: the backend's best */
 	double comm_timeout;
 	struct lmt_alert_cfg alert;
+	double mem_limit;        /* bytes: the memory alert's boundary (0: none) */
+	const char *budget;      /* memledger --budget's JSONL, for the budget alert (NULL: none) */
 	uint64_t audit;
 	int no_save;
 	struct lmt_gpt_config model;
@@ -123,6 +125,7 @@ struct lmt_session {
 	uint64_t *cursors;            /* world > 1: every rank's loader cursor, for a save */
 	struct lmt_json j, aj;
 	struct lmt_alerts alerts;
+	double budget_tokens, budget_hours; /* cfg->budget's, read at connect */
 	double t_start, last_due, wait_before;
 	uint64_t stats_at, stats_clipped;
 	uint64_t tokens0, updates0;   /* this process's share starts here */

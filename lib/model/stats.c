@@ -9,11 +9,33 @@
 
 #include "core/util.h"
 
-/* device pairs (sum of squares, non-finite count): the units' gradients, the
- * units' parameters, the kinds' updates, the kinds' parameters, the blocks' outputs */
-static size_t pairs(int L)
+/* the pieces of the layout: each tensor's, and each layer's of a layered one */
+static size_t pieces(const struct lmt_gpt *g)
 {
-	return 2 * ((size_t)L + 2) + 2 * LMT_STATS_KINDS + (size_t)L;
+	size_t n = 0;
+	for (int i = 0; i < g->nt; i++)
+		n += g->t[i].layered ? (size_t)g->cfg.L : 1;
+	return n;
+}
+
+/* device pairs (sum of squares, non-finite count): the units' gradients, the
+ * kinds' updates, the blocks' outputs, every piece's parameters (added up on the
+ * host into the units' and the kinds') */
+static size_t pairs(const struct lmt_gpt *g)
+{
+	return (size_t)g->cfg.L + 2 + LMT_STATS_KINDS + (size_t)g->cfg.L + pieces(g);
+}
+
+/* many sums of squares: in one pass where the backend has it */
+static void sumsq_ranges(struct lmt_backend *be, double *acc, const float *x, const size_t *off, const size_t *len,
+			 const int *slot, int n)
+{
+	if (be->sumsq_ranges) {
+		be->sumsq_ranges(be, acc, x, off, len, slot, n);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		be->sumsq(be, acc + 2 * slot[i], x + off[i], len[i]);
 }
 
 int lmt_stats_init(struct lmt_stats *s, const struct lmt_gpt *g, struct lmt_err *err)
@@ -25,7 +47,7 @@ int lmt_stats_init(struct lmt_stats *s, const struct lmt_gpt *g, struct lmt_err 
 	s->grad_norm = calloc((size_t)L + 2, sizeof(double));
 	s->param_norm = calloc((size_t)L + 2, sizeof(double));
 	s->act_rms = calloc((size_t)L, sizeof(double));
-	s->dev = be->alloc(be, 2 * pairs(L) * sizeof(double));
+	s->dev = be->alloc(be, 2 * pairs(g) * sizeof(double));
 	if (!s->grad_norm || !s->param_norm || !s->act_rms || !s->dev) {
 		lmt_stats_release(s, be);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory for the training statistics");
@@ -73,52 +95,107 @@ int lmt_stats_after(struct lmt_stats *s, const struct lmt_gpt *g, struct lmt_com
 		    struct lmt_err *err)
 {
 	struct lmt_backend *be = g->be;
-	int L = g->cfg.L, U = L + 2;
-	size_t np = pairs(L), NC = (size_t)g->B * g->T * g->cfg.C;
+	int L = g->cfg.L, U = L + 2, P = (int)pieces(g);
+	size_t np = pairs(g), NC = (size_t)g->B * g->T * g->cfg.C;
+	/* slots: units' gradients [0, U), kinds' updates [U, U + K), blocks' outputs
+	 * [U + K, U + K + L), pieces' parameters after those */
+	const int KU = U, AC = U + LMT_STATS_KINDS, PC = AC + L;
 	double *d = s->dev, *h = calloc(2 * np, sizeof *h);
-	if (!h)
-		return lmt_err_set(err, LMT_ENOMEM, "out of memory for the training statistics");
+	size_t *off = malloc(3 * ((size_t)P + (size_t)L) * sizeof *off), *len = off + P + L, *off2 = len + P + L;
+	int *slot = malloc(5 * ((size_t)P + (size_t)L) * sizeof *slot), *kslot = slot + P + L, *pslot = kslot + P + L,
+	    *piece_unit = pslot + P + L, *piece_kind = piece_unit + P + L;
+	int rc = 0;
+	if (!h || !off || !slot) {
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory for the training statistics");
+		goto out;
+	}
 	be->to_device(be, d, h, 2 * np * sizeof *h);
 	/* before - after, over the shard */
 	be->axpy(be, s->before, -1.0f, p + (lo - pbase), hi - lo);
+	/* the pieces in the shard, each once: its gradient into its unit, its update
+	 * into its kind, its parameters into its own slot */
+	int n = 0, k = 0;
 	for (int i = 0; i < g->nt; i++) {
 		const struct lmt_tensor *t = &g->t[i];
-		for (int l = 0; l < (t->layered ? L : 1); l++) {
+		for (int l = 0; l < (t->layered ? L : 1); l++, k++) {
+			piece_unit[k] = unit_of(g, t, l);
+			piece_kind[k] = t->kind;
 			size_t a = LMT_MAX(lo, t->dev + (size_t)l * t->lstride), b = LMT_MIN(hi, t->dev + (size_t)l * t->lstride + t->lnumel);
 			if (a >= b)
 				continue;
-			int u = unit_of(g, t, l);
-			be->sumsq(be, d + 2 * u, gr + (a - gbase), b - a);
-			be->sumsq(be, d + 2 * (U + u), p + (a - pbase), b - a);
-			be->sumsq(be, d + 2 * (2 * U + t->kind), s->before + (a - lo), b - a);
-			be->sumsq(be, d + 2 * (2 * U + LMT_STATS_KINDS + t->kind), p + (a - pbase), b - a);
+			off[n] = a - gbase;
+			off2[n] = a - lo;
+			len[n] = b - a;
+			slot[n] = piece_unit[k];
+			kslot[n] = KU + t->kind;
+			pslot[n] = PC + k;
+			n++;
 		}
 	}
-	size_t act0 = 2 * (size_t)U + 2 * LMT_STATS_KINDS;
-	for (int l = 0; l < L; l++)
-		be->sumsq(be, d + 2 * (act0 + (size_t)l), g->a.residual3 + (size_t)l * NC, NC);
+	sumsq_ranges(be, d, gr, off, len, slot, n);
+	sumsq_ranges(be, d, s->before, off2, len, kslot, n);
+	for (int i = 0; i < n; i++)
+		off[i] = off[i] + gbase - pbase;
+	sumsq_ranges(be, d, p, off, len, pslot, n);
+	for (int l = 0; l < L; l++) {
+		off[l] = (size_t)l * NC;
+		len[l] = NC;
+		slot[l] = AC + l;
+	}
+	sumsq_ranges(be, d, g->a.residual3, off, len, slot, L);
 	be->to_host(be, h, d, 2 * np * sizeof *h);
-	int rc = be->status(be, err);
-	/* the shards' sums add up; the block outputs are every rank's own positions */
-	if (!rc && comm->world > 1) {
-		if (sharded)
-			rc = comm->allreduce_sum(comm, h, 2 * act0, LMT_DTYPE_F64, err);
-		if (!rc)
-			rc = comm->allreduce_sum(comm, h + 2 * act0, 2 * (size_t)L, LMT_DTYPE_F64, err);
+	rc = be->status(be, err);
+	/* the units' and kinds' parameter sums from the pieces' (in the pieces' order) */
+	double *unit_p = calloc((size_t)U, sizeof *unit_p), kind_p[LMT_STATS_KINDS] = { 0 };
+	if (!rc && !unit_p)
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory for the training statistics");
+	for (int q = 0; !rc && q < P; q++) {
+		unit_p[piece_unit[q]] += h[2 * (PC + q)];
+		kind_p[piece_kind[q]] += h[2 * (PC + q)];
+	}
+	/* the shards' sums add up (gradients, updates, then the parameters); the block
+	 * outputs are every rank's own positions */
+	double *red = NULL;
+	size_t nred = (size_t)U + LMT_STATS_KINDS + (size_t)U + LMT_STATS_KINDS + (size_t)L;
+	if (!rc && !(red = malloc(nred * sizeof *red)))
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory for the training statistics");
+	if (!rc) {
+		size_t r = 0;
+		for (int i = 0; i < U + LMT_STATS_KINDS; i++)
+			red[r++] = h[2 * i];
+		for (int u = 0; u < U; u++)
+			red[r++] = unit_p[u];
+		for (int q = 0; q < LMT_STATS_KINDS; q++)
+			red[r++] = kind_p[q];
+		for (int l = 0; l < L; l++)
+			red[r++] = h[2 * (AC + l)];
+		if (comm->world > 1) {
+			size_t shard_part = nred - (size_t)L;
+			if (sharded)
+				rc = comm->allreduce_sum(comm, red, shard_part, LMT_DTYPE_F64, err);
+			if (!rc)
+				rc = comm->allreduce_sum(comm, red + shard_part, (size_t)L, LMT_DTYPE_F64, err);
+		}
 	}
 	if (!rc) {
+		const double *gu = red, *ku = red + U, *pu = ku + LMT_STATS_KINDS, *pk = pu + U, *ac = pk + LMT_STATS_KINDS;
 		for (int u = 0; u < U; u++) {
-			s->grad_norm[u] = sqrt(h[2 * u]) * gscale_inv;
-			s->param_norm[u] = sqrt(h[2 * (U + u)]);
+			s->grad_norm[u] = sqrt(gu[u]) * gscale_inv;
+			s->param_norm[u] = sqrt(pu[u]);
 		}
-		for (int k = 0; k < LMT_STATS_KINDS; k++) {
-			double upd = sqrt(h[2 * (2 * U + k)]), pn = sqrt(h[2 * (2 * U + LMT_STATS_KINDS + k)]);
-			s->kind_norm[k] = pn;
-			s->update_ratio[k] = pn > 0 ? upd / pn : 0;
+		for (int q = 0; q < LMT_STATS_KINDS; q++) {
+			double upd = sqrt(ku[q]), pn = sqrt(pk[q]);
+			s->kind_norm[q] = pn;
+			s->update_ratio[q] = pn > 0 ? upd / pn : 0;
 		}
 		for (int l = 0; l < L; l++)
-			s->act_rms[l] = sqrt(h[2 * (act0 + (size_t)l)] / ((double)NC * comm->world));
+			s->act_rms[l] = sqrt(ac[l] / ((double)NC * comm->world));
 	}
+	free(red);
+	free(unit_p);
+out:
 	free(h);
+	free(off);
+	free(slot);
 	return rc;
 }

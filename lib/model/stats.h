@@ -11,8 +11,13 @@
  *
  * The cost, on the updates it runs: one copy of this rank's shard of the
  * parameters before the optimizer (kept between stats updates: 4 bytes a
- * parameter of the shard), a few passes of sums of squares over gradients,
- * parameters and block outputs, and one all-reduce of 2 (L + 2) + 8 + L doubles.
+ * parameter of the shard), four passes of sums of squares (the gradients, the
+ * updates, the parameters, the block outputs: each one backend call over all its
+ * tensors' ranges, sumsq_ranges, rather than a call per tensor and layer, whose
+ * small tensors cost more in calls than in arithmetic), and one all-reduce of
+ * 2 (L + 2 + 4) + L doubles. Each parameter range's sum goes to its own slot and
+ * is added into its unit's and kind's on the host, in the order the per-tensor
+ * calls added them: the same figures, to the bit.
  */
 #ifndef LMT_STATS_H
 #define LMT_STATS_H

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/rng.h"
 #include "model/generate.h"
@@ -232,6 +233,18 @@ static double test_lr_scale(uint64_t u)
 	return f;
 }
 
+/* Test hook: LMT_TEST_SLOW_RANK=R:S makes rank R sleep S seconds in every update
+ * (after its batch is read, before the first collective), a rank slower than its
+ * peers, for the skew alert; the others wait for it in the collective. */
+static void test_slow_rank(const struct lmt_trainer *tr)
+{
+	const char *v = getenv("LMT_TEST_SLOW_RANK");
+	int r;
+	double sec;
+	if (v && sscanf(v, "%d:%lf", &r, &sec) == 2 && r == tr->comm->rank && sec > 0)
+		usleep((useconds_t)(sec * 1e6));
+}
+
 /*
  * Gradient buckets for data parallelism: backward reports each layer's range as
  * it becomes final (last layer first; the ranges are adjacent, descending), and
@@ -326,6 +339,7 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 		valid += lmt_make_batch(&tr->samples[m * B], B, T, c->cross_doc_targets, tr->h_tok + m * N,
 					tr->h_tgt + m * N, tr->h_seg + m * N);
 	st->t_data = lmt_now() - t0;
+	test_slow_rank(tr);
 	t = lmt_now();
 	int64_t gvalid = (int64_t)valid;
 	if ((rc = tr->comm->allreduce_sum(tr->comm, &gvalid, 1, LMT_DTYPE_I64, err)))
@@ -442,8 +456,10 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 	int want = c->stats_every && (tr->update + 1) % c->stats_every == 0 && !st->nonfinite_what;
 	float *sp = z && z->stage == 3 ? z->pshard : g->params;
 	size_t spb = z && z->stage == 3 ? lo : 0;
+	double ts = lmt_now();
 	if (want && (rc = lmt_stats_before(&tr->stats, g, sp, spb, lo, hi, err)))
 		return rc;
+	st->t_stats = lmt_now() - ts;
 	if (!st->nonfinite_what) {
 		lmt_optim_step(&tr->opt, st->lr, gscale, &acc[3]);
 		be->to_host(be, &h[3], &acc[3], sizeof h[3]);
@@ -461,9 +477,11 @@ int lmt_trainer_step(struct lmt_trainer *tr, struct lmt_step_stats *st, struct l
 			    (rc = tr->comm->allreduce_sum(tr->comm, &h[3], 1, LMT_DTYPE_F64, err)))
 				return rc;
 		}
+		ts = lmt_now();
 		if (want && (rc = lmt_stats_after(&tr->stats, g, tr->comm, sharded, sp, spb, gsh, z || sharded ? lo : 0,
 						  1.0 / S, lo, hi, err)))
 			return rc;
+		st->t_stats += lmt_now() - ts;
 		st->have_stats = want;
 		if (h[3] > 0) {
 			st->nonfinite_what = "parameter";

@@ -91,6 +91,7 @@ struct lmt_step_stats {
 	double loss, lr, grad_norm;
 	int clipped, skipped;
 	double t_data, t_forward, t_backward, t_optimizer, t_comm, t_total;
+	double t_stats;                /* of t_optimizer: the statistics (stats.h), on the updates that take them */
 	double t_ops[LMT_OPK_COUNT];   /* the backend's time by kind of operation */
 	double loss_scale;             /* the scale this update ran with (1 without scaling) */
 	int overflow;                  /* fp16: a non-finite gradient, the update skipped and the scale backed off */

@@ -7,6 +7,9 @@
 # skip) fires "nonfinite"; thresholds are set with --alert NAME=X. The statistics
 # (--stats-every): the units' gradient norms make up the update's norm, and the
 # planted spike shows in the update ratio (ddp.sh: the same on 2 ranks under ZeRO-3).
+# The run's plan: --mem-limit and the ledger's prediction (memory, memory_ledger),
+# --budget, and a checkpoint made to fail verification (LMT_TEST_CKPT_CORRUPT).
+# alerts-ranks.sh: a slowed rank and a slowed loader on 2 ranks.
 . tests/cli/lib.sh
 TR=$BIN/train
 tiny_data 600
@@ -47,6 +50,50 @@ LMT_TEST_LR_SCALE=150-152:30 $TR $M --updates 250 --alert loss_spike=0 --alert g
 check_fail "--alert with an unknown name: usage error naming the names" 2 "expected NAME=X with NAME one of" \
 	$TR $M --updates 1 --no-save --alert spikes=3
 check_fail "--alert with a negative threshold: usage error" 2 "alert" $TR $M --updates 1 --no-save --alert clipping=-1
+
+# the run's plan: a peak over 0.9 of --mem-limit (1 MB: this model's 2.4 MB peak
+# is over it at update 1) and over 0.5 of the ledger's prediction (the measured
+# peak is the prediction, to 1e-3: a threshold of 1.2 never fires on it)
+$TR $M --updates 5 --no-save --mem-limit 1M --alert memory_ledger=0.5 > "$T/mem.out" 2> "$T/mem.err"
+jq -se '[.[] | select(.event == "alert")] | map(.kind) | sort == ["memory", "memory_ledger"]' "$T/mem.out" > /dev/null \
+	&& grep -q '"kind":"memory".*of the limit of 1.0 MB' "$T/mem.out" \
+	&& grep -q '"kind":"memory_ledger".*ledger.s prediction' "$T/mem.out" \
+	&& ok "--mem-limit 1M, --alert memory_ledger=0.5: memory and memory_ledger fire once, naming the limit and the prediction" \
+	|| notok "memory alerts" "$(grep '"alert' "$T/mem.out" | head -c 600)"
+
+# the budget (memledger --budget's record): a budget of 1e9 tokens for a run of
+# 40 updates of at most 256 tokens is off by nearly 100%, judged at update 25
+printf '{"event":"budget","target_tokens":1e9,"device_hours":{"total":1000}}\n' > "$T/budget.jsonl"
+$TR $M --updates 40 --no-save --budget "$T/budget.jsonl" > "$T/bu.out" 2> "$T/bu.err"
+jq -se '[.[] | select(.event | startswith("alert"))] | map([.event, .kind, .update]) == [["alert", "budget", 25]]' \
+	"$T/bu.out" > /dev/null && grep -q "off the budget's 1e+09" "$T/bu.out" \
+	&& ok "--budget FILE: a run far short of the budget's tokens fires budget once, at update 25 (half the window)" \
+	|| notok "budget alert" "$(grep '"alert' "$T/bu.out" | head -c 400) $(tail -c 200 "$T/bu.err")"
+printf '{"event":"budget","target_tokens":0}\n' > "$T/bad-budget.jsonl"
+check_fail "--budget with no positive target: exit 1 naming the file" 1 "bad-budget.jsonl': line 1: the budget record needs" \
+	$TR $M --updates 5 --no-save --budget "$T/bad-budget.jsonl"
+[ ! -s "$T/.out" ] && ok "... and nothing on stdout" || notok "output of a refused budget" "$(head -c 200 "$T/.out")"
+
+# a checkpoint made to fail verification (LMT_TEST_CKPT_CORRUPT flips a byte of
+# its data file once committed): ckpt_verify fires at its update with the
+# verifier's reason, ckpt_age once the last good one is 1.5 intervals old, both
+# clear at the next checkpoint that verifies (--ckpt-sync: a save in the
+# background is verified when collected, maybe after ckpt_age fired); a resume
+# passes over the bad one
+LMT_TEST_CKPT_CORRUPT=10 $TR $M --updates 30 --ckpt-every 10 --ckpt-sync -o "$T/cc" > "$T/cc.out" 2> "$T/cc.err"
+jq -se '[.[] | select(.event | startswith("alert"))] | map([.event, .kind, .update])
+	== [["alert", "ckpt_verify", 10], ["alert", "ckpt_age", 16], ["alert-cleared", "ckpt_verify", 20],
+	    ["alert-cleared", "ckpt_age", 20]]' "$T/cc.out" > /dev/null \
+	&& jq -se 'map(select(.event == "checkpoint")) | map(.verified) == [false, true, true]' "$T/cc.out" > /dev/null \
+	&& grep -q '"alert".*ckpt_verify: .*step-00000010/rank-00000.lmckpt.*data corrupted' "$T/cc/events.jsonl" \
+	&& grep -q "alert ckpt_verify" "$T/cc.err" \
+	&& ok "a checkpoint corrupted at update 10: ckpt_verify there, ckpt_age at 16, both cleared at 20; in events.jsonl and on stderr" \
+	|| notok "failed verification" "$(grep '"alert\|"checkpoint"' "$T/cc.out" | head -c 900)"
+LMT_TEST_CKPT_CORRUPT=20 $TR $M --updates 20 --ckpt-every 10 -o "$T/cr" > /dev/null 2> "$T/cr.err"
+$TR --resume auto -o "$T/cr" --updates 25 > "$T/cr2.out" 2> "$T/cr2.err"
+grep -q '"event":"checkpoint-ignored"' "$T/cr/events.jsonl" && grep -q '"event":"resume".*step-00000010' "$T/cr2.out" \
+	&& ok "... the last checkpoint corrupted: the resume passes over it to update 10, as before" \
+	|| notok "resume over a corrupted checkpoint" "$(tail -c 400 "$T/cr2.err")"
 
 # statistics: the units' squared gradient norms add up to the update's squared norm
 # (the same sums in another order: 1e-9 relative), every 5 updates

@@ -1180,6 +1180,35 @@ static void test_sumsq(void)
 	section_end("sumsq");
 }
 
+/* sumsq_ranges: ranges of every size (empty, one value, a chunk and one, two
+ * chunks and more), two of them into one slot, one with a non-finite value: the
+ * same sums and counts as sumsq range by range, to the bit */
+static void test_sumsq_ranges(void)
+{
+	if (!be->sumsq_ranges) {
+		tap_diag("%s has no sumsq_ranges (callers loop over sumsq)", bname);
+		section_end("sumsq_ranges");
+		return;
+	}
+	size_t n = 400000;
+	float *x = frand(n, -2, 2);
+	x[300000] = NAN;
+	size_t off[6] = { 0, 5, 6, 70000, 200000, 299990 }, len[6] = { 5, 0, 1, 65537, 99000, 100010 };
+	int slot[6] = { 0, 1, 2, 3, 3, 4 };
+	double zero[10] = { 0 }, *a1 = dinout(zero, sizeof zero), *a2 = dinout(zero, sizeof zero);
+	float *dx = din(x, n * 4);
+	be->sumsq_ranges(be, a1, dx, off, len, slot, 6);
+	for (int i = 0; i < 6; i++)
+		be->sumsq(be, a2 + 2 * slot[i], dx + off[i], len[i]);
+	double *h1 = fetch(a1, sizeof zero), *h2 = fetch(a2, sizeof zero);
+	tap_ok(!memcmp(h1, h2, sizeof zero) && h1[9] == 1 && h1[7] == 0 && h1[0] > 0,
+	       "%s sumsq_ranges of 6 ranges into 5 slots: bitwise sumsq's, range by range (slot 3: %.17g; the NaN "
+	       "counted in slot 4: %g)", bname, h1[6], h1[9]);
+	be->free(be, a1), be->free(be, a2), be->free(be, dx);
+	free(x), free(h1), free(h2);
+	section_end("sumsq_ranges");
+}
+
 /* The ops whose results could depend on the split of the work, run on a backend
  * opened with 1 thread and one with 2: bitwise the same where backend.h says so
  * (sumsq: fixed chunks; cast's stochastic rounding: a hash of the index). */
@@ -1276,6 +1305,7 @@ static void run_backend(const char *name)
 	test_xent();
 	test_adamw();
 	test_sumsq();
+	test_sumsq_ranges();
 	test_op_timing();
 	test_status();
 	b.release(&b);
