@@ -17,6 +17,7 @@
  * forces it), a table on a terminal.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@
 #include "tool.h"
 
 enum {
-	OPT_CONFIG = OPT_TOOL_BASE, OPT_RUN, OPT_VOCAB, OPT_PRECISION, OPT_RECOMPUTE, OPT_WORLD, OPT_ZERO, OPT_TP, OPT_PP, OPT_CP, OPT_JSONL, OPT_FIT, OPT_SAFE,
+	OPT_CONFIG = OPT_TOOL_BASE, OPT_RUN, OPT_VOCAB, OPT_PRECISION, OPT_RECOMPUTE, OPT_STATS_EVERY, OPT_WORLD, OPT_ZERO, OPT_TP, OPT_PP, OPT_CP, OPT_JSONL, OPT_FIT, OPT_SAFE,
 	OPT_MEMORY, OPT_MARGIN, OPT_PLAN, OPT_COMPARE, OPT_BUDGET, OPT_PARAMS, OPT_GPUS, OPT_GPN, OPT_INTRA, OPT_INTER,
 	OPT_MFU, OPT_PEAK, OPT_GLOBAL, OPT_TP_ACROSS, OPT_TOP, OPT_TARGET, OPT_MTBF, OPT_RESTART, OPT_IDLE,
 };
@@ -60,6 +61,7 @@ static const struct option longopts[] = {
 	{ "seq-len", required_argument, NULL, 'T' },
 	{ "precision", required_argument, NULL, OPT_PRECISION },
 	{ "recompute", required_argument, NULL, OPT_RECOMPUTE },
+	{ "stats-every", required_argument, NULL, OPT_STATS_EVERY },
 	{ "world", required_argument, NULL, OPT_WORLD },
 	{ "zero", required_argument, NULL, OPT_ZERO },
 	{ "tp", required_argument, NULL, OPT_TP },
@@ -116,6 +118,8 @@ static void usage(void)
 	       "                          train's default (bf16 where the cpu backend has fast\n"
 	       "                          bf16 GEMMs, else fp32)\n"
 	       "  --recompute R           none, block or every:K (as train)\n"
+	       "  --stats-every N         train's statistics every N updates (25; 0: none):\n"
+	       "                          their copy of the parameters is a term\n"
 	       "Layout:\n"
 	       "  --world N --zero S      data-parallel ranks (1); ZeRO stage 0-3 (0)\n"
 	       "  --tp N --pp N --cp N    tensor, pipeline, context degrees (1): an estimate;\n"
@@ -248,6 +252,7 @@ static void set_option(int c, const char *arg)
 			usage_error("option '--precision': '%s' is not fp32, bf16, fp16 or auto", arg);
 		break;
 	case OPT_RECOMPUTE: O.c.recompute_every = opt_recompute(arg); break;
+	case OPT_STATS_EVERY: O.c.stats_every = (int)opt_int("stats-every", arg, 0, INT_MAX); break;
 	case OPT_WORLD: O.c.world = (int)opt_int("world", arg, 1, 1 << 24); break;
 	case OPT_ZERO: O.c.zero = (int)opt_int("zero", arg, 0, 3); break;
 	case OPT_TP: O.plan.fix_tp = O.c.tp = (int)opt_int("tp", arg, 1, 1 << 16); break;
@@ -379,6 +384,8 @@ static int fit_mode(char **runs, int n)
 		fit_term(&j, "optimizer", (double)l.state.optimizer, (double)m[i].optimizer);
 		if (m[i].staging >= 0)
 			fit_term(&j, "staging", (double)l.state.staging, (double)m[i].staging);
+		if (m[i].stats >= 0)
+			fit_term(&j, "stats", (double)lmt_ledger_bytes(&l, "stats"), (double)m[i].stats);
 		fit_term(&j, "activations", acts, meas);
 		fit_term(&j, "activations_fit", fitted, meas);
 		if (m[i].peak_rss > 0)
@@ -584,7 +591,8 @@ int main(int argc, char **argv)
 {
 	tool_init("memledger");
 	O.c = (struct lmt_ledger_cfg){ .model = { .L = 4, .NH = 4, .C = 256, .V = 50257 }, .B = 8,
-				       .dtype = LMT_DTYPE_F32, .world = 1, .tp = 1, .pp = 1, .cp = 1 };
+				       .dtype = LMT_DTYPE_F32, .world = 1, .tp = 1, .pp = 1, .cp = 1,
+				       .stats_every = 25 };
 	O.margin = 0.1;
 	int c;
 	while ((c = getopt_long(argc, argv, "hVqB:T:", longopts, NULL)) != -1) {

@@ -299,6 +299,7 @@ int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, cons
 	lmt_json_str(&j, "precision", lmt_dtype_name(tc->precision));
 	lmt_json_u64(&j, "recompute_every", (uint64_t)tc->recompute_every);
 	lmt_json_u64(&j, "zero", (uint64_t)tc->zero);
+	lmt_json_u64(&j, "stats_every", tc->stats_every);
 	lmt_json_num(&j, "loss_scale", tc->loss_scale);
 	lmt_json_u64(&j, "loss_scale_window", tc->loss_scale_window);
 	lmt_json_obj_end(&j);
@@ -419,6 +420,7 @@ void lmt_run_update_record(struct lmt_json *j, const struct lmt_trainer *tr, con
 	lmt_json_obj_end(j);
 	lmt_json_obj(j, "memory");
 	memory_fields(j, g, tr->cfg.zero, tr->comm->world);
+	lmt_json_u64(j, "stats", lmt_stats_held(&tr->stats));
 	/* measured: the backend's most bytes allocated at once so far (this rank's),
 	 * and the process's peak resident set */
 	lmt_json_u64(j, "peak_alloc", tr->be->mem_peak);

@@ -4,6 +4,7 @@
  * only names the terms, adds them up and, for tensor, pipeline and context degrees,
  * scales them.
  */
+#include "model/stats.h"
 #include "model/ledger.h"
 
 #include <string.h>
@@ -117,6 +118,9 @@ int lmt_ledger_build(const struct lmt_ledger_cfg *c, struct lmt_ledger *l, struc
 	term(l, "act_backward_scratch", LMT_LEDGER_ACTS, -1, ag[LMT_ACT_SCRATCH], NULL);
 	term(l, "act_scalars", LMT_LEDGER_ACTS, LMT_DTYPE_F64, ag[LMT_ACT_SCALARS], NULL);
 	term(l, "inputs", LMT_LEDGER_TEMP, LMT_DTYPE_I32, 3 * N * sizeof(int32_t), "tokens, targets, segment ids");
+	/* the optimizer's shard is its moments' half: the statistics copy that many */
+	term(l, "stats", LMT_LEDGER_TEMP, LMT_DTYPE_F32, c->stats_every ? lmt_stats_bytes(&g, s->optimizer / 8) : 0,
+	     "--stats-every: the shard's parameters before the step, device sums");
 	term(l, "comm_buckets", LMT_LEDGER_COMM, LMT_DTYPE_F32, 0,
 	     "data parallel reduces in place on the gradients: no copy");
 	term(l, "allocator_reserve", LMT_LEDGER_RESERVE, -1, 0,

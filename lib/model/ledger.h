@@ -29,6 +29,7 @@ struct lmt_ledger_cfg {
 	int recompute_every;     /* 0: none; K: every K-th block (train --recompute) */
 	int world, zero;         /* data-parallel ranks; ZeRO stage 0-3 */
 	int tp, pp, cp;          /* tensor, pipeline, context degrees (1: none) */
+	int stats_every;         /* train --stats-every (0: no statistics' buffers) */
 };
 
 enum lmt_ledger_group {

@@ -47,12 +47,23 @@ int lmt_stats_init(struct lmt_stats *s, const struct lmt_gpt *g, struct lmt_err 
 	s->grad_norm = calloc((size_t)L + 2, sizeof(double));
 	s->param_norm = calloc((size_t)L + 2, sizeof(double));
 	s->act_rms = calloc((size_t)L, sizeof(double));
-	s->dev = be->alloc(be, 2 * pairs(g) * sizeof(double));
+	s->dev_bytes = 2 * pairs(g) * sizeof(double);
+	s->dev = be->alloc(be, s->dev_bytes);
 	if (!s->grad_norm || !s->param_norm || !s->act_rms || !s->dev) {
 		lmt_stats_release(s, be);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory for the training statistics");
 	}
 	return 0;
+}
+
+size_t lmt_stats_bytes(const struct lmt_gpt *g, size_t shard)
+{
+	return 2 * pairs(g) * sizeof(double) + shard * sizeof(float);
+}
+
+size_t lmt_stats_held(const struct lmt_stats *s)
+{
+	return (s->dev ? s->dev_bytes : 0) + s->cap * sizeof(float);
 }
 
 void lmt_stats_release(struct lmt_stats *s, struct lmt_backend *be)

@@ -39,9 +39,15 @@ struct lmt_stats {
 	float *before;                   /* the parameters of [lo, hi) before the step */
 	double *dev;                     /* device sums */
 	size_t cap;
+	size_t dev_bytes;                /* of dev */
 };
 
 int lmt_stats_init(struct lmt_stats *s, const struct lmt_gpt *g, struct lmt_err *err);
+/* Backend bytes the statistics of g hold once they have run on a shard of `shard`
+ * parameters: the device sums and the copy of the shard taken before the step
+ * (memledger's "stats" term); and the bytes s holds now (train's memory.stats). */
+size_t lmt_stats_bytes(const struct lmt_gpt *g, size_t shard);
+size_t lmt_stats_held(const struct lmt_stats *s);
 void lmt_stats_release(struct lmt_stats *s, struct lmt_backend *be);
 /*
  * p: the parameters with element i at p[i - pbase] for i in [lo, hi); before the

@@ -176,7 +176,7 @@ double lmt_run_measured_acts(const struct lmt_run_measured *m)
 	if (m->peak_alloc < 0)
 		return (double)m->activations;
 	return (double)(m->peak_alloc - m->params - m->weights_working - m->grads - m->optimizer -
-			(m->staging > 0 ? m->staging : 0));
+			(m->staging > 0 ? m->staging : 0) - (m->stats > 0 ? m->stats : 0));
 }
 
 int lmt_act_fit_runs(const struct lmt_run_measured *m, int n, double beta[LMT_ACT_FEATURES], struct lmt_err *err)

@@ -51,6 +51,7 @@ int lmt_run_config_read(const char *path, struct lmt_ledger_cfg *c, struct lmt_e
 	if (!rc) {
 		rc_every = opt_int(root, "/optimization/recompute_every");
 		zero = opt_int(root, "/optimization/zero");
+		int64_t se = opt_int(root, "/optimization/stats_every");
 		world = opt_int(root, "/topology/world");
 		memset(c, 0, sizeof *c);
 		c->model = (struct lmt_gpt_config){ .L = (int)v[0], .NH = (int)v[1], .C = (int)v[2],
@@ -63,6 +64,7 @@ int lmt_run_config_read(const char *path, struct lmt_ledger_cfg *c, struct lmt_e
 		c->zero = zero > 0 ? (int)zero : 0;
 		c->world = world > 0 ? (int)world : 1;
 		c->tp = c->pp = c->cp = 1;
+		c->stats_every = se > 0 && se <= INT_MAX ? (int)se : 0;
 	}
 	json_decref(root);
 	return rc;
@@ -100,10 +102,10 @@ static void update_record(json_t *o, struct lmt_run_measured *m, struct scan *s)
 {
 	json_t *mem = json_object_get(o, "memory");
 	int64_t *dst[] = { &m->params, &m->weights_working, &m->grads, &m->optimizer, &m->staging, &m->activations,
-			   &m->peak_alloc, &m->peak_rss };
+			   &m->peak_alloc, &m->peak_rss, &m->stats };
 	static const char *const keys[] = { "params", "weights_working", "grads", "optimizer", "staging",
-					    "activations", "peak_alloc", "peak_rss" };
-	for (int i = 0; i < 8; i++) {
+					    "activations", "peak_alloc", "peak_rss", "stats" };
+	for (int i = 0; i < 9; i++) {
 		json_t *v = json_object_get(mem, keys[i]);
 		*dst[i] = json_is_integer(v) ? json_integer_value(v) : -1;
 	}

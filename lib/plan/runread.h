@@ -23,6 +23,7 @@ struct lmt_run_measured {
 	struct lmt_ledger_cfg cfg;   /* as the run was configured (tp = pp = cp = 1) */
 	/* the last update record's memory counters (bytes; -1 where absent) */
 	int64_t params, weights_working, grads, optimizer, staging, activations, peak_alloc, peak_rss;
+	int64_t stats;               /* the statistics' buffers (--stats-every) */
 	uint64_t updates, tokens_total, nparams;
 	double tokens_per_s;         /* median over the update records (0: none) */
 	double flops_per_token;      /* flops_per_s / tokens... as train counts them (0: none) */

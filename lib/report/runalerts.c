@@ -52,7 +52,7 @@ void lmt_run_alert_plan(struct lmt_alert_plan *p, const struct lmt_trainer *tr, 
 {
 	const struct lmt_gpt *g = tr->g;
 	struct lmt_ledger_cfg c = { g->cfg, tr->cfg.B, tr->T, g->dtype, tr->cfg.recompute_every, tr->comm->world,
-				    tr->cfg.zero, 1, 1, 1 };
+				    tr->cfg.zero, 1, 1, 1, (int)(tr->cfg.stats_every > 0) };
 	struct lmt_ledger l;
 	memset(p, 0, sizeof *p);
 	p->mem_limit = mem_limit;
