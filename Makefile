@@ -58,12 +58,19 @@ HAVE_NCCL := $(if $(HAVE_CUDA),$(if $(filter 1,$(WITH_NCCL)),$(if $(wildcard $(C
 HAVE_MPI := $(if $(filter 1,$(WITH_MPI)),$(shell pkg-config --exists ompi-c 2>/dev/null && echo 1))
 HAVE_PMIX := $(if $(filter 1,$(WITH_PMIX)),$(shell pkg-config --exists pmix 2>/dev/null && echo 1))
 
+# CUDA_ARCHS: the GPUs the kernels are built for: machine code for each (sm_80:
+# A100, sm_90: H100/H200) plus PTX of the newest, which later GPUs compile at load.
+# A development build may name one (make CUDA_ARCHS=90) to halve nvcc's time.
+CUDA_ARCHS ?= 80 90
 ifeq ($(HAVE_CUDA),1)
 CU_SRC := $(wildcard kernels/*.cu)
 CU_OBJ := $(CU_SRC:%.cu=$(B)/%.o)
+CU_HDR := $(wildcard kernels/*.h kernels/*.cuh)
 CFLAGS += -DLMT_HAVE_CUDA -I$(CUDA_HOME)/include
-LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
-NVCCFLAGS ?= -O2 -std=c++17 --compiler-options -Wall,-Werror,-fPIC
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcublasLt -lcudart_static -ldl -lrt -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
+CUDA_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	-gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+NVCCFLAGS ?= -O2 -std=c++17 --compiler-options -Wall,-Werror,-fPIC -Werror all-warnings
 NVCCFLAGS += -Ilib
 endif
 # lib/comm/nccl.c: NCCL's shared library (it carries its own CUDA runtime)
@@ -82,7 +89,8 @@ CFLAGS += -DLMT_HAVE_PMIX $(shell pkg-config --cflags pmix)
 LDLIBS += $(shell pkg-config --libs pmix)
 endif
 yesno = $(if $(1),yes,no)
-CONFIG_LINE := cuda $(call yesno,$(HAVE_CUDA))$(if $(HAVE_CUDA), ($(NVCC))), nccl $(call yesno,$(HAVE_NCCL)), \
+CONFIG_LINE := cuda $(call yesno,$(HAVE_CUDA))$(if $(HAVE_CUDA), ($(NVCC); kernels for $(CUDA_ARCHS:%=sm_%) + PTX \
+	compute_$(lastword $(CUDA_ARCHS)); backend cuda)), nccl $(call yesno,$(HAVE_NCCL)), \
 	mpi $(call yesno,$(HAVE_MPI)), pmix $(call yesno,$(HAVE_PMIX))
 
 ifeq ($(V),1)
@@ -125,9 +133,10 @@ $(B)/%.o: %.c $(LIB_HDR) $(wildcard tools/common/*.h) $(B)/config.txt
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CFLAGS) -c -o $@ $<
 
-$(B)/kernels/%.o: kernels/%.cu $(LIB_HDR)
+$(B)/kernels/%.o: kernels/%.cu $(LIB_HDR) $(CU_HDR) $(B)/config.txt
 	@mkdir -p $(@D)
-	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) $(CUDA_GENCODE) -c -o $@ $<
+$(B)/lib/backend/cuda.o: $(CU_HDR)
 
 $(B)/bin/%: $(B)/tools/%.o $(TOOL_COMMON) $(B)/liblmt.a
 	@mkdir -p $(@D)
