@@ -1,7 +1,9 @@
 # lmt: build liblmt.a, the tools, the tests.
 #
 #   make            library and tools (build/bin/)
-#   make check      every test that needs no GPU (installs missing packages first)
+#   make check      every test that needs no GPU (installs missing packages first),
+#                   then check-gpu, which says that it skips where there is no GPU
+#   make check-gpu  the cuda backend's tests (scripts/check-gpu): ops and training
 #   make demo       the main job on the built-in corpus
 #   make config     what this machine's build includes (cuda, nccl, mpi, pmix)
 #   scripts/gpu-check  the GPU checks and facts, where a GPU is (skips plainly elsewhere)
@@ -104,7 +106,7 @@ endif
 UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all check check-sanitize demo clean deps tests config
+.PHONY: all check check-gpu check-sanitize demo clean deps tests config
 .SECONDARY:
 all: $(B)/config.txt $(TOOLS)
 
@@ -173,6 +175,12 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory tests
 	@B=$(B) tests/run
+	@B=$(B) scripts/check-gpu
+
+# the cuda backend against the references and the CPU backend, where a GPU is
+check-gpu:
+	@$(MAKE) --no-print-directory tests
+	@B=$(B) scripts/check-gpu
 
 # The whole suite built with clang's AddressSanitizer and UndefinedBehaviorSanitizer,
 # no recovery: the first report fails the test that triggered it.
