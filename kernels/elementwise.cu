@@ -68,6 +68,8 @@ static __global__ void k_epilogue(void *C, int cdt, int ldc, long sc, const floa
 				pre += bias[j];
 		} else {
 			pre = ld_f32(C, cdt, o);
+			if (bias)
+				pre += bias[j];
 		}
 		st_f32(C, cdt, o, gelu ? gelu_f(pre) : pre);
 	}

@@ -38,8 +38,8 @@ int lmt_k_bias_add(float *x, const float *b, int N, int C, void *stream);
 /*
  * The GEMM epilogue cuBLASLt is not asked for: over batch x M x N elements of C
  * (row stride ldc, batch stride sc, c_dtype), pre = D[b*sd + i*ldd + j] + beta*C +
- * bias[j] when D (fp32) is given, else pre = C (fp32, in place; bias, if any, already
- * added); then GPT-2's tanh GELU when gelu; stored into C as c_dtype.
+ * bias[j] when D (fp32) is given, else pre = C + bias[j] (in place, for an fp32 C);
+ * bias NULL: none; then GPT-2's tanh GELU when gelu; stored into C as c_dtype.
  */
 int lmt_k_gemm_epilogue(void *C, int c_dtype, int ldc, long sc, const float *D, int ldd, long sd, float beta,
 			const float *bias, int gelu, int M, int N, int batch, void *stream);

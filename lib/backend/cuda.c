@@ -15,10 +15,11 @@
  *   - GEMMs: cuBLASLt, compute in fp32 (CUBLAS_COMPUTE_32F: no TF32, so fp32
  *     GEMMs keep fp32's accuracy), the algorithm chosen once per shape, layout
  *     and pointer alignment and cached with its descriptors, one workspace of
- *     32 MiB. The bias epilogue is cuBLASLt's where C is fp32 (its bias type
- *     then matches D's); GELU, and the bias into a bf16/fp16 C, are applied by
- *     kernels/elementwise.cu's epilogue (into C in place, or from an fp32 scratch
- *     product so that C is rounded once), because cuBLASLt's GELU is not
+ *     32 MiB. The bias epilogue is cuBLASLt's where C is fp32 and the bias is
+ *     16-byte aligned (its type then matches D's); GELU, any other bias, and
+ *     every epilogue into a bf16/fp16 C are applied by kernels/elementwise.cu
+ *     (into an fp32 C in place, else from an fp32 scratch product so that C is
+ *     rounded once), because cuBLASLt's GELU is not
  *     documented to the accuracy test-backend-ops asks of the CPU backend. A
  *     case cuBLASLt has no algorithm for runs kernels/gemm.cu's tiled kernel,
  *     and LMT_CUDA_GEMM=naive forces that kernel for every GEMM (a second
@@ -205,6 +206,16 @@ static int cuda_status(struct lmt_backend *be, struct lmt_err *err)
 	return rc;
 }
 
+/* The device is current per host thread: the entry points another thread may call
+ * (the checkpoint writer: memory and copies) make the backend's own current first. */
+static void on_device(struct lmt_backend *be)
+{
+	struct cuda *c = be->priv;
+	int d = -1;
+	if (cudaGetDevice(&d) != cudaSuccess || d != c->dev)
+		CK(be, "set device", cudaSetDevice(c->dev));
+}
+
 /* ---- memory ---- */
 
 static size_t bucket(const void *p)
@@ -220,6 +231,7 @@ static void *cuda_alloc(struct lmt_backend *be, size_t bytes)
 	struct block *b = malloc(sizeof *b);
 	if (!b)
 		return NULL;
+	on_device(be);
 	if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
 		(void)cudaGetLastError(); /* out of memory is not sticky: the caller decides */
 		free(b);
@@ -264,6 +276,7 @@ static void cuda_free(struct lmt_backend *be, void *p)
 		return;
 	}
 	free(b);
+	on_device(be);
 	CK(be, "free", cudaFree(p)); /* waits for the work that may still use it */
 }
 
@@ -275,6 +288,7 @@ static void *cuda_alloc_host(struct lmt_backend *be, size_t bytes)
 		(void)cudaGetLastError();
 		return NULL;
 	}
+	memset(p, 0, bytes); /* as the CPU backend's */
 	return p;
 }
 
@@ -297,6 +311,7 @@ static void cuda_to_device(struct lmt_backend *be, void *dst, const void *src, s
 	struct cuda *c = be->priv;
 	if (!bytes)
 		return;
+	on_device(be);
 	if (!CK(be, "to_device", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, c->st[0])))
 		CK(be, "to_device", cudaStreamSynchronize(c->st[0]));
 }
@@ -306,6 +321,7 @@ static void cuda_to_host(struct lmt_backend *be, void *dst, const void *src, siz
 	struct cuda *c = be->priv;
 	if (!bytes)
 		return;
+	on_device(be);
 	if (!CK(be, "to_host", cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, c->st[0])))
 		CK(be, "to_host", cudaStreamSynchronize(c->st[0]));
 	collect(be);
@@ -567,14 +583,16 @@ static void cuda_gemm(struct lmt_backend *be, const struct lmt_gemm *g)
 	int r = 1;
 	if (c->naive || g->K == 0) {
 		r = 1;
-	} else if (!g->gelu && (!g->bias || g->c_dtype == LMT_DTYPE_F32)) {
-		r = lt_gemm(be, g, g->C, g->ldc, g->sc, g->c_dtype, g->beta, g->bias);
 	} else if (g->c_dtype == LMT_DTYPE_F32) {
-		/* cuBLASLt adds beta C and the bias; GELU in place after */
-		r = lt_gemm(be, g, g->C, g->ldc, g->sc, g->c_dtype, g->beta, g->bias);
-		if (r == 0)
-			CK(be, "gemm", lmt_k_gemm_epilogue(g->C, g->c_dtype, g->ldc, g->sc, NULL, 0, 0, 0, NULL, 1, g->M,
-							   g->N, g->batch, S0(be)));
+		/* cuBLASLt adds beta C and the bias (given a 16-byte aligned one: the model's
+		 * biases are offsets into one parameter block); the rest in place after */
+		const float *lt_bias = ((uintptr_t)g->bias & 15) == 0 ? g->bias : NULL, *k_bias = lt_bias ? NULL : g->bias;
+		r = lt_gemm(be, g, g->C, g->ldc, g->sc, g->c_dtype, g->beta, lt_bias);
+		if (r == 0 && (g->gelu || k_bias))
+			CK(be, "gemm", lmt_k_gemm_epilogue(g->C, g->c_dtype, g->ldc, g->sc, NULL, 0, 0, 0, k_bias, g->gelu,
+							   g->M, g->N, g->batch, S0(be)));
+	} else if (!g->gelu && !g->bias) {
+		r = lt_gemm(be, g, g->C, g->ldc, g->sc, g->c_dtype, g->beta, NULL);
 	} else {
 		/* a bf16/fp16 C with an epilogue: the product in fp32 first, rounded once into C */
 		size_t per = (size_t)g->M * g->N;
