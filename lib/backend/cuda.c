@@ -841,9 +841,10 @@ int lmt_backend_cuda_init(struct lmt_backend *be, int threads, struct lmt_err *e
 {
 	int ndev = 0, e;
 	memset(be, 0, sizeof *be);
-	int rc = lmt_cudart_devices(&ndev, err); /* "no GPU (...)" when there is none */
+	struct lmt_err e0 = { 0 };
+	int rc = lmt_cudart_devices(&ndev, &e0); /* "no GPU (...)" when there is none */
 	if (rc)
-		return rc;
+		return lmt_err_set(err, rc, "cuda backend: %s", e0.msg);
 	struct cuda *c = calloc(1, sizeof *c);
 	if (!c)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
