@@ -420,10 +420,11 @@ static cudaDataType_t cuda_type(int dt)
 }
 
 /* the alignment every batch entry's pointer keeps: the lowest set bit of the
- * address, the batch stride and the row stride in bytes, at most 256 */
-static unsigned alignment(const void *p, long stride, int ld, size_t es)
+ * address, the batch stride (with more than one entry) and the row stride in
+ * bytes, at most 256 */
+static unsigned alignment(const void *p, long stride, int batch, int ld, size_t es)
 {
-	uintptr_t u = (uintptr_t)p | (uintptr_t)(stride * (long)es) | (uintptr_t)((size_t)ld * es) | 256;
+	uintptr_t u = (uintptr_t)p | (uintptr_t)(batch > 1 ? stride * (long)es : 0) | (uintptr_t)((size_t)ld * es) | 256;
 	return (unsigned)(u & (~u + 1));
 }
 
@@ -465,8 +466,8 @@ static struct plan *plan_for(struct lmt_backend *be, const struct lmt_gemm *g, c
 {
 	struct cuda *c = be->priv;
 	size_t ea = lmt_dtype_size(g->ab_dtype), ed = lmt_dtype_size(ddt);
-	unsigned al[3] = { alignment(g->B, g->sb, g->ldb, ea), alignment(g->A, g->sa, g->lda, ea),
-			   alignment(D, sd, ldd, ed) };
+	unsigned al[3] = { alignment(g->B, g->sb, g->batch, g->ldb, ea), alignment(g->A, g->sa, g->batch, g->lda, ea),
+			   alignment(D, sd, g->batch, ldd, ed) };
 	for (int i = 0; i < c->nplans; i++) {
 		struct plan *p = &c->plans[i];
 		if (p->ta == g->ta && p->tb == g->tb && p->M == g->M && p->N == g->N && p->K == g->K && p->lda == g->lda &&

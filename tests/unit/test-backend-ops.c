@@ -1221,6 +1221,70 @@ static void test_threads(const char *name)
 	b2.release(&b2);
 }
 
+/* ---- against the CPU backend, bit for bit where a backend promises it ---- */
+
+/* A backend other than the CPU one against the CPU backend on the same inputs, for
+ * the operations whose result is one answer by construction: stochastic rounding
+ * (a hash of (seed, index): kernels/cast.cu copies cpu.c's recipe) and the
+ * embedding backward (each element summed in token order on both). */
+static void test_vs_cpu(void)
+{
+	struct lmt_backend cb;
+	struct lmt_err err = { 0 };
+	if (!strcmp(bname, "cpu"))
+		return;
+	if (!tap_ok(lmt_backend_open(&cb, "cpu", 2, &err) == 0, "%s against cpu: the cpu backend opens (%s)", bname,
+		    err.msg))
+		return;
+	struct lmt_backend *bs[2] = { be, &cb };
+	enum { n = 100003 };
+	float *x = frand(n, -70000, 70000); /* past fp16's range too: infinities */
+	for (int i = 0; i < n; i += 7)
+		x[i] *= 1e-6f;
+	for (int di = 1; di < 3; di++) {
+		uint16_t *r[2];
+		for (int k = 0; k < 2; k++) {
+			struct lmt_backend *b = bs[k];
+			float *d = b->alloc(b, n * 4);
+			uint16_t *o = b->alloc(b, n * 2);
+			b->to_device(b, d, x, n * 4);
+			b->cast(b, o, dts[di], d, LMT_DTYPE_F32, n, 1, 0x5eed);
+			r[k] = xmalloc(n * 2);
+			b->to_host(b, r[k], o, n * 2);
+			b->free(b, d), b->free(b, o);
+		}
+		tap_ok(!memcmp(r[0], r[1], n * 2), "%s against cpu: stochastic cast fp32 -> %s of %d values, the same bits",
+		       bname, lmt_dtype_name(dts[di]), n);
+		free(r[0]), free(r[1]);
+	}
+	free(x);
+	int B = 3, T = 129, C = 65, V = 50, N = B * T;
+	int32_t *tok = xmalloc((size_t)N * 4);
+	for (int i = 0; i < N; i++)
+		tok[i] = (int32_t)(lmt_rng_next(&rng) % (uint64_t)V);
+	float *dy = frand((size_t)N * C, -1, 1), *w0 = frand((size_t)V * C, -1, 1), *p0 = frand((size_t)T * C, -1, 1);
+	float *rw[2], *rp[2];
+	for (int k = 0; k < 2; k++) {
+		struct lmt_backend *b = bs[k];
+		int32_t *dt = b->alloc(b, (size_t)N * 4);
+		float *ddy = b->alloc(b, (size_t)N * C * 4), *dw = b->alloc(b, (size_t)V * C * 4), *dp = b->alloc(b, (size_t)T * C * 4);
+		b->to_device(b, dt, tok, (size_t)N * 4);
+		b->to_device(b, ddy, dy, (size_t)N * C * 4);
+		b->to_device(b, dw, w0, (size_t)V * C * 4);
+		b->to_device(b, dp, p0, (size_t)T * C * 4);
+		b->embed_bwd(b, dw, dp, ddy, dt, B, T, C);
+		rw[k] = xmalloc((size_t)V * C * 4), rp[k] = xmalloc((size_t)T * C * 4);
+		b->to_host(b, rw[k], dw, (size_t)V * C * 4);
+		b->to_host(b, rp[k], dp, (size_t)T * C * 4);
+		b->free(b, dt), b->free(b, ddy), b->free(b, dw), b->free(b, dp);
+	}
+	tap_ok(!memcmp(rw[0], rw[1], (size_t)V * C * 4) && !memcmp(rp[0], rp[1], (size_t)T * C * 4),
+	       "%s against cpu: embed_bwd B=%d T=%d C=%d, dwte and dwpe the same bits", bname, B, T, C);
+	free(tok), free(dy), free(w0), free(p0), free(rw[0]), free(rw[1]), free(rp[0]), free(rp[1]);
+	cb.release(&cb);
+	section_end("against cpu");
+}
+
 /* ---- status ---- */
 
 static void test_status(void)
@@ -1287,6 +1351,7 @@ static void run_backend(const char *name)
 	test_adamw();
 	test_sumsq();
 	test_op_timing();
+	test_vs_cpu();
 	test_status();
 	b.release(&b);
 	test_threads(name);
