@@ -118,6 +118,9 @@ $(B)/config.txt: FORCE
 	@mkdir -p $(@D)
 	@echo "$(CONFIG_LINE)" > $@.new; if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; \
 	 echo "  built with: $(CONFIG_LINE)"; fi
+# phony: under .SECONDARY (every target) a missing FORCE is an intermediate make
+# would not remake, and a changed configuration would not rebuild anything
+.PHONY: FORCE
 FORCE:
 
 $(B)/liblmt.a: $(LIB_OBJ) $(CU_OBJ)
