@@ -155,6 +155,9 @@ static void collect(struct lmt_backend *be)
 				be->op_s[c->tkind[i]] += ms * 1e-3;
 		}
 	c->ntimed = 0;
+	/* a timing call that failed must not reach the next launcher's cudaGetLastError
+	 * as if that launch had failed; a kernel's fault is sticky and survives this */
+	(void)cudaGetLastError();
 	pthread_mutex_unlock(&c->mu);
 }
 
