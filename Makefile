@@ -1,7 +1,9 @@
 # lmt: build liblmt.a, the tools, the tests.
 #
 #   make            library and tools (build/bin/)
-#   make check      every test that needs no GPU (installs missing packages first)
+#   make check      every test that needs no GPU (installs missing packages first),
+#                   then check-gpu, which says that it skips where there is no GPU
+#   make check-gpu  the cuda backend's tests (scripts/check-gpu): ops and training
 #   make demo       the main job on the built-in corpus
 #   make config     what this machine's build includes (cuda, nccl, mpi, pmix)
 #   scripts/gpu-check  the GPU checks and facts, where a GPU is (skips plainly elsewhere)
@@ -60,12 +62,19 @@ HAVE_NCCL := $(if $(HAVE_CUDA),$(if $(filter 1,$(WITH_NCCL)),$(if $(wildcard $(C
 HAVE_MPI := $(if $(filter 1,$(WITH_MPI)),$(shell pkg-config --exists ompi-c 2>/dev/null && echo 1))
 HAVE_PMIX := $(if $(filter 1,$(WITH_PMIX)),$(shell pkg-config --exists pmix 2>/dev/null && echo 1))
 
+# CUDA_ARCHS: the GPUs the kernels are built for: machine code for each (sm_80:
+# A100, sm_90: H100/H200) plus PTX of the newest, which later GPUs compile at load.
+# A development build may name one (make CUDA_ARCHS=90) to halve nvcc's time.
+CUDA_ARCHS ?= 80 90
 ifeq ($(HAVE_CUDA),1)
 CU_SRC := $(wildcard kernels/*.cu)
 CU_OBJ := $(CU_SRC:%.cu=$(B)/%.o)
+CU_HDR := $(wildcard kernels/*.h kernels/*.cuh)
 CFLAGS += -DLMT_HAVE_CUDA -I$(CUDA_HOME)/include
-LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++
-NVCCFLAGS ?= -O2 -std=c++17 --compiler-options -Wall,-Werror,-fPIC
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcublasLt -lcudart_static -ldl -lrt -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
+CUDA_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	-gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+NVCCFLAGS ?= -O2 -std=c++17 --compiler-options -Wall,-Werror,-fPIC -Werror all-warnings
 NVCCFLAGS += -Ilib
 endif
 # lib/comm/nccl.c: NCCL's shared library (it carries its own CUDA runtime)
@@ -84,7 +93,8 @@ CFLAGS += -DLMT_HAVE_PMIX $(shell pkg-config --cflags pmix)
 LDLIBS += $(shell pkg-config --libs pmix)
 endif
 yesno = $(if $(1),yes,no)
-CONFIG_LINE := cuda $(call yesno,$(HAVE_CUDA))$(if $(HAVE_CUDA), ($(NVCC))), nccl $(call yesno,$(HAVE_NCCL)), \
+CONFIG_LINE := cuda $(call yesno,$(HAVE_CUDA))$(if $(HAVE_CUDA), ($(NVCC); kernels for $(CUDA_ARCHS:%=sm_%) + PTX \
+	compute_$(lastword $(CUDA_ARCHS)); backend cuda)), nccl $(call yesno,$(HAVE_NCCL)), \
 	mpi $(call yesno,$(HAVE_MPI)), pmix $(call yesno,$(HAVE_PMIX))
 
 ifeq ($(V),1)
@@ -98,7 +108,7 @@ endif
 UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-.PHONY: all check check-sanitize demo clean deps tests config
+.PHONY: all check check-gpu check-sanitize demo clean deps tests config
 .SECONDARY:
 all: $(B)/config.txt $(TOOLS)
 
@@ -110,6 +120,9 @@ $(B)/config.txt: FORCE
 	@mkdir -p $(@D)
 	@echo "$(CONFIG_LINE)" > $@.new; if cmp -s $@.new $@; then rm -f $@.new; else mv $@.new $@; \
 	 echo "  built with: $(CONFIG_LINE)"; fi
+# phony: under .SECONDARY (every target) a missing FORCE is an intermediate make
+# would not remake, and a changed configuration would not rebuild anything
+.PHONY: FORCE
 FORCE:
 
 $(B)/liblmt.a: $(LIB_OBJ) $(CU_OBJ)
@@ -127,9 +140,10 @@ $(B)/%.o: %.c $(LIB_HDR) $(TOOL_PART_HDR) $(B)/config.txt
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CFLAGS) -c -o $@ $<
 
-$(B)/kernels/%.o: kernels/%.cu $(LIB_HDR)
+$(B)/kernels/%.o: kernels/%.cu $(LIB_HDR) $(CU_HDR) $(B)/config.txt
 	@mkdir -p $(@D)
-	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) -c -o $@ $<
+	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) $(CUDA_GENCODE) -c -o $@ $<
+$(B)/lib/backend/cuda.o: $(CU_HDR)
 
 $(foreach t,$(TOOL_SRC:tools/%.c=%),$(eval $(B)/bin/$(t): $(patsubst %.c,$(B)/%.o,$(wildcard tools/$(t)/*.c))))
 $(B)/bin/%: $(B)/tools/%.o $(TOOL_COMMON) $(B)/liblmt.a
@@ -167,6 +181,12 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory tests
 	@B=$(B) tests/run
+	@B=$(B) scripts/check-gpu
+
+# the cuda backend against the references and the CPU backend, where a GPU is
+check-gpu:
+	@$(MAKE) --no-print-directory tests
+	@B=$(B) scripts/check-gpu
 
 # The whole suite built with clang's AddressSanitizer and UndefinedBehaviorSanitizer,
 # no recovery: the first report fails the test that triggered it.

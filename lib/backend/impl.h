@@ -10,6 +10,10 @@
 /* The CPU backend with `threads` threads (0: all cores). */
 int lmt_backend_cpu_init(struct lmt_backend *be, int threads, struct lmt_err *err);
 
+/* The cuda backend (cuda.c; built with LMT_HAVE_CUDA) on the current device: an
+ * LMT_EUNSUPPORTED "no GPU (...)" where none is visible. `threads` is unused. */
+int lmt_backend_cuda_init(struct lmt_backend *be, int threads, struct lmt_err *err);
+
 /*
  * The CPU backend's GEMMs (cpu_gemm.c, oneDNN's matmul primitive): primitives
  * created once per shape, dtype and transpose and cached. lmt_cpu_gemm returns 0 or

@@ -18,6 +18,9 @@ static const struct {
 	int (*init)(struct lmt_backend *be, int threads, struct lmt_err *err);
 } backends[] = {
 	{ "cpu", lmt_backend_cpu_init },
+#ifdef LMT_HAVE_CUDA
+	{ "cuda", lmt_backend_cuda_init },
+#endif
 };
 
 int lmt_backend_open(struct lmt_backend *be, const char *name, int threads, struct lmt_err *err)
@@ -32,9 +35,12 @@ int lmt_backend_open(struct lmt_backend *be, const char *name, int threads, stru
 
 const char *lmt_backend_names(void)
 {
-	/* the CUDA objects may be built (device discovery), but there is no training
-	 * backend on them yet: list only what lmt_backend_open accepts */
+	/* what lmt_backend_open accepts; cuda opens only where a GPU is visible */
+#ifdef LMT_HAVE_CUDA
+	return "cpu cuda";
+#else
 	return "cpu";
+#endif
 }
 
 #ifdef LMT_HAVE_CUDA
@@ -45,7 +51,7 @@ const char *lmt_backend_cuda_status(void)
 	static char buf[96];
 	int rt = 0;
 	int n = lmt_cuda_device_count(&rt);
-	snprintf(buf, sizeof buf, "kernels built, runtime %d.%d, %d device%s visible; no cuda backend yet", rt / 1000,
+	snprintf(buf, sizeof buf, "cuda backend built, cuda runtime %d.%d, %d device%s visible", rt / 1000,
 		 (rt % 1000) / 10, n, n == 1 ? "" : "s");
 	return buf;
 }

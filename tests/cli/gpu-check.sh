@@ -3,7 +3,8 @@
 # plainly that it skips and why, and exits 0; and, with a stand-in nvidia-smi and
 # probe that claim two GPUs (GPU_FACTS), that it runs every step, prints the table
 # and writes its JSON, the nccl steps failing here (no GPU behind them) and the
-# training step skipped while this build has no cuda backend. Where a real GPU
+# cuda backend's steps skipped, saying why (no cuda backend in the build, or one
+# that finds no GPU). Where a real GPU
 # answers nvidia-smi, the test is one skip: run scripts/gpu-check itself.
 . tests/cli/lib.sh
 GC=$LMT_TOP/scripts/gpu-check
@@ -41,10 +42,11 @@ J=$T/gc/gpu-check.json
 steps=$(jq -r '[.steps[] | .step + "=" + .status] | join(" ")' "$J" 2>&1)
 want="facts=passed comm-1=failed bench-1=failed"
 command -v mpirun > /dev/null 2>&1 && want="$want comm-2=failed bench-2=failed" || want="$want comm-2=skipped"
-want="$want train=skipped"
+want="$want ops=skipped cuda-train=skipped train=skipped"
 [ "$steps" = "$want" ] && ok "every step ran and is in the JSON: $steps" || notok "steps" "got '$steps', want '$want'"
-jq -e '.steps[] | select(.step == "train") | .detail | test("no cuda backend")' "$J" > /dev/null &&
-	ok "the training step says plainly: no cuda backend" || notok "train step" "$(jq -c '.steps' "$J")"
+jq -e '[.steps[] | select(.step == "ops" or .step == "cuda-train" or .step == "train") | .detail |
+	test("no cuda backend|no GPU")] | length == 3 and all' "$J" > /dev/null &&
+	ok "the cuda steps say plainly why they skip: no cuda backend, or no GPU" || notok "cuda steps" "$(jq -c '.steps' "$J")"
 # (nccl-bench's own reason: "nccl: no GPU", or an unknown communicator in a build without NCCL)
 grep -q '^bench-1  failed  exit [12], wrong ?: nccl-bench: .*nccl' "$T/gc.out" && grep -q '^step ' "$T/gc.out" &&
 	ok "the table: a header and a row per step, a failure's reason in it" || notok "table" "$(cat "$T/gc.out")"
