@@ -242,6 +242,8 @@ struct opts {
 	struct lmt_resumecfg_pair given[LMT_RESUMECFG_MAX];
 	size_t ngiven;
 	int adopting; /* set_option is applying a recorded value: not given */
+	const char *configs[64]; /* the --config files read: inputs --export-llmc must not overwrite */
+	int nconfigs;
 };
 
 static void set_option(struct opts *o, int c, const char *arg);
@@ -313,6 +315,9 @@ static void set_option(struct opts *o, int c, const char *arg)
 	case 'o': o->out = arg; break;
 	case OPT_CONFIG: { /* "key = value" lines (core/config.h), read here: later options win */
 		struct lmt_err err = { 0 };
+		if (o->nconfigs == (int)(sizeof o->configs / sizeof o->configs[0]))
+			usage_error("more than %d --config files", o->nconfigs);
+		o->configs[o->nconfigs++] = arg;
 		FILE *f = fopen(arg, "r");
 		int first = ' ';
 		while (f && (first == ' ' || first == '\t' || first == '\n' || first == '\r'))
@@ -812,6 +817,8 @@ static void check_paths(const struct opts *o)
 	const char *outs[] = { o->out, o->export_llmc }, *what[] = { "-o", "--export-llmc" };
 	check_outputs(outs, what, 1, ins, 3);
 	check_outputs(outs + 1, what + 1, 1, ins, 4);
+	/* the --config files too (a run directory beside them writes only its own names) */
+	check_outputs(outs + 1, what + 1, 1, o->configs, o->nconfigs);
 }
 
 /* The dataset, and the tokenizer if given (it must be the dataset's); 1 with a tokenizer. */

@@ -55,6 +55,16 @@ int lmt_run_lock(const char *run_dir, int create, struct lmt_run_lock *l, struct
 /* Release the lock (the kernel does as much at exit); a lock not held is left alone. */
 void lmt_run_unlock(struct lmt_run_lock *l);
 
+/*
+ * The run an output lies in, whatever its spelling: the nearest directory at or
+ * above path (symlinks resolved; where path does not exist yet, its nearest
+ * existing parent) that is a run directory, one holding its lock file RUN/lock (a
+ * regular file, never a symlink) beside ckpt/ or config.json. 1 and RUN's real
+ * path in run_dir (cap bytes), or 0. Writers into a run take the lock of the run
+ * this names, so `L/step-9` with L a symlink to RUN/ckpt, or another run's
+ * eval/, are no way past the owner.
+ */
+int lmt_run_holding(const char *path, char *run_dir, size_t cap);
 /* 1 if path names a checkpoint of a run, RUN/ckpt/NAME (by its spelling: it need
  * not exist), with RUN (".", if path starts at ckpt/) in run_dir, cap bytes. */
 int lmt_run_of_ckpt(const char *path, char *run_dir, size_t cap);
