@@ -65,7 +65,7 @@ strip() { sed 's/"export_llmc":"[^"]*"/"export_llmc":null/; s/"peak_flops":[^,]*
 strip "$T/ref/config.json" > "$T/c1.json"
 strip "$T/again/config.json" > "$T/c2.json"
 same "... config.json records the same run" "$T/c1.json" "$T/c2.json"
-echo '{"optimization": {"lr": "fast"}}' > "$T/bad.json"
+echo '{"tool": "train", "optimization": {"lr": "fast"}}' > "$T/bad.json"
 check_fail "a bad value in a JSON config names the file and key" 2 "optimization.lr" \
 	$TR --config "$T/bad.json" --data "$T/d"
 
