@@ -193,7 +193,7 @@ int lmt_resumecfg_adopt(json_t *cfg, const char *ckdir, uint64_t update, const s
 	return oom ? lmt_err_set(err, LMT_ENOMEM, "out of memory") : 0;
 }
 
-int lmt_resumecfg_read(const char *path, struct lmt_resumecfg_result *res, struct lmt_err *err)
+static int read_into(const char *path, struct lmt_resumecfg_result *res, struct lmt_err *err)
 {
 	json_error_t je;
 	int oom = 0;
@@ -244,4 +244,12 @@ int lmt_resumecfg_read(const char *path, struct lmt_resumecfg_result *res, struc
 	}
 	json_decref(cfg);
 	return oom ? lmt_err_set(err, LMT_ENOMEM, "out of memory") : 0;
+}
+
+int lmt_resumecfg_read(const char *path, struct lmt_resumecfg_result *res, struct lmt_err *err)
+{
+	int rc = read_into(path, res, err);
+	if (rc) /* nothing held on failure */
+		lmt_resumecfg_release(res);
+	return rc;
 }

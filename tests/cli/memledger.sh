@@ -137,6 +137,8 @@ check_fail "negative memory" 2 "cannot be negative" "$ML" --safe-microbatch --me
 check_fail "unknown precision" 2 "'fp8' is not fp32, bf16, fp16 or auto" "$ML" --precision fp8
 check_fail "ZeRO stage 4" 2 "zero" "$ML" --zero 4
 check_fail "a run that is not there" 1 "config.json" "$ML" --fit "$T/nothing"
+check_fail "... names its config.json and the errno (once 'line -1')" 1 "nothing/config.json': No such file or directory" \
+	"$ML" --fit "$T/nothing"
 # every shape option at the top of its documented range: each value is valid,
 # together they pass 2^64 bytes, which the size_t sums once wrapped into a small,
 # wrong total (exit 0)
