@@ -507,18 +507,18 @@ static int export_dir(const struct opts *o)
 		die_err(&err);
 	if (lmt_run_of_ckpt(out, run, sizeof run))
 		die("'%s' lies in the checkpoints of the run '%s': export into a directory of its own", out, run);
+	int earlier;
+	if (lmt_export_target(out, &earlier, &err))
+		die_err(&err);
 	/* the same by what the path is (a symlink to RUN/ckpt); an export elsewhere in
 	 * a run makes this one of the run's writers */
 	if (lmt_run_holding(out, run, sizeof run)) {
 		char ckd[PATH_MAX];
 		path_fmt(ckd, sizeof ckd, "%s/ckpt", run);
-		if (lmt_path_overlap(out, ckd))
+		if (lmt_run_contains(ckd, out))
 			die("'%s' lies in the checkpoints of the run '%s': export into a directory of its own", out, run);
 		tool_lock_run(run);
 	}
-	int earlier;
-	if (lmt_export_target(out, &earlier, &err))
-		die_err(&err);
 
 	struct lmt_ckpt c;
 	info("verifying '%s'", o->src);

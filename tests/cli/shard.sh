@@ -55,6 +55,27 @@ check_fail "a manifest edited to another shard size is caught, naming the shard"
 sed 's/"sequences":\([0-9]*\),"segments"/"sequences":1\1,"segments"/' "$T/d/manifest.json" > "$T/bad4/manifest.json"
 reseal "$T/bad4/manifest.json"
 check_fail "a manifest edited to inconsistent counts is refused" 1 "manifest.json': shards[0] is incomplete or inconsistent" $SP --verify "$T/bad4"
+# every field of the manifest beyond the shard hashes (counts, packing, seed,
+# sources, the tokenizer's hash), edited by one value: the seal refuses each, in
+# --verify and in train, which reads the dataset
+jq -c '[paths(scalars) | select(.[-1] != "manifest_sha256")]' "$T/d/manifest.json" | jq -c '.[]' > "$T/ds-paths"
+nf=0 nbad=0 firstbad=
+while read -r p; do
+	nf=$((nf + 1))
+	jq -c --argjson p "$p" 'setpath($p; getpath($p) | if type == "number" then . + 1
+		elif type == "string" then . + "x" elif type == "boolean" then (. | not) else . end)' \
+		"$T/d/manifest.json" > "$T/bad4/manifest.json"
+	# (schema and schema_version are refused by the kind check that comes first)
+	if $SP --verify "$T/bad4" > /dev/null 2> "$T/ds.err" || { ! grep -q "bad4/manifest.json': its contents do not match its own checksum" "$T/ds.err" &&
+		! grep -q "bad4/manifest.json': \(not an lmt dataset manifest\|manifest schema version\)" "$T/ds.err"; }; then
+		nbad=$((nbad + 1)); [ -n "$firstbad" ] || firstbad="$p: $(head -c 300 "$T/ds.err")"
+	fi
+done < "$T/ds-paths"
+[ "$nf" -gt 20 ] && [ "$nbad" = 0 ] && ok "each of the dataset manifest's $nf fields edited: --verify refuses it" \
+	|| notok "dataset manifest edits" "$nbad of $nf passed or were not blamed on the manifest" "$firstbad"
+jq -c '.vocab_size += 1' "$T/d/manifest.json" > "$T/bad4/manifest.json"
+check_fail "... and train refuses it too" 1 "bad4/manifest.json': its contents do not match its own checksum" \
+	"$BIN/train" --data "$T/bad4" --layers 1 --heads 2 --channels 32 --updates 1 --no-save
 rm "$T/bad4/manifest.json"
 check_fail "a directory without a manifest is not a dataset" 1 "no manifest.json" $SP --verify "$T/bad4"
 

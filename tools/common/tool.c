@@ -315,6 +315,13 @@ static struct lmt_run_lock run_locks[TOOL_RUN_LOCKS];
 static char run_locked[TOOL_RUN_LOCKS][PATH_MAX];
 static int nrun_locks;
 
+/* at exit: no PID left in RUN/lock of a process that no longer holds it */
+static void run_locks_release(void)
+{
+	for (int i = 0; i < nrun_locks; i++)
+		lmt_run_unlock(&run_locks[i]);
+}
+
 void tool_lock_run(const char *run_dir)
 {
 	struct lmt_err err = { 0 };
@@ -328,6 +335,8 @@ void tool_lock_run(const char *run_dir)
 		die("'%s': more than %d runs written into at once", run_dir, TOOL_RUN_LOCKS);
 	if (lmt_run_lock(run_dir, 0, &run_locks[nrun_locks], &err))
 		die_err(&err);
+	if (!nrun_locks)
+		atexit(run_locks_release);
 	strcpy(run_locked[nrun_locks++], real);
 }
 
