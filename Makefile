@@ -45,6 +45,8 @@ TOOL_SRC := $(wildcard tools/*.c)
 TOOLS := $(TOOL_SRC:tools/%.c=$(B)/bin/%)
 TOOL_COMMON_SRC := $(wildcard tools/common/*.c)
 TOOL_COMMON := $(TOOL_COMMON_SRC:%.c=$(B)/%.o)
+# a tool too big for one file keeps the rest in tools/TOOL/, linked into it alone
+TOOL_PART_HDR := $(wildcard tools/*/*.h)
 
 # Optional parts, each probed the same way: present (and not switched off with
 # WITH_<PART>=0) means built in, with -DLMT_HAVE_<PART>. `make config` prints the
@@ -121,7 +123,7 @@ $(B)/lib/backend/cpu.o: CFLAGS += -O3
 GIT_DIR := $(shell git rev-parse --git-dir 2>/dev/null)
 $(B)/lib/core/version.o: $(wildcard $(GIT_DIR)/HEAD $(GIT_DIR)/index)
 
-$(B)/%.o: %.c $(LIB_HDR) $(wildcard tools/common/*.h) $(B)/config.txt
+$(B)/%.o: %.c $(LIB_HDR) $(TOOL_PART_HDR) $(B)/config.txt
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -129,9 +131,10 @@ $(B)/kernels/%.o: kernels/%.cu $(LIB_HDR)
 	@mkdir -p $(@D)
 	$(call say,NVCC,$<)$(NVCC) $(NVCCFLAGS) -c -o $@ $<
 
+$(foreach t,$(TOOL_SRC:tools/%.c=%),$(eval $(B)/bin/$(t): $(patsubst %.c,$(B)/%.o,$(wildcard tools/$(t)/*.c))))
 $(B)/bin/%: $(B)/tools/%.o $(TOOL_COMMON) $(B)/liblmt.a
 	@mkdir -p $(@D)
-	$(call say,LINK,$@)$(CC) $(CFLAGS) -o $@ $< $(TOOL_COMMON) $(B)/liblmt.a $(LDLIBS)
+	$(call say,LINK,$@)$(CC) $(CFLAGS) -o $@ $(filter %.o,$^) $(B)/liblmt.a $(LDLIBS)
 
 $(B)/tests/%: tests/unit/%.c tests/unit/tap.h tests/unit/fixtures.h $(B)/liblmt.a
 	@mkdir -p $(@D)

@@ -35,8 +35,7 @@
 #include "tool.h"
 
 enum {
-	OPT_CONFIG = OPT_TOOL_BASE, OPT_RUN, OPT_LAYERS, OPT_HEADS, OPT_CHANNELS, OPT_CONTEXT, OPT_VOCAB, OPT_UNTIE,
-	OPT_PRECISION, OPT_RECOMPUTE, OPT_WORLD, OPT_ZERO, OPT_TP, OPT_PP, OPT_CP, OPT_JSONL, OPT_FIT, OPT_SAFE,
+	OPT_CONFIG = OPT_TOOL_BASE, OPT_RUN, OPT_VOCAB, OPT_PRECISION, OPT_RECOMPUTE, OPT_WORLD, OPT_ZERO, OPT_TP, OPT_PP, OPT_CP, OPT_JSONL, OPT_FIT, OPT_SAFE,
 	OPT_MEMORY, OPT_MARGIN, OPT_PLAN, OPT_COMPARE, OPT_BUDGET, OPT_PARAMS, OPT_GPUS, OPT_GPN, OPT_INTRA, OPT_INTER,
 	OPT_MFU, OPT_PEAK, OPT_GLOBAL, OPT_TP_ACROSS, OPT_TOP, OPT_TARGET, OPT_MTBF, OPT_RESTART, OPT_IDLE,
 };
@@ -48,12 +47,12 @@ static const struct option longopts[] = {
 	{ "jsonl", no_argument, NULL, OPT_JSONL },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "run", required_argument, NULL, OPT_RUN },
-	{ "layers", required_argument, NULL, OPT_LAYERS },
-	{ "heads", required_argument, NULL, OPT_HEADS },
-	{ "channels", required_argument, NULL, OPT_CHANNELS },
-	{ "context", required_argument, NULL, OPT_CONTEXT },
+	{ "layers", required_argument, NULL, OPT_MODEL_LAYERS },
+	{ "heads", required_argument, NULL, OPT_MODEL_HEADS },
+	{ "channels", required_argument, NULL, OPT_MODEL_CHANNELS },
+	{ "context", required_argument, NULL, OPT_MODEL_CONTEXT },
 	{ "vocab", required_argument, NULL, OPT_VOCAB },
-	{ "untie", no_argument, NULL, OPT_UNTIE },
+	{ "untie", no_argument, NULL, OPT_MODEL_UNTIE },
 	{ "micro-batch", required_argument, NULL, 'B' },
 	{ "seq-len", required_argument, NULL, 'T' },
 	{ "precision", required_argument, NULL, OPT_PRECISION },
@@ -194,17 +193,6 @@ static int budget_option(int c, const char *arg, struct lmt_budget_opts *b)
 	return 1;
 }
 
-static int recompute_every(const char *arg)
-{
-	if (!strcmp(arg, "none"))
-		return 0;
-	if (!strcmp(arg, "block"))
-		return 1;
-	if (!strncmp(arg, "every:", 6))
-		return (int)opt_int("recompute", arg + 6, 1, 1 << 20);
-	usage_error("option '--recompute': '%s' is not none, block or every:K", arg);
-}
-
 /* train's options that a train --config file may hold and the ledger does not use */
 static int train_key(const char *k)
 {
@@ -253,6 +241,10 @@ static void config_json(const char *path)
 static void set_option(int c, const char *arg)
 {
 	struct lmt_gpt_config *m = &O.c.model;
+	if (model_opt(c, arg, m, &m->max_T)) {
+		O.context_given |= c == OPT_MODEL_CONTEXT;
+		return;
+	}
 	switch (c) {
 	case OPT_CONFIG: {
 		FILE *f = fopen(arg, "r");
@@ -274,12 +266,7 @@ static void set_option(int c, const char *arg)
 		config_json(p);
 		break;
 	}
-	case OPT_LAYERS: m->L = (int)opt_int("layers", arg, 1, 1024); break;
-	case OPT_HEADS: m->NH = (int)opt_int("heads", arg, 1, 1024); break;
-	case OPT_CHANNELS: m->C = (int)opt_int("channels", arg, 1, 1 << 16); break;
-	case OPT_CONTEXT: m->max_T = (int)opt_int("context", arg, 1, 1 << 20); O.context_given = 1; break;
 	case OPT_VOCAB: m->V = (int)opt_int("vocab", arg, 1, 1 << 24); break;
-	case OPT_UNTIE: m->untied = 1; break;
 	case 'B': O.c.B = (int)opt_int("micro-batch", arg, 1, 1 << 20); break;
 	case 'T': O.c.T = (int)opt_int("seq-len", arg, 1, 1 << 20); O.seq_given = 1; break;
 	case OPT_PRECISION:
@@ -296,7 +283,7 @@ static void set_option(int c, const char *arg)
 		if (O.c.dtype != LMT_DTYPE_F32 && O.c.dtype != LMT_DTYPE_BF16 && O.c.dtype != LMT_DTYPE_F16)
 			usage_error("option '--precision': '%s' is not fp32, bf16, fp16 or auto", arg);
 		break;
-	case OPT_RECOMPUTE: O.c.recompute_every = recompute_every(arg); break;
+	case OPT_RECOMPUTE: O.c.recompute_every = opt_recompute(arg); break;
 	case OPT_WORLD: O.c.world = (int)opt_int("world", arg, 1, 1 << 24); break;
 	case OPT_ZERO: O.c.zero = (int)opt_int("zero", arg, 0, 3); break;
 	case OPT_TP: O.plan.fix_tp = O.c.tp = (int)opt_int("tp", arg, 1, 1 << 16); break;

@@ -14,15 +14,22 @@
  * their records: JSONL on stdout, messages on stderr.
  */
 #include <getopt.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ckpt/runlock.h"
 #include "ckpt/safetensors.h"
 #include "core/digest.h"
+#include "core/atomicfile.h"
 #include "core/json.h"
+#include "report/dashboard.h"
+#include "report/explain.h"
 #include "report/release.h"
 #include "report/runcard.h"
 #include "tool.h"
@@ -37,6 +44,12 @@ enum {
 	OPT_RELEASE,
 	OPT_DTYPE,
 	OPT_VERIFY,
+	OPT_DASHBOARD,
+	OPT_WATCH,
+	OPT_INTERVAL,
+	OPT_EXPLAIN,
+	OPT_UPDATE,
+	OPT_JSONL,
 };
 
 static const struct option longopts[] = {
@@ -54,6 +67,12 @@ static const struct option longopts[] = {
 	{ "release", required_argument, NULL, OPT_RELEASE },
 	{ "dtype", required_argument, NULL, OPT_DTYPE },
 	{ "verify", required_argument, NULL, OPT_VERIFY },
+	{ "dashboard", no_argument, NULL, OPT_DASHBOARD },
+	{ "watch", no_argument, NULL, OPT_WATCH },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "explain", no_argument, NULL, OPT_EXPLAIN },
+	{ "update", required_argument, NULL, OPT_UPDATE },
+	{ "jsonl", no_argument, NULL, OPT_JSONL },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -63,6 +82,8 @@ static void usage(void)
 	       "               [--data DIR] [-t TOKENIZER] [--allow-missing]\n"
 	       "               [--release OUT.tar.zst [--dtype T]] RUN\n"
 	       "       runcard [-q] --verify OUT.tar.zst\n"
+	       "       runcard [-q] --dashboard [-o FILE] [--watch [--interval S]] [--data DIR] RUN\n"
+	       "       runcard [-q] --explain --update N [--data DIR] [--jsonl] RUN\n"
 	       "\n"
 	       "Write the record of the training run in directory RUN (runcard.yaml), its model\n"
 	       "card (RUNCARD.md) and plots (plots/*.svg); every value says which file it is from.\n"
@@ -83,6 +104,14 @@ static void usage(void)
 	       "      --dtype T           the exported weights: fp32 (default), bf16 or fp16\n"
 	       "      --verify FILE       check a release archive against its SHA256SUMS and the\n"
 	       "                          list of promised files\n"
+	       "      --dashboard         write one self-contained HTML page of the run instead\n"
+	       "                          (-o FILE; default RUN/dashboard.html)\n"
+	       "      --watch             rewrite it as the run grows, the page reloading itself,\n"
+	       "                          until the run ends or on SIGINT\n"
+	       "      --interval S        seconds between looks at the run (2)\n"
+	       "      --explain           the evidence around one update and what it points to\n"
+	       "      --update N          that update\n"
+	       "      --jsonl             JSONL on stdout even on a terminal\n"
 	       "  -q, --quiet             no messages on stderr but errors and warnings\n"
 	       "  -h, --help              this help\n"
 	       "  -V, --version           version and backends\n"
@@ -96,6 +125,9 @@ struct opts {
 	const char **eval;
 	int neval, allow_missing, dtype, dtype_given;
 	double usd;
+	int dashboard, watch, explain, jsonl, update_given;
+	double interval;
+	uint64_t update;
 };
 
 
@@ -247,6 +279,141 @@ static void card_record(const struct lmt_runcard *c, const struct lmt_runcard_fi
 	info("'%s': runcard.yaml, RUNCARD.md and %d plots for run '%s'", outdir, LMT_RUNCARD_NPLOTS, id ? id : "?");
 }
 
+/* ---- --explain ---- */
+
+static int explain(const struct opts *o)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_runview *v;
+	json_t *e;
+	if (lmt_runview_load(&v, o->run, o->data, 0, &err) || lmt_explain(v, o->update, &e, &err))
+		die_err(&err);
+	if (!o->jsonl && isatty(STDOUT_FILENO)) {
+		struct lmt_strbuf b = { 0 };
+		lmt_explain_text(e, &b);
+		if (b.oom)
+			die("out of memory");
+		if (fwrite(b.buf, 1, b.len, stdout) != b.len || fflush(stdout))
+			die_write("<stdout>");
+		lmt_strbuf_release(&b);
+	} else {
+		struct lmt_json j;
+		lmt_json_init(&j);
+		lmt_json_jansson(&j, NULL, e);
+		lmt_strbuf_putc(&j.out, '\n');
+		if (j.out.oom)
+			die("out of memory");
+		if (fwrite(j.out.buf, 1, j.out.len, stdout) != j.out.len || fflush(stdout))
+			die_write("<stdout>");
+		lmt_json_release(&j);
+	}
+	json_decref(e);
+	lmt_runview_free(v);
+	return 0;
+}
+
+/* ---- --dashboard ---- */
+
+/* one page of the run as it stands; 1 once the run has ended */
+static int dashboard_once(const struct opts *o, const char *out, int refresh, int last)
+{
+	struct lmt_err err = { 0 };
+	struct lmt_runview *v;
+	struct lmt_strbuf b = { 0 };
+	if (lmt_runview_load(&v, o->run, o->data, o->watch, &err))
+		die_err(&err);
+	int done = v->done;
+	struct lmt_dashboard_opts dopt = { .refresh_s = done || last ? 0 : refresh, .explain = 1 };
+	if (lmt_dashboard_html(v, &dopt, &b, &err) || lmt_write_file_atomic(out, b.buf, b.len, &err))
+		die_err(&err);
+	if (!o->watch || done || last) {
+		struct lmt_json j;
+		lmt_json_init(&j);
+		lmt_json_begin(&j);
+		lmt_json_str(&j, "event", "dashboard");
+		lmt_json_str(&j, "run", o->run);
+		lmt_json_str(&j, "output", out);
+		lmt_json_u64(&j, "updates", v->nupd);
+		lmt_json_u64(&j, "bytes", b.len);
+		lmt_json_bool(&j, "ended", done);
+		if (lmt_json_end_line(&j, stdout))
+			die_write("<stdout>");
+		lmt_json_release(&j);
+	}
+	lmt_strbuf_release(&b);
+	lmt_runview_free(v);
+	return done;
+}
+
+/* the sizes of the files the page is drawn from: a look that finds them as they
+ * were rewrites nothing */
+static long long run_size(const char *run)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	long long n = 0;
+	path_fmt(p, sizeof p, "%s/metrics.jsonl", run);
+	if (stat(p, &st))
+		return -1; /* not yet: train makes it when it starts */
+	n += st.st_size;
+	path_fmt(p, sizeof p, "%s/events.jsonl", run);
+	if (!stat(p, &st))
+		n += st.st_size << 20;
+	return n;
+}
+
+static int dashboard(const struct opts *o)
+{
+	char def[PATH_MAX];
+	const char *out = o->out;
+	if (!out) {
+		path_fmt(def, sizeof def, "%s/dashboard.html", o->run);
+		out = def;
+	}
+	{
+		char met[PATH_MAX], ev[PATH_MAX], cfg[PATH_MAX];
+		path_fmt(met, sizeof met, "%s/metrics.jsonl", o->run);
+		path_fmt(ev, sizeof ev, "%s/events.jsonl", o->run);
+		path_fmt(cfg, sizeof cfg, "%s/config.json", o->run);
+		const char *outs[] = { out };
+		const char *what[] = { "the dashboard" };
+		const char *ins[] = { met, ev, cfg, o->data };
+		check_outputs(outs, what, 1, ins, o->data ? 4 : 3);
+	}
+	if (!o->watch) {
+		dashboard_once(o, out, 0, 1);
+		info("'%s': the dashboard of run '%s'", out, o->run);
+		return 0;
+	}
+	double every = o->interval > 0 ? o->interval : 2;
+	int refresh = every < 1 ? 1 : (int)(every + 0.5);
+	tool_defer_signals();
+	long long seen = -1;
+	info("'%s': watching run '%s' every %g s (until it ends, or SIGINT)", out, o->run, every);
+	struct stat st;
+	if (stat(o->run, &st) || !S_ISDIR(st.st_mode))
+		die("'%s': not a run directory", o->run);
+	for (;;) {
+		long long now = run_size(o->run);
+		if (now >= 0 && now != seen) {
+			seen = now;
+			if (dashboard_once(o, out, refresh, 0)) {
+				info("'%s': the run has ended; the page no longer reloads", out);
+				return 0;
+			}
+		}
+		for (double t = 0; t < every && !tool_interrupted; t += 0.05)
+			nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
+		if (tool_interrupted) {
+			/* the last page stops reloading: nobody rewrites it any more */
+			if (run_size(o->run) >= 0)
+				dashboard_once(o, out, 0, 1);
+			info("'%s': stopped watching (signal %d)", out, tool_interrupted);
+			return 0;
+		}
+	}
+}
+
 /* ---- main ---- */
 
 static int has_suffix(const char *s, const char *sfx)
@@ -287,6 +454,15 @@ static void parse_options(int argc, char **argv, struct opts *o)
 			o->dtype_given = 1;
 			break;
 		case OPT_VERIFY: o->verify = optarg; break;
+		case OPT_DASHBOARD: o->dashboard = 1; break;
+		case OPT_WATCH: o->watch = 1; break;
+		case OPT_INTERVAL: o->interval = opt_double_above("interval", optarg, 0, 86400); break;
+		case OPT_EXPLAIN: o->explain = 1; break;
+		case OPT_UPDATE:
+			o->update = (uint64_t)opt_int("update", optarg, 1, INT64_MAX);
+			o->update_given = 1;
+			break;
+		case OPT_JSONL: o->jsonl = 1; break;
 		default: bad_option(argv);
 		}
 	}
@@ -298,6 +474,22 @@ static void parse_options(int argc, char **argv, struct opts *o)
 	}
 	if (argc - optind != 1)
 		usage_error("give one RUN directory%s", argc - optind > 1 ? ", nothing more" : "");
+	int card_opts = o->tokenizer || o->neval || o->dedup || o->corpus || o->allow_missing || o->release ||
+			o->dtype_given || o->usd > 0;
+	if (o->dashboard && o->explain)
+		usage_error("--dashboard and --explain are two modes: give one");
+	if ((o->dashboard || o->explain) && card_opts)
+		usage_error("--%s takes -o, --data and its own options, not the card's", o->dashboard ? "dashboard" : "explain");
+	if ((o->watch || o->interval > 0) && !o->dashboard)
+		usage_error("--watch and --interval apply to --dashboard");
+	if (o->interval > 0 && !o->watch)
+		usage_error("--interval applies to --watch");
+	if (o->explain && !o->update_given)
+		usage_error("--explain needs --update N");
+	if (o->explain && o->out)
+		usage_error("--explain writes to stdout: no -o");
+	if ((o->update_given || o->jsonl) && !o->explain)
+		usage_error("--update and --jsonl apply to --explain");
 	if (o->dtype_given && !o->release)
 		usage_error("--dtype applies to --release");
 	if (o->release && o->allow_missing)
@@ -315,6 +507,10 @@ int main(int argc, char **argv)
 	parse_options(argc, argv, &o);
 	if (o.verify)
 		return verify(o.verify);
+	if (o.explain)
+		return explain(&o);
+	if (o.dashboard)
+		return dashboard(&o);
 	const char *outdir = o.out ? o.out : o.run;
 	{
 		/* the card's files and the archive stay apart from what the card is read

@@ -4,48 +4,32 @@
  *	train --data data/ --out run/ --layers 4 --heads 4 --channels 256 \
  *	      --micro-batch 8 --accum 4 --updates 2000 --lr 1e-3 | jq -c '{update, loss}'
  *
- * The model, the step and the optimizer live in the library (model.c, trainer.c)
- * and run on a backend (backend.h) and a communicator (comm.h); the run directory
- * and every record it prints in runstate.c; --config files are read by
- * core/config.c. This file parses options, wires them together, decides when
- * to evaluate, sample and save, and prints. stdout: JSONL (updates, evaluations,
- * samples, summary); stderr: human progress. The run directory holds the resolved
- * configuration, the parameter breakdown, the metrics and the events.
+ * The session (model/session.c) opens the data, the model, the backend, the
+ * communicator and the run directory, resumes, trains, evaluates, samples and
+ * saves; the run's files and records are runstate.c's; --config files are read
+ * by core/config.c (train/config.c applies them). This file parses options,
+ * passes them to the session, and prints what it reports (train/display.c: the
+ * lines for people). stdout: JSONL (updates, evaluations, samples, summary),
+ * or on a terminal a line per record for people; stderr: human progress.
  */
 #include <getopt.h>
-#include <math.h>
-#include <jansson.h>
 #include <limits.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
-#include "ckpt/ckpt.h"
-#include "ckpt/resumecfg.h"
-#include "ckpt/rundir.h"
-#include "ckpt/runlock.h"
-#include "ckpt/runranks.h"
 #include "ckpt/runstate.h"
-#include "comm/comm.h"
 #include "core/config.h"
-#include "core/json.h"
-#include "core/strbuf.h"
-#include "core/util.h"
-#include "data/dataset.h"
-#include "data/tokenizer.h"
-#include "model/model.h"
-#include "model/trainer.h"
+#include "model/session.h"
 #include "report/alerts.h"
 #include "tool.h"
+#include "train/train.h"
 
 /* long-only options (getopt_long returns these) */
 enum {
-	OPT_DATA = OPT_TOOL_BASE, OPT_CONFIG, OPT_LAYERS, OPT_HEADS, OPT_CHANNELS, OPT_CONTEXT, OPT_UNTIE,
-	OPT_MICRO_BATCH, OPT_ACCUM, OPT_UPDATES, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1,
+	OPT_DATA = OPT_TOOL_BASE, OPT_CONFIG, OPT_MICRO_BATCH, OPT_ACCUM, OPT_UPDATES, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1,
 	OPT_BETA2, OPT_EPS, OPT_WD, OPT_DECAY_EMB, OPT_CLIP, OPT_NONFINITE, OPT_SEED, OPT_INIT_SEED, OPT_SEG_MASK,
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
 	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
@@ -62,11 +46,11 @@ static const struct option longopts[] = {
 	{ "no-save", no_argument, NULL, OPT_NO_SAVE },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "tokenizer", required_argument, NULL, 't' },
-	{ "layers", required_argument, NULL, OPT_LAYERS },
-	{ "heads", required_argument, NULL, OPT_HEADS },
-	{ "channels", required_argument, NULL, OPT_CHANNELS },
-	{ "context", required_argument, NULL, OPT_CONTEXT },
-	{ "untie", no_argument, NULL, OPT_UNTIE },
+	{ "layers", required_argument, NULL, OPT_MODEL_LAYERS },
+	{ "heads", required_argument, NULL, OPT_MODEL_HEADS },
+	{ "channels", required_argument, NULL, OPT_MODEL_CHANNELS },
+	{ "context", required_argument, NULL, OPT_MODEL_CONTEXT },
+	{ "untie", no_argument, NULL, OPT_MODEL_UNTIE },
 	{ "micro-batch", required_argument, NULL, OPT_MICRO_BATCH },
 	{ "accum", required_argument, NULL, OPT_ACCUM },
 	{ "updates", required_argument, NULL, OPT_UPDATES },
@@ -216,38 +200,7 @@ static void usage(void)
 	       "Exit status: 0 success, 1 error, 2 usage error. See train(1).\n");
 }
 
-struct opts {
-	const char *data, *out, *tokenizer, *init_llmc, *export_llmc, *prompt, *backend;
-	const char *precision;   /* NULL: the backend's best */
-	double comm_timeout;
-	struct lmt_alert_cfg alert;
-	uint64_t audit;
-	int jsonl, no_save;
-	struct lmt_gpt_config model;
-	struct lmt_train_cfg tc;
-	int context, threads;
-	uint64_t init_seed;
-	int init_seed_given, warmup_given, shape_given;
-	uint64_t eval_every, eval_seqs, sample_every;
-	const char *resume, *resume_from; /* resume_from: the checkpoint --resume names, if it names one */
-	int resume_auto;
-	uint64_t ckpt_every, keep_every, stop_at;
-	double ckpt_minutes, mtbf;
-	int keep, ckpt_sync, log_samples;
-	int sample_tokens, top_k;
-	double temperature, peak;
-	/* the value each recorded option (ckpt/resumecfg.h) was given on the command
-	 * line or in a --config file; one not here was not given, so a resume adopts
-	 * the run's */
-	struct lmt_resumecfg_pair given[LMT_RESUMECFG_MAX];
-	size_t ngiven;
-	int adopting; /* set_option is applying a recorded value: not given */
-	const char *configs[64]; /* the --config files read: inputs --export-llmc must not overwrite */
-	int nconfigs;
-};
-
-static void set_option(struct opts *o, int c, const char *arg);
-static void config_json(struct opts *o, const char *path);
+const struct option *const train_longopts = longopts;
 
 /* arg's index in words (NULL-terminated), or a usage error listing them. */
 static int choice(const char *opt, const char *arg, const char *const *words)
@@ -261,30 +214,6 @@ static int choice(const char *opt, const char *arg, const char *const *words)
 	}
 	usage_error("option '--%s': '%s' is not %s", opt, arg, list);
 }
-
-/* One line of a --config file, applied as its option would be there (keys are
- * the long option names). */
-static int config_entry(void *ctx, const struct lmt_config_entry *e)
-{
-	const struct option *opt = NULL;
-	char where[600];
-	snprintf(where, sizeof where, "'%s': line %d", e->path, e->line);
-	for (const struct option *x = longopts; x->name; x++)
-		if (!strcmp(x->name, e->key))
-			opt = x;
-	if (!opt || !strcmp(e->key, "config") || !strcmp(e->key, "help") || !strcmp(e->key, "version"))
-		usage_error("%s: unknown key '%.63s'", where, e->key);
-	if (opt->has_arg == required_argument && (!e->value || !*e->value))
-		usage_error("%s: key '%s' needs a value", where, e->key);
-	if (opt->has_arg == no_argument && e->value && strcmp(e->value, "true") && strcmp(e->value, "1"))
-		usage_error("%s: key '%s' takes no value (or true)", where, e->key);
-	tool_context = where;
-	set_option(ctx, opt->val, e->value ? strdup(e->value) : NULL);
-	tool_context = NULL;
-	return 0;
-}
-
-static void mark_given(struct opts *o, int c, const char *arg);
 
 /* --alert NAME=X: a threshold of alerts.h (0: that kind off), or window=N */
 static void set_alert(struct lmt_alert_cfg *a, const char *arg)
@@ -306,13 +235,17 @@ static void set_alert(struct lmt_alert_cfg *a, const char *arg)
 		    "clipping, overflow, starvation, skew, val_regression", arg);
 }
 
-static void set_option(struct opts *o, int c, const char *arg)
+void train_set_option(struct opts *o, int c, const char *arg)
 {
 	if (!o->adopting)
-		mark_given(o, c, arg);
+		train_mark_given(o, c, arg);
+	if (model_opt(c, arg, &o->cfg.model, &o->cfg.context)) {
+		o->shape_given |= c != OPT_MODEL_UNTIE;
+		return;
+	}
 	switch (c) {
-	case OPT_DATA: o->data = arg; break;
-	case 'o': o->out = arg; break;
+	case OPT_DATA: o->cfg.data = arg; break;
+	case 'o': o->cfg.out = arg; break;
 	case OPT_CONFIG: { /* "key = value" lines (core/config.h), read here: later options win */
 		struct lmt_err err = { 0 };
 		if (o->nconfigs == (int)(sizeof o->configs / sizeof o->configs[0]))
@@ -325,78 +258,73 @@ static void set_option(struct opts *o, int c, const char *arg)
 		if (f)
 			fclose(f);
 		if (first == '{') /* config.json's form */
-			config_json(o, arg);
-		else if (lmt_config_read(arg, config_entry, o, &err))
+			train_config_json(o, arg);
+		else if (lmt_config_read(arg, train_config_entry, o, &err))
 			die_err(&err);
 		break;
 	}
-	case 't': o->tokenizer = arg; break;
-	case OPT_LAYERS: o->model.L = (int)opt_int("layers", arg, 1, 1024); o->shape_given = 1; break;
-	case OPT_HEADS: o->model.NH = (int)opt_int("heads", arg, 1, 1024); o->shape_given = 1; break;
-	case OPT_CHANNELS: o->model.C = (int)opt_int("channels", arg, 1, 1 << 16); o->shape_given = 1; break;
-	case OPT_CONTEXT: o->context = (int)opt_int("context", arg, 1, 1 << 20); o->shape_given = 1; break;
-	case OPT_UNTIE: o->model.untied = 1; break;
-	case OPT_MICRO_BATCH: o->tc.B = (int)opt_int("micro-batch", arg, 1, 1 << 20); break;
-	case OPT_ACCUM: o->tc.accum = (int)opt_int("accum", arg, 1, 1 << 20); break;
-	case OPT_UPDATES: o->tc.updates = (uint64_t)opt_int("updates", arg, 1, INT64_MAX); break;
-	case OPT_LR: o->tc.lr = opt_double("lr", arg, 0, 10); break;
-	case OPT_MIN_LR: o->tc.min_lr_frac = opt_double("min-lr", arg, 0, 1); break;
+	case 't': o->cfg.tokenizer = arg; break;
+	case OPT_MICRO_BATCH: o->cfg.tc.B = (int)opt_int("micro-batch", arg, 1, 1 << 20); break;
+	case OPT_ACCUM: o->cfg.tc.accum = (int)opt_int("accum", arg, 1, 1 << 20); break;
+	case OPT_UPDATES: o->cfg.tc.updates = (uint64_t)opt_int("updates", arg, 1, INT64_MAX); break;
+	case OPT_LR: o->cfg.tc.lr = opt_double("lr", arg, 0, 10); break;
+	case OPT_MIN_LR: o->cfg.tc.min_lr_frac = opt_double("min-lr", arg, 0, 1); break;
 	case OPT_WARMUP:
-		o->tc.warmup = (uint64_t)opt_int("warmup", arg, 0, INT64_MAX);
+		o->cfg.tc.warmup = (uint64_t)opt_int("warmup", arg, 0, INT64_MAX);
 		o->warmup_given = 1;
 		break;
 	case OPT_SCHEDULE: /* in enum lmt_schedule's order */
-		o->tc.schedule = choice("schedule", arg, (const char *const[]){ "cosine", "linear", "constant", NULL });
+		o->cfg.tc.schedule = choice("schedule", arg, (const char *const[]){ "cosine", "linear", "constant", NULL });
 		break;
-	case OPT_BETA1: o->tc.beta1 = opt_double("beta1", arg, 0, 0.999999); break;
-	case OPT_BETA2: o->tc.beta2 = opt_double("beta2", arg, 0, 0.999999999); break;
+	case OPT_BETA1: o->cfg.tc.beta1 = opt_double("beta1", arg, 0, 0.999999); break;
+	case OPT_BETA2: o->cfg.tc.beta2 = opt_double("beta2", arg, 0, 0.999999999); break;
 	/* above 0, as AdamW needs: where a gradient has always been 0, m and v are 0,
 	 * and with eps 0 the step m / (sqrt(v) + eps) is 0/0 (PyTorch's too) */
-	case OPT_EPS: o->tc.eps = opt_double_above("eps", arg, 0, 1); break;
-	case OPT_WD: o->tc.weight_decay = opt_double("weight-decay", arg, 0, 10); break;
-	case OPT_DECAY_EMB: o->tc.decay_embeddings = 1; break;
-	case OPT_CLIP: o->tc.clip = opt_double("clip", arg, 0, 1e30); break;
+	case OPT_EPS: o->cfg.tc.eps = opt_double_above("eps", arg, 0, 1); break;
+	case OPT_WD: o->cfg.tc.weight_decay = opt_double("weight-decay", arg, 0, 10); break;
+	case OPT_DECAY_EMB: o->cfg.tc.decay_embeddings = 1; break;
+	case OPT_CLIP: o->cfg.tc.clip = opt_double("clip", arg, 0, 1e30); break;
 	case OPT_NONFINITE: /* in enum lmt_nonfinite's order */
-		o->tc.on_nonfinite = choice("on-nonfinite", arg, (const char *const[]){ "stop", "skip", NULL });
+		o->cfg.tc.on_nonfinite = choice("on-nonfinite", arg, (const char *const[]){ "stop", "skip", NULL });
 		break;
-	case OPT_SEED: o->tc.seed = (uint64_t)opt_int("seed", arg, 0, INT64_MAX); break;
+	case OPT_SEED: o->cfg.tc.seed = (uint64_t)opt_int("seed", arg, 0, INT64_MAX); break;
 	case OPT_INIT_SEED:
-		o->init_seed = (uint64_t)opt_int("init-seed", arg, 0, INT64_MAX);
+		o->cfg.init_seed = (uint64_t)opt_int("init-seed", arg, 0, INT64_MAX);
 		o->init_seed_given = 1;
 		break;
-	case OPT_SEG_MASK: o->tc.seg_mask = 1; break;
+	case OPT_SEG_MASK: o->cfg.tc.seg_mask = 1; break;
 	case OPT_DOC_TARGETS:
-		o->tc.cross_doc_targets = !choice("doc-targets", arg, (const char *const[]){ "keep", "drop", NULL });
+		o->cfg.tc.cross_doc_targets = !choice("doc-targets", arg, (const char *const[]){ "keep", "drop", NULL });
 		break;
-	case OPT_WINDOW: o->tc.shuffle_window = (uint64_t)opt_int("shuffle-window", arg, 1, INT64_MAX); break;
-	case OPT_EVAL_EVERY: o->eval_every = (uint64_t)opt_int("eval-every", arg, 0, INT64_MAX); break;
-	case OPT_EVAL_SEQS: o->eval_seqs = (uint64_t)opt_int("eval-seqs", arg, 1, INT64_MAX); break;
-	case OPT_SAMPLE_EVERY: o->sample_every = (uint64_t)opt_int("sample-every", arg, 0, INT64_MAX); break;
-	case OPT_SAMPLE_TOKENS: o->sample_tokens = (int)opt_int("sample-tokens", arg, 1, 1 << 20); break;
-	case OPT_TEMPERATURE: o->temperature = opt_double("temperature", arg, 0, 100); break;
-	case OPT_TOP_K: o->top_k = (int)opt_int("top-k", arg, 0, 1 << 30); break;
-	case OPT_PROMPT: o->prompt = arg; break;
-	case OPT_PEAK: o->peak = opt_double("peak-flops", arg, 1, 1e20); break;
-	case OPT_INIT_LLMC: o->init_llmc = arg; break;
-	case OPT_EXPORT_LLMC: o->export_llmc = arg; break;
+	case OPT_WINDOW: o->cfg.tc.shuffle_window = (uint64_t)opt_int("shuffle-window", arg, 1, INT64_MAX); break;
+	case OPT_EVAL_EVERY: o->cfg.eval_every = (uint64_t)opt_int("eval-every", arg, 0, INT64_MAX); break;
+	case OPT_EVAL_SEQS: o->cfg.eval_seqs = (uint64_t)opt_int("eval-seqs", arg, 1, INT64_MAX); break;
+	case OPT_SAMPLE_EVERY: o->cfg.sample_every = (uint64_t)opt_int("sample-every", arg, 0, INT64_MAX); break;
+	case OPT_SAMPLE_TOKENS: o->cfg.sample_tokens = (int)opt_int("sample-tokens", arg, 1, 1 << 20); break;
+	case OPT_TEMPERATURE: o->cfg.temperature = opt_double("temperature", arg, 0, 100); break;
+	case OPT_TOP_K: o->cfg.top_k = (int)opt_int("top-k", arg, 0, 1 << 30); break;
+	case OPT_PROMPT: o->cfg.prompt = arg; break;
+	case OPT_PEAK: o->cfg.peak = opt_double("peak-flops", arg, 1, 1e20); break;
+	case OPT_INIT_LLMC: o->cfg.init_llmc = arg; break;
+	case OPT_EXPORT_LLMC: o->cfg.export_llmc = arg; break;
 	case OPT_BACKEND: {
 		/* a name the registry knows (backend/registry.c) */
 		const char *names = lmt_backend_names(), *p = strstr(names, arg);
 		size_t n = strlen(arg);
 		if (!n || !p || (p != names && p[-1] != ' ') || (p[n] && p[n] != ' '))
 			usage_error("option '--backend': '%s' is not available in this build (%s)", arg, names);
-		o->backend = arg;
+		o->cfg.backend = arg;
 		break;
 	}
-	case OPT_RESUME: o->resume = arg; break;
-	case OPT_CKPT_EVERY: o->ckpt_every = (uint64_t)opt_int("ckpt-every", arg, 0, INT64_MAX); break;
-	case OPT_CKPT_MINUTES: o->ckpt_minutes = opt_double("ckpt-minutes", arg, 0, 1e9); break;
-	case OPT_KEEP: o->keep = (int)opt_int("keep", arg, 2, 1 << 20); break;
-	case OPT_KEEP_EVERY: o->keep_every = (uint64_t)opt_int("keep-every", arg, 0, INT64_MAX); break;
-	case OPT_CKPT_SYNC: o->ckpt_sync = 1; break;
-	case OPT_MTBF: o->mtbf = opt_double("mtbf", arg, 1, 1e12); break;
-	case OPT_LOG_SAMPLES: o->log_samples = 1; break;
-	case OPT_STOP_AT: o->stop_at = (uint64_t)opt_int("stop-at", arg, 1, INT64_MAX); break;
+	case OPT_RESUME: o->cfg.resume = arg; break;
+	case OPT_CKPT_EVERY: o->cfg.ckpt_every = (uint64_t)opt_int("ckpt-every", arg, 0, INT64_MAX); break;
+	case OPT_CKPT_MINUTES: o->cfg.ckpt_minutes = opt_double("ckpt-minutes", arg, 0, 1e9); break;
+	case OPT_KEEP: o->cfg.keep = (int)opt_int("keep", arg, 2, 1 << 20); break;
+	case OPT_KEEP_EVERY: o->cfg.keep_every = (uint64_t)opt_int("keep-every", arg, 0, INT64_MAX); break;
+	case OPT_CKPT_SYNC: o->cfg.ckpt_sync = 1; break;
+	case OPT_MTBF: o->cfg.mtbf = opt_double("mtbf", arg, 1, 1e12); break;
+	case OPT_LOG_SAMPLES: o->cfg.log_samples = 1; break;
+	case OPT_STOP_AT: o->cfg.stop_at = (uint64_t)opt_int("stop-at", arg, 1, INT64_MAX); break;
 	case 'j': o->threads = (int)opt_int("threads", arg, 1, 4096); break;
 	case 'q': tool_quiet = 1; break;
 	case OPT_JSONL: o->jsonl = 1; break;
@@ -404,162 +332,80 @@ static void set_option(struct opts *o, int c, const char *arg)
 		if (strcmp(arg, "auto") && lmt_dtype_parse(arg) != LMT_DTYPE_F32 && lmt_dtype_parse(arg) != LMT_DTYPE_BF16 &&
 		    lmt_dtype_parse(arg) != LMT_DTYPE_F16)
 			usage_error("option '--precision': '%s' is not fp32, bf16, fp16 or auto", arg);
-		o->precision = strcmp(arg, "auto") ? lmt_dtype_name(lmt_dtype_parse(arg)) : NULL;
+		o->cfg.precision = strcmp(arg, "auto") ? lmt_dtype_name(lmt_dtype_parse(arg)) : NULL;
 		break;
-	case OPT_COMM_TIMEOUT: o->comm_timeout = opt_double("comm-timeout", arg, 0, 1e9); break;
-	case OPT_SKEW_ALERT: o->alert.skew = opt_double("skew-alert", arg, 0, 1e9) / 100; break;
-	case OPT_ALERT: set_alert(&o->alert, arg); break;
-	case OPT_STATS_EVERY: o->tc.stats_every = (uint64_t)opt_int("stats-every", arg, 0, INT64_MAX); break;
+	case OPT_COMM_TIMEOUT: o->cfg.comm_timeout = opt_double("comm-timeout", arg, 0, 1e9); break;
+	case OPT_SKEW_ALERT: o->cfg.alert.skew = opt_double("skew-alert", arg, 0, 1e9) / 100; break;
+	case OPT_ALERT: set_alert(&o->cfg.alert, arg); break;
+	case OPT_STATS_EVERY: o->cfg.tc.stats_every = (uint64_t)opt_int("stats-every", arg, 0, INT64_MAX); break;
 	case OPT_ZERO:
-		o->tc.zero = (int)opt_int("zero", arg, 0, 3);
+		o->cfg.tc.zero = (int)opt_int("zero", arg, 0, 3);
 		break;
-	case OPT_PREFETCH: o->tc.prefetch = 1; break;
-	case OPT_AUDIT_SAMPLES: o->audit = (uint64_t)opt_int("audit-samples", arg, 0, INT64_MAX); break;
-	case OPT_BUCKET_MB: o->tc.bucket_bytes = (size_t)(opt_double("bucket-mb", arg, 0, 1 << 20) * (1 << 20)); break;
-	case OPT_LOSS_SCALE: o->tc.loss_scale = opt_double("loss-scale", arg, 1.0 / 65536, 1e30); break;
+	case OPT_PREFETCH: o->cfg.tc.prefetch = 1; break;
+	case OPT_AUDIT_SAMPLES: o->cfg.audit = (uint64_t)opt_int("audit-samples", arg, 0, INT64_MAX); break;
+	case OPT_BUCKET_MB: o->cfg.tc.bucket_bytes = (size_t)(opt_double("bucket-mb", arg, 0, 1 << 20) * (1 << 20)); break;
+	case OPT_LOSS_SCALE: o->cfg.tc.loss_scale = opt_double("loss-scale", arg, 1.0 / 65536, 1e30); break;
 	case OPT_LOSS_SCALE_WINDOW:
-		o->tc.loss_scale_window = (uint64_t)opt_int("loss-scale-window", arg, 1, INT64_MAX);
+		o->cfg.tc.loss_scale_window = (uint64_t)opt_int("loss-scale-window", arg, 1, INT64_MAX);
 		break;
-	case OPT_RECOMPUTE:
-		if (!strcmp(arg, "none"))
-			o->tc.recompute_every = 0;
-		else if (!strcmp(arg, "block"))
-			o->tc.recompute_every = 1;
-		else if (!strncmp(arg, "every:", 6))
-			o->tc.recompute_every = (int)opt_int("recompute", arg + 6, 1, 1 << 20);
-		else
-			usage_error("option '--recompute': '%s' is not none, block or every:K", arg);
-		break;
-	case OPT_NO_SAVE: o->no_save = 1; break;
+	case OPT_RECOMPUTE: o->cfg.tc.recompute_every = opt_recompute(arg); break;
+	case OPT_NO_SAVE: o->cfg.no_save = 1; break;
 	}
 }
 
-/* ---- what --resume and --config do with config.json (ckpt/resumecfg.h) ---- */
+/* ---- printing what the session reports ---- */
 
-static int long_option_val(const char *name)
-{
-	for (const struct option *x = longopts; x->name; x++)
-		if (!strcmp(x->name, name))
-			return x->val;
-	return 0;
-}
+static struct lmt_session session;
 
-/* The value given for option name (a recorded one), or NULL. */
-static const char *given_value(const struct opts *o, const char *name)
-{
-	for (size_t i = 0; i < o->ngiven; i++)
-		if (!strcmp(o->given[i].opt, name))
-			return o->given[i].value;
-	return NULL;
-}
+/* stdout on a terminal: a line for people per record (JSONL still goes to the run) */
+static int human;
+static uint64_t human_updates; /* --updates, for the ETA */
 
-static void mark_given(struct opts *o, int c, const char *arg)
+/* A record: JSONL on stdout, or its line for people. */
+static void on_record(void *ctx, const struct lmt_json *j)
 {
-	const struct lmt_resumecfg_opt *r = NULL;
-	for (const struct option *x = longopts; x->name && !r; x++)
-		if (x->val == c)
-			r = lmt_resumecfg_find(x->name);
-	if (!r)
-		return;
-	size_t i = 0;
-	while (i < o->ngiven && strcmp(o->given[i].opt, r->opt))
-		i++;
-	o->given[i] = (struct lmt_resumecfg_pair){ r->opt, arg ? arg : "true" };
-	if (i == o->ngiven)
-		o->ngiven++;
-}
-
-/* A --config file in config.json's form: its recorded options, applied as
- * they are, so a run's own config.json runs it again. */
-static void config_json(struct opts *o, const char *path)
-{
-	struct lmt_err err = { 0 };
-	struct lmt_resumecfg_result res;
-	int rc = lmt_resumecfg_read(path, &res, &err);
-	if (rc == LMT_EFORMAT) /* bytes a config file cannot hold: exit 1, as in the 'key = value' form */
-		die_err(&err);
-	if (rc)
-		usage_error("%s", err.msg);
-	for (size_t i = 0; i < res.n; i++) {
-		tool_context = res.items[i].detail;
-		set_option(o, long_option_val(res.items[i].opt), strdup(res.items[i].value));
-		tool_context = NULL;
-	}
-	lmt_resumecfg_release(&res);
-}
-
-/* Whether option name's values a and b are the same, as set_option parses them. */
-static int same_value(void *ctx, const char *name, const char *a, const char *b)
-{
-	struct opts x, y;
-	int c = long_option_val(name);
 	(void)ctx;
-	memset(&x, 0, sizeof x);
-	memset(&y, 0, sizeof y);
-	x.adopting = y.adopting = 1;
-	set_option(&x, c, a);
-	set_option(&y, c, b);
-	return !memcmp(&x, &y, offsetof(struct opts, given));
+	if (human)
+		train_show(j, human_updates);
+	else if (j->out.oom || fwrite(j->out.buf, 1, j->out.len, stdout) != j->out.len || fflush(stdout))
+		die_write("<stdout>");
 }
 
-static void event(const char *what, const char *detail, uint64_t update);
-
-/* Resuming from checkpoint c (at update `update`): the options not given take
- * the values its run recorded; given ones that differ are refused, all of them
- * in one message (REFUSE), or applied with a warning and a "config-change"
- * event (WARN). */
-static void adopt_recorded(struct opts *o, const struct lmt_ckpt *c, uint64_t update)
+static void on_notice(void *ctx, int level, const char *msg)
 {
-	struct lmt_err err = { 0 };
-	struct lmt_resumecfg_result res;
-	int rc = lmt_resumecfg_adopt(lmt_ckpt_state(c, "config"), c->dir, update, o->given, o->ngiven, same_value, NULL,
-				     &res, &err);
-	if (rc == LMT_EINVAL)
-		usage_error("%s", res.refused.buf);
-	if (rc)
-		die_err(&err);
-	for (size_t i = 0; i < res.n; i++) {
-		const struct lmt_resumecfg_item *it = &res.items[i];
-		if (it->value) {
-			o->adopting = 1;
-			set_option(o, long_option_val(it->opt), strdup(it->value));
-			o->adopting = 0;
-		} else {
-			warn("%s", it->warning);
-			event("config-change", it->detail, update);
-		}
-	}
-	lmt_resumecfg_release(&res);
+	(void)ctx;
+	if (level == LMT_SESSION_WARN)
+		warn("%s", msg);
+	else if (level == LMT_SESSION_ERROR)
+		fprintf(stderr, "%s: %s\n", tool_name, msg);
+	else if (level == LMT_SESSION_INFO || !human) /* on a terminal a record's line is on stdout already */
+		info("%s", msg);
 }
 
-/* ---- the run directory (lib/ckpt/runstate.h); this file prints ---- */
+/* The update's progress line on stderr, where it is a terminal. */
+static void on_step(void *ctx, const struct lmt_step_stats *st)
+{
+	(void)ctx;
+	if (!tool_quiet && !human && isatty(STDERR_FILENO))
+		fprintf(stderr, "\rtrain: update %llu/%llu loss %.4f lr %.2e %.0f tok/s mfu %.1f%%   ",
+			(unsigned long long)st->update, (unsigned long long)human_updates, st->loss, st->lr,
+			st->valid_tokens / st->t_total, 100 * session.fpt * (double)st->positions / st->t_total / session.peak);
+}
 
-static struct lmt_run run;
-static struct lmt_run_lock run_lock; /* held until exit: the kernel drops it however train ends */
-static int run_finished;
-static struct lmt_trainer the_trainer;
-/* the update the run had reached: stop_trainer, which runs before run_atexit,
- * clears the trainer, and the failed event must still say it */
-static uint64_t run_reached;
+/* A failed phase of the session: a usage error (exit 2) or a runtime one (1). */
+static void session_die(const struct lmt_err *err)
+{
+	const char *msg = session.msg ? session.msg : err->msg[0] ? err->msg : lmt_strerror(err->code);
+	if (session.usage)
+		usage_error("%s", msg);
+	die("%s", msg);
+}
 
+/* registered once the trainer runs, so it runs first at exit: stop the read-ahead
+ * thread before the libraries it uses are torn down */
 static void stop_trainer(void)
 {
-	run_reached = the_trainer.update;
-	if (the_trainer.loader.d)
-		lmt_trainer_release(&the_trainer);
-}
-
-static void notice(void *ctx, const char *msg)
-{
-	(void)ctx;
-	warn("%s", msg);
-}
-
-static void event(const char *what, const char *detail, uint64_t update)
-{
-	struct lmt_err err = { 0 };
-	if (lmt_run_event(&run, what, detail, update, &err))
-		die_err(&err);
+	lmt_session_halt(&session);
 }
 
 /* On any exit before the end (die() included), the events file says the run failed,
@@ -568,151 +414,24 @@ static void event(const char *what, const char *detail, uint64_t update)
 static void run_atexit(void)
 {
 	struct lmt_err err = { 0 };
-	if (run.events && !run_finished &&
-	    lmt_run_event(&run, "failed", "the run stopped on an error (see stderr)", run_reached, &err))
+	if (lmt_session_mark_failed(&session, &err))
 		warn("%s", err.msg);
-}
-
-/* Write j's record to stdout and, with to_run, to the run's metrics. */
-/* stdout on a terminal: a line for people per record (JSONL still goes to the run) */
-static int human;
-static uint64_t human_updates; /* --updates, for the ETA */
-
-static void clock_str(char *buf, size_t cap, double s)
-{
-	long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
-	if (t >= 3600)
-		snprintf(buf, cap, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-	else
-		snprintf(buf, cap, "%ld:%02ld", t / 60, t % 60);
-}
-
-static double num(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-/* The record j (closed) as a line for people: nanoGPT's compact update line,
- * validation and samples as they happen, checkpoints on their own line. */
-static void show(const struct lmt_json *j)
-{
-	json_t *r = json_loadb(j->out.buf, j->out.len, 0, NULL);
-	const char *ev = json_string_value(json_object_get(r, "event"));
-	double uf = num(r, "update");
-	unsigned long long u = isfinite(uf) && uf >= 0 ? (unsigned long long)uf : 0; /* NaN: no update field */
-	char a[32], b[32];
-	if (!ev) {
-	} else if (!strcmp(ev, "update")) {
-		double wall = num(json_object_get(r, "clocks"), "wall_s");
-		double step = num(json_object_get(r, "time"), "step");
-		clock_str(a, sizeof a, wall);
-		clock_str(b, sizeof b, step * (double)(human_updates > u ? human_updates - u : 0));
-		printf("update %5llu/%llu | loss %.4f | lr %.2e | norm %6.3f%s | %7.0f tok/s | mfu %5.1f%% | %s, eta %s\n",
-		       u, (unsigned long long)human_updates, num(r, "loss"), num(r, "lr"), num(r, "grad_norm"),
-		       json_is_true(json_object_get(r, "clipped")) ? "*" : " ", num(r, "tokens_per_s"),
-		       100 * num(r, "mfu"), a, b);
-	} else if (!strcmp(ev, "eval")) {
-		printf("update %5llu: val loss %.4f (train's estimate: %.0f sequences of the val split; evalppl "
-		       "scores all of it)\n", u, num(r, "loss"), num(r, "sequences"));
-	} else if (!strcmp(ev, "sample")) {
-		const char *t = json_string_value(json_object_get(r, "text"));
-		printf("update %5llu: sample: %s\n", u, t ? t : "(ids only: no tokenizer)");
-	} else if (!strcmp(ev, "alert") || !strcmp(ev, "alert-cleared")) {
-		printf("update %5llu: %s %s: %s\n", u, ev, json_string_value(json_object_get(r, "kind")),
-		       json_string_value(json_object_get(r, "evidence")));
-	} else if (!strcmp(ev, "checkpoint")) {
-		printf("checkpoint  %s (%.1f MB, %.2f s%s)\n", json_string_value(json_object_get(r, "path")),
-		       num(r, "bytes") / 1e6, num(r, "write_s"), json_is_true(json_object_get(r, "async")) ? ", async" : "");
-	} else if (!strcmp(ev, "summary")) {
-		clock_str(a, sizeof a, num(r, "wall_s"));
-		double tps = num(r, "tokens_per_s");
-		if (isnan(tps))
-			printf("done: nothing to do (the run was already at update %llu)\n",
-			       (unsigned long long)num(r, "updates"));
-		else
-			printf("%s: %llu updates, %.0f tokens in %s (%.0f tok/s)\n", json_string_value(json_object_get(r, "status")),
-			       (unsigned long long)num(r, "updates"), num(r, "tokens"), a, tps);
-	}
-	json_decref(r);
-	if (fflush(stdout))
-		die_write("<stdout>");
-}
-
-/* Data parallel: every rank trains, rank 0 alone owns the run directory and
- * writes stdout; the others (followers) compute and take part in every collective. */
-static int follower;
-static struct lmt_comm the_comm;
-
-static void emit(struct lmt_json *j, int to_run)
-{
-	struct lmt_err err = { 0 };
-	if (follower) {
-		lmt_json_end(j);
-		return;
-	}
-	if (human) {
-		lmt_json_end(j);
-		lmt_strbuf_putc(&j->out, '\n');
-		show(j);
-	} else if (lmt_json_end_line(j, stdout)) {
-		die_write("<stdout>");
-	}
-	if (to_run && lmt_run_metrics_append(&run, j, &err))
-		die_err(&err);
-}
-
-/* A finished checkpoint: its record and a progress line. */
-static void ckpt_saved(void *ctx, const struct lmt_run_saved *s)
-{
-	const struct opts *o = ctx;
-	struct lmt_json j;
-	lmt_json_init(&j);
-	lmt_run_save_record(&j, s);
-	emit(&j, 1);
-	lmt_json_release(&j);
-	char tail[96] = "";
-	if (s->best_interval_s > 0)
-		snprintf(tail, sizeof tail, "; with an MTBF of %.0f s the best interval is %.0f s", o->mtbf,
-			 s->best_interval_s);
-	if (!human) /* on a terminal its line is on stdout already */
-		info("checkpoint of update %llu: %.1f MB written in %.2f s; cost %.3f s (training %s)%s",
-		     (unsigned long long)s->update, s->r->bytes / 1e6, s->r->write_s, s->cost_s,
-		     s->async ? "paused for the snapshot" : "waited for the write", tail);
-}
-
-/* The saver of the run's checkpoints, from t_start on (a resumed run's checkpoint
- * is not saved again). */
-static void start_saver(struct lmt_run_saver *sv, const struct opts *o, struct lmt_trainer *tr, double wall_offset,
-			double t_start, int resumed)
-{
-	lmt_run_saver_init(sv, &run, tr);
-	sv->keep = o->keep;
-	sv->keep_every = o->keep_every;
-	sv->mtbf = o->mtbf;
-	sv->wall_offset = wall_offset;
-	sv->t_start = t_start;
-	sv->saved = ckpt_saved;
-	sv->saved_ctx = (void *)o;
-	sv->last_saved = resumed ? tr->update : UINT64_MAX;
-	if (o->out && !o->ckpt_sync && (o->ckpt_every || o->ckpt_minutes > 0) && tr->comm->world == 1)
-		lmt_ckpt_async_reserve(&sv->async, tr->g->nparams * 3);
 }
 
 static void parse_args(struct opts *o, int argc, char **argv)
 {
 	memset(o, 0, sizeof *o);
-	o->model = (struct lmt_gpt_config){ 0, 0, 0, 4, 4, 256, 0 };
-	o->tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
+	o->cfg.model = (struct lmt_gpt_config){ 0, 0, 0, 4, 4, 256, 0 };
+	o->cfg.tc = (struct lmt_train_cfg){ 8, 1, 0, 1, 1000, 6e-4, 0.1, 0, LMT_SCHED_COSINE, 0.9, 0.95, 1e-8, 0.1, 0,
 					1.0, LMT_NONFINITE_STOP, 1, 8192, LMT_DTYPE_F32, 0, 65536, 2000, 25 << 20, 0, 0, 25 };
-	o->eval_every = 100;
-	o->comm_timeout = 300;
-	lmt_alert_cfg_default(&o->alert);
-	o->keep = 3;
-	o->eval_seqs = 64;
-	o->sample_tokens = 32;
-	o->temperature = 1.0;
-	o->top_k = 40;
+	o->cfg.eval_every = 100;
+	o->cfg.comm_timeout = 300;
+	lmt_alert_cfg_default(&o->cfg.alert);
+	o->cfg.keep = 3;
+	o->cfg.eval_seqs = 64;
+	o->cfg.sample_tokens = 32;
+	o->cfg.temperature = 1.0;
+	o->cfg.top_k = 40;
 	int c;
 	while ((c = getopt_long(argc, argv, "hVo:t:j:q", longopts, NULL)) != -1) {
 		if (c == 'h') {
@@ -725,30 +444,30 @@ static void parse_args(struct opts *o, int argc, char **argv)
 		}
 		if (c == '?' || c == ':')
 			bad_option(argv);
-		set_option(o, c, optarg);
+		train_set_option(o, c, optarg);
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
-	if (o->no_save && o->out)
+	if (o->cfg.no_save && o->cfg.out)
 		usage_error("--no-save writes no run directory, but -o names one");
-	if (o->no_save && o->resume)
+	if (o->cfg.no_save && o->cfg.resume)
 		usage_error("--resume continues a run directory; --no-save has none");
 	/* --resume RUN, --resume RUN/ckpt/step-N, or --resume auto (with -o RUN) */
-	if (o->resume && !strcmp(o->resume, "auto")) {
-		if (!o->out)
+	if (o->cfg.resume && !strcmp(o->cfg.resume, "auto")) {
+		if (!o->cfg.out)
 			usage_error("--resume auto continues the run in -o RUN: give -o (-o runs/latest: the newest run train "
 				    "named itself)");
-		o->resume_auto = 1;
-	} else if (o->resume) {
+		o->cfg.resume_auto = 1;
+	} else if (o->cfg.resume) {
 		struct lmt_err err = { 0 };
 		char *rundir;
-		int named, rc = lmt_run_resolve(o->resume, o->out, &rundir, &named, &err);
+		int named, rc = lmt_run_resolve(o->cfg.resume, o->cfg.out, &rundir, &named, &err);
 		if (rc == LMT_EINVAL)
 			usage_error("%s", err.msg);
 		if (rc)
 			die_err(&err);
-		o->resume_from = named ? o->resume : NULL;
-		o->out = rundir;
+		o->cfg.resume_from = named ? o->cfg.resume : NULL;
+		o->cfg.out = rundir;
 	}
 }
 
@@ -756,57 +475,28 @@ static void parse_args(struct opts *o, int argc, char **argv)
  * after a resume has adopted the run's configuration. */
 static void finish_args(struct opts *o)
 {
-	if (!o->data)
+	if (!o->cfg.data)
 		usage_error("no dataset: give --data DIR (shard-pack's output)");
 	if (!o->init_seed_given)
-		o->init_seed = o->tc.seed;
+		o->cfg.init_seed = o->cfg.tc.seed;
 	if (!o->warmup_given)
-		o->tc.warmup = o->tc.updates / 20;
+		o->cfg.tc.warmup = o->cfg.tc.updates / 20;
 	/* a resume's fewer --updates than the warm-up it adopted just ends in the warm-up */
-	if (o->tc.warmup > o->tc.updates && (!o->resume || given_value(o, "warmup")))
-		usage_error("--warmup %llu is more than --updates %llu", (unsigned long long)o->tc.warmup,
-			    (unsigned long long)o->tc.updates);
-	if (o->init_llmc && (o->model.untied || o->shape_given))
+	if (o->cfg.tc.warmup > o->cfg.tc.updates && (!o->cfg.resume || train_given_value(o, "warmup")))
+		usage_error("--warmup %llu is more than --updates %llu", (unsigned long long)o->cfg.tc.warmup,
+			    (unsigned long long)o->cfg.tc.updates);
+	if (o->cfg.init_llmc && (o->cfg.model.untied || o->shape_given))
 		usage_error("--init-llmc sets the model's shape; --layers, --heads, --channels, --context and --untie do "
 			    "not apply");
-	if (o->export_llmc && o->model.untied)
+	if (o->cfg.export_llmc && o->cfg.model.untied)
 		usage_error("--export-llmc writes llm.c's format, which has no untied head (--untie)");
-	if (o->prompt && !o->tokenizer)
+	if (o->cfg.prompt && !o->cfg.tokenizer)
 		usage_error("--prompt is text: give the tokenizer with -t");
-	if (!o->init_llmc && o->model.C % o->model.NH)
-		usage_error("--channels %d is not a multiple of --heads %d", o->model.C, o->model.NH);
-	if ((o->ckpt_every || o->ckpt_minutes > 0 || o->keep_every || o->stop_at) && o->no_save)
+	if (!o->cfg.init_llmc && o->cfg.model.C % o->cfg.model.NH)
+		usage_error("--channels %d is not a multiple of --heads %d", o->cfg.model.C, o->cfg.model.NH);
+	if ((o->cfg.ckpt_every || o->cfg.ckpt_minutes > 0 || o->cfg.keep_every || o->cfg.stop_at) && o->cfg.no_save)
 		usage_error("checkpoints are written into the run directory, and --no-save has none (--ckpt-every, "
 			    "--ckpt-minutes, --keep-every, --stop-at)");
-}
-
-/* A run given no -o (nor --no-save) gets a new directory of its own, runs/STAMP-TAG
- * (ckpt/rundir.h), named on stderr and in a "run" record on stdout (not in the
- * run's files: they stay the same wherever the run lives), and runs/latest
- * points at it. Made once the model is built, so a run refused for its data or
- * model leaves none behind, and locked at once, as -o's is before it is read. */
-static void default_run(struct opts *o, const struct lmt_gpt *g)
-{
-	struct lmt_err err = { 0 };
-	static char dir[PATH_MAX];
-	char tag[64];
-	snprintf(tag, sizeof tag, "d%d-h%d-c%d", g->cfg.L, g->cfg.NH, g->cfg.C);
-	if (lmt_rundir_new("runs", time(NULL), tag, dir, sizeof dir, &err) || lmt_run_lock(dir, 0, &run_lock, &err))
-		die_err(&err);
-	o->out = dir;
-	int linked = !lmt_rundir_link_latest("runs", dir + strlen("runs/"), &err);
-	if (!linked)
-		warn("runs/latest not updated: %s (the run goes on in '%s')", err.msg, dir);
-	info("run directory '%s'", dir);
-	struct lmt_json j;
-	lmt_json_init(&j);
-	lmt_json_begin(&j);
-	lmt_json_str(&j, "event", "run");
-	lmt_json_str(&j, "dir", dir);
-	if (linked)
-		lmt_json_str(&j, "latest", "runs/latest");
-	emit(&j, 0);
-	lmt_json_release(&j);
 }
 
 /* The run directory and --export-llmc stay apart from every input, and the
@@ -814,553 +504,71 @@ static void default_run(struct opts *o, const struct lmt_gpt *g)
 static void check_paths(const struct opts *o)
 {
 	char ck[PATH_MAX] = "";
-	if (o->out)
-		snprintf(ck, sizeof ck, "%s/ckpt", o->out);
-	const char *ins[] = { o->data, o->tokenizer, o->init_llmc, ck[0] ? ck : NULL };
-	const char *outs[] = { o->out, o->export_llmc }, *what[] = { "-o", "--export-llmc" };
+	if (o->cfg.out)
+		snprintf(ck, sizeof ck, "%s/ckpt", o->cfg.out);
+	const char *ins[] = { o->cfg.data, o->cfg.tokenizer, o->cfg.init_llmc, ck[0] ? ck : NULL };
+	const char *outs[] = { o->cfg.out, o->cfg.export_llmc }, *what[] = { "-o", "--export-llmc" };
 	check_outputs(outs, what, 1, ins, 3);
 	check_outputs(outs + 1, what + 1, 1, ins, 4);
 	/* the --config files too (a run directory beside them writes only its own names) */
 	check_outputs(outs + 1, what + 1, 1, o->configs, o->nconfigs);
 }
 
-/* The dataset, and the tokenizer if given (it must be the dataset's); 1 with a tokenizer. */
-static int open_data(struct opts *o, struct lmt_dataset *d, struct lmt_tokenizer *tok)
-{
-	struct lmt_err err = { 0 };
-	int have_tok = 0;
-	if (lmt_dataset_open(d, o->data, &err))
-		die_err(&err);
-	if (o->tokenizer) {
-		if (lmt_tok_load(tok, o->tokenizer, &err))
-			die_err(&err);
-		if (memcmp(tok->sha256, d->tokenizer_sha256, 32)) {
-			char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
-			die("'%s' is tokenizer %.16s..., but the dataset '%s' was made with %.16s...", o->tokenizer,
-			    lmt_sha256_hex(tok->sha256, a), o->data, lmt_sha256_hex(d->tokenizer_sha256, b));
-		}
-		have_tok = 1;
-	}
-	int T = (int)d->seq_len;
-	if (!o->context)
-		o->context = T;
-	if (T > o->context)
-		die("'%s': sequences of %d tokens are longer than the model's context of %d (--context)", o->data, T,
-		    o->context);
-	return have_tok;
-}
-
-/* The model: from an llm.c checkpoint, or of the options' shape (weights later). */
-static void open_model(struct opts *o, const struct lmt_dataset *d, struct lmt_backend *be, struct lmt_gpt *g)
-{
-	struct lmt_err err = { 0 };
-	int T = (int)d->seq_len;
-	if (o->init_llmc) {
-		if (lmt_gpt_load_llmc(g, o->init_llmc, be, &err))
-			die_err(&err);
-		if (g->cfg.V != (int)d->vocab_size)
-			die("'%s': vocabulary of %d, the dataset's tokenizer has %u", o->init_llmc, g->cfg.V, d->vocab_size);
-		if (g->cfg.max_T < T)
-			die("'%s': context of %d, shorter than the dataset's sequences of %d", o->init_llmc, g->cfg.max_T, T);
-	} else {
-		o->model.max_T = o->context;
-		o->model.V = (int)d->vocab_size;
-		o->model.Vp = lmt_gpt_padded_vocab(o->model.V);
-		if (lmt_gpt_init(g, &o->model, be, &err))
-			die_err(&err);
-	}
-}
-
-/* The compute precision: asked for, or the backend's fastest (bf16 where its GEMMs
- * have native bf16 kernels); recorded in the run's config; recompute with it. */
-static void set_precision(struct opts *o, struct lmt_backend *be, struct lmt_gpt *g)
-{
-	struct lmt_err err = { 0 };
-	const char *env = getenv("LMT_PRECISION");
-	if (!o->precision && env && *env && strcmp(env, "auto")) {
-		int e = lmt_dtype_parse(env);
-		if (e != LMT_DTYPE_F32 && e != LMT_DTYPE_BF16 && e != LMT_DTYPE_F16)
-			usage_error("LMT_PRECISION: '%s' is not fp32, bf16, fp16 or auto", env);
-		o->precision = lmt_dtype_name(e);
-	}
-	int dt = o->precision ? lmt_dtype_parse(o->precision)
-			      : (be->fast_dtypes & (1u << LMT_DTYPE_BF16)) ? LMT_DTYPE_BF16 : LMT_DTYPE_F32;
-	if (!(be->dtypes & (1u << dt))) {
-		char offers[64] = "";
-		for (int d = 0; d < LMT_DTYPE_COUNT; d++)
-			if (be->dtypes & (1u << d))
-				snprintf(offers + strlen(offers), sizeof offers - strlen(offers), "%s%s", offers[0] ? ", " : "",
-					 lmt_dtype_name(d));
-		usage_error("option '--precision': the %s backend computes in %s, not %s", be->name, offers,
-			    lmt_dtype_name(dt));
-	}
-	o->tc.precision = dt;
-	if (lmt_gpt_set_precision(g, dt, &err) || lmt_gpt_set_recompute(g, o->tc.recompute_every, &err))
-		die_err(&err);
-	info("precision %s (GEMMs: %s)%s", lmt_dtype_name(dt), be->gemm_impl(be, dt),
-	     o->tc.recompute_every ? ", recomputing blocks in backward" : "");
-}
-
-/* The checkpoint to resume from, if there is one (1), and the configuration its
- * run recorded adopted (adopt_recorded). */
-static int open_checkpoint(struct opts *o, struct lmt_ckpt *ck)
-{
-	struct lmt_err err = { 0 };
-	uint64_t update;
-	int found = lmt_run_resume_open(&run, o->resume_from, o->resume_auto, ck, &err);
-	if (found < 0)
-		die_err(&err);
-	if (found) {
-		if (lmt_run_state_u64(ck, "update", &update, &err))
-			die_err(&err);
-		adopt_recorded(o, ck, update);
-	}
-	return found;
-}
-
-/* The checkpoint checked against this run's data and model. */
-static void check_checkpoint(const struct opts *o, const struct lmt_dataset *d, const struct lmt_gpt *g,
-			     const struct lmt_comm *comm, struct lmt_ckpt *ck, uint64_t *cursor)
-{
-	struct lmt_err err = { 0 };
-	uint64_t update;
-	if (lmt_run_check_compat(ck, o->data, d, &g->cfg, o->tc.seed, o->tc.shuffle_window, &err) ||
-	    lmt_run_resume_cursor(ck, comm->rank, comm->world, cursor, &err) ||
-	    lmt_run_state_u64(ck, "update", &update, &err))
-		die_err(&err);
-	if (update > o->tc.updates)
-		die("'%s' is at update %llu, past --updates %llu", ck->dir, (unsigned long long)update,
-		    (unsigned long long)o->tc.updates);
-}
-
-/* config.json, the parameters record and params.json. */
-static void report_setup(const struct opts *o, const struct lmt_dataset *d, const struct lmt_gpt *g,
-			 const struct lmt_backend *be, const struct lmt_comm *comm, double peak, double fpt, int resumed)
-{
-	struct lmt_err err = { 0 };
-	const char *peak_source = o->peak > 0 ? "--peak-flops" : "measured gemm";
-	if (o->out) {
-		struct lmt_run_config rc = { o->data, o->tokenizer, o->init_llmc, o->export_llmc, o->init_seed,
-					     o->eval_every, o->eval_seqs, o->sample_every, o->sample_tokens, o->top_k,
-					     o->temperature, o->prompt, peak, peak_source, o->ckpt_every, o->keep_every,
-					     o->ckpt_minutes, o->keep, o->ckpt_sync };
-		if (lmt_run_write_config(&run, &rc, &o->tc, d, g, be, comm, &err))
-			die_err(&err);
-	}
-	struct lmt_json j;
-	lmt_json_init(&j);
-	lmt_run_param_record(&j, g, fpt, peak, peak_source, be->gemm_impl((struct lmt_backend *)be, g->dtype));
-	/* a resumed run's metrics already hold it */
-	emit(&j, !resumed);
-	if (o->out && lmt_run_write_params(&run, &j, &err))
-		die_err(&err);
-	lmt_json_release(&j);
-}
-
-/* The resume record on stdout and in metrics.jsonl, and its event. */
-static void report_resume(const struct lmt_trainer *tr, const char *from, const struct lmt_run_resumed *rs,
-			  uint64_t cursor)
-{
-	struct lmt_err err = { 0 };
-	struct lmt_json j;
-	lmt_json_init(&j);
-	lmt_run_resume_record(&j, tr, from, rs, cursor);
-	emit(&j, 1);
-	if (lmt_run_resume_event(&run, tr, from, rs, &err))
-		die_err(&err);
-	lmt_json_release(&j);
-}
-
-/* A non-finite update: recorded; under --on-nonfinite stop (rc), the run ends (1). */
-static int report_nonfinite(const struct lmt_step_stats *st, int rc, const struct lmt_err *step_err)
-{
-	struct lmt_err err = { 0 };
-	char detail[256];
-	if (lmt_run_nonfinite(&run, st, rc ? step_err->msg : NULL, detail, sizeof detail, &err))
-		die_err(&err);
-	if (rc) {
-		fprintf(stderr, "train: %s (--on-nonfinite stop)\n", step_err->msg);
-		return 1;
-	}
-	warn("update %llu skipped: %s", (unsigned long long)st->update, detail);
-	return 0;
-}
-
-static void report_end(struct lmt_json *j, const struct opts *o, const struct lmt_trainer *tr, uint64_t tokens0,
-		       uint64_t updates0, double wall, double wall_offset, int status, int interrupted)
-{
-	struct lmt_err err = { 0 };
-	if (interrupted) {
-		char detail[128];
-		if (lmt_run_stopped(&run, interrupted > 0 ? interrupted : 0, o->stop_at, tr->update, detail,
-				    sizeof detail, &err))
-			die_err(&err);
-		info("%s", detail);
-	}
-	lmt_run_summary_record(j, tr, tr->tokens - tokens0, tr->update - updates0, wall, wall_offset,
-			       status ? "stopped" : interrupted ? "interrupted" : "done");
-	emit(j, 1);
-	if (!interrupted)
-		event(status ? "failed" : "end", NULL, tr->update);
-	run_finished = 1;
-	if (tr->update == updates0)
-		info("nothing to do: the run was already at update %llu (--updates %llu)", (unsigned long long)tr->update,
-		     (unsigned long long)o->tc.updates);
-	else
-		info("%llu updates, %llu tokens in %.1f s (%.0f tokens/s)", (unsigned long long)(tr->update - updates0),
-		     (unsigned long long)(tr->tokens - tokens0), wall, (tr->tokens - tokens0) / wall);
-}
-
-/* Every rank's times in the update record (a collective); the skew (slowest step
- * over the median, less 1) and the slowest rank for the alerts. */
-static void rank_times(struct lmt_json *j, struct lmt_comm *comm, const struct lmt_step_stats *st, double data_wait,
-		       double *skew, int *slowest)
-{
-	struct lmt_err err = { 0 };
-	if (lmt_run_rank_times(j, comm, st, data_wait, skew, slowest, &err))
-		die_err(&err);
-}
-
-/* An alert's episode began or ended: a record on stdout and in the metrics, an
- * event, and a line on stderr. */
-static struct lmt_json *alert_json;
-static void on_alert(void *ctx, int kind, int fired, uint64_t update, double value, double threshold,
-		     const char *evidence)
-{
-	struct lmt_json *j = alert_json;
-	char detail[300];
-	(void)ctx;
-	if (follower)
-		return;
-	snprintf(detail, sizeof detail, "%s: %s", lmt_alert_name(kind), evidence);
-	event(fired ? "alert" : "alert-cleared", detail, update);
-	lmt_json_begin(j);
-	lmt_json_str(j, "event", fired ? "alert" : "alert-cleared");
-	lmt_json_u64(j, "update", update);
-	lmt_json_str(j, "kind", lmt_alert_name(kind));
-	lmt_json_num(j, "value", value);
-	lmt_json_num(j, "threshold", threshold);
-	lmt_json_str(j, "evidence", evidence);
-	emit(j, 1);
-	if (fired)
-		warn("update %llu: alert %s", (unsigned long long)update, detail);
-	else
-		info("update %llu: alert %s cleared", (unsigned long long)update, lmt_alert_name(kind));
-}
-
-static void audit_samples(struct lmt_json *j, struct lmt_comm *comm, const struct lmt_trainer *tr, uint64_t update)
-{
-	struct lmt_err err = { 0 };
-	if (lmt_run_audit_record(j, comm, tr, update, &err))
-		die_err(&err);
-	emit(j, 1);
-}
-
-/* With world > 1 the save's state needs every rank's loader cursor: gathered from
- * every rank (a collective: each rank calls this at the same update). */
-static void gather_cursors(struct lmt_run_saver *sv, const struct lmt_trainer *tr, uint64_t *cursors)
-{
-	struct lmt_err err = { 0 };
-	if (!cursors)
-		return;
-	uint64_t mine = lmt_loader_cursor(&tr->loader);
-	if (the_comm.allgather(&the_comm, &mine, cursors, sizeof mine, &err))
-		die_err(&err);
-	sv->cursors = cursors;
-}
-
-/* The checkpoint rank 0 resumes from, opened by every other rank too (rank 0 has
- * chosen it and cleaned up after interrupted saves before the others look). */
-static int share_checkpoint(struct opts *o, struct lmt_comm *comm, const char *chosen, struct lmt_ckpt *ck, int have)
-{
-	struct lmt_err err = { 0 };
-	char path[PATH_MAX] = "";
-	if (!follower && chosen)
-		snprintf(path, sizeof path, "%s", chosen);
-	if (comm->broadcast(comm, path, sizeof path, 0, &err))
-		die_err(&err);
-	if (!follower)
-		return have;
-	if (!path[0])
-		return 0;
-	uint64_t update;
-	if (lmt_ckpt_open(ck, path, 1, &err) || lmt_run_state_u64(ck, "update", &update, &err))
-		die_err(&err);
-	adopt_recorded(o, ck, update);
-	return 1;
-}
-
-/* Every rank must train the same run: a hash of what determines it (the dataset,
- * the model, the optimisation, the seed, the precision), compared with rank 0's. */
-static void check_ranks_agree(const struct opts *o, const struct lmt_dataset *d, struct lmt_comm *comm)
-{
-	struct lmt_err err = { 0 };
-	char text[1024], hex[LMT_SHA256_HEX];
-	const struct lmt_train_cfg *t = &o->tc;
-	snprintf(text, sizeof text,
-		 "data %s; model L%d H%d C%d T%d V%u untied %d init %s/%llu; B %d accum %d updates %llu lr %.17g "
-		 "min %.17g warmup %llu schedule %d betas %.17g %.17g eps %.17g wd %.17g decay-emb %d clip %.17g "
-		 "seed %llu window %llu mask %d doc %d precision %s zero %d",
-		 lmt_sha256_hex(d->manifest_sha256, hex), o->model.L, o->model.NH, o->model.C, o->context,
-		 d->vocab_size, o->model.untied, o->init_llmc ? o->init_llmc : "gpt2", (unsigned long long)o->init_seed,
-		 t->B, t->accum, (unsigned long long)t->updates, t->lr, t->min_lr_frac, (unsigned long long)t->warmup,
-		 t->schedule, t->beta1, t->beta2, t->eps, t->weight_decay, t->decay_embeddings, t->clip,
-		 (unsigned long long)t->seed, (unsigned long long)t->shuffle_window, t->seg_mask, t->cross_doc_targets,
-		 o->precision ? o->precision : "auto", t->zero);
-	if (lmt_run_ranks_agree(comm, text, &err))
-		die("%s (%s)", err.msg, follower ? text : "see that rank's options");
-}
-
 int main(int argc, char **argv)
 {
 	struct opts o;
+	struct lmt_err err = { 0 };
+	struct lmt_session *s = &session;
+	const struct lmt_session_cb cb = { &o, on_record, on_notice, on_step, train_adopt, train_same_value };
 	tool_init("train");
 	tool_passive_threads(argv);
 	parse_args(&o, argc, argv);
-	if (!o.resume)
+	if (!o.cfg.resume)
 		finish_args(&o);
 	check_paths(&o);
 
-	struct lmt_err err = { 0 };
 	/* the ranks first: under a launcher every rank runs this, rank 0 owns the run */
-	struct lmt_comm *comm = &the_comm;
-	if (lmt_comm_open(comm, NULL, &err))
-		die_err(&err);
-	follower = comm->rank > 0;
-	comm->timeout_s = o.comm_timeout;
-	if (comm->world > 1) {
-		if (!o.out && !o.no_save)
-			usage_error("%d ranks train one run: name it with -o RUN (or --no-save)", comm->world);
-		if (o.ckpt_minutes > 0)
+	if (lmt_session_connect(s, &o.cfg, &cb, &tool_interrupted, &err))
+		session_die(&err);
+	if (s->comm.world > 1) {
+		if (!o.cfg.out && !o.cfg.no_save)
+			usage_error("%d ranks train one run: name it with -o RUN (or --no-save)", s->comm.world);
+		if (o.cfg.ckpt_minutes > 0)
 			usage_error("--ckpt-minutes with %d ranks: give --ckpt-every (every rank must save at the same update)",
-				    comm->world);
-		if (follower)
+				    s->comm.world);
+		if (s->follower)
 			tool_quiet = 1;
 	}
-	lmt_run_lock_init(&run_lock);
-	/* one process owns a run: taken before anything of it is read (the checkpoint
-	 * to resume, the metrics to rewind) or made */
-	if (o.out && !follower && lmt_run_lock(o.out, 1, &run_lock, &err))
-		die_err(&err);
-	lmt_run_init(&run, notice, NULL);
-	struct lmt_ckpt ck;
-	int have_ck = 0;
-	const char *run_out = o.out; /* the run's directory, whichever rank this is */
-	if (o.resume) {
-		/* the run's recorded configuration is the resume's: read before the rest */
-		if (!follower) {
-			if (lmt_run_open(&run, o.out, 1, &err))
-				die_err(&err);
-			have_ck = open_checkpoint(&o, &ck);
-		}
-		if (comm->world > 1)
-			have_ck = share_checkpoint(&o, comm, have_ck ? ck.dir : NULL, &ck, have_ck);
+	if (lmt_session_claim(s, o.given, o.ngiven, &err))
+		session_die(&err);
+	if (o.cfg.resume) {
 		finish_args(&o);
 		check_paths(&o);
 	}
-	if (follower)
-		o.out = NULL; /* nothing of the run is written here */
 	/* under a launcher stdout may be a pty of its own (Open MPI): JSONL there */
-	human = !o.jsonl && isatty(STDOUT_FILENO) && comm->world == 1;
-	human_updates = o.tc.updates;
-	struct lmt_dataset d;
-	struct lmt_tokenizer tok;
-	int have_tok = open_data(&o, &d, &tok);
-	int T = (int)d.seq_len;
-	struct lmt_backend be;
-	if (lmt_backend_open(&be, o.backend, tool_threads(o.threads), &err))
-		die_err(&err);
-	struct lmt_gpt g;
-	open_model(&o, &d, &be, &g);
-	if (!o.out && !o.no_save && !follower) {
-		default_run(&o, &g);
+	human = !o.jsonl && isatty(STDOUT_FILENO) && s->comm.world == 1;
+	human_updates = o.cfg.tc.updates;
+	o.cfg.precision_env = getenv("LMT_PRECISION");
+	int made = lmt_session_open(s, tool_threads(o.threads), &err);
+	if (made < 0)
+		session_die(&err);
+	if (made)
 		check_paths(&o);
-		run_out = o.out;
-	}
-	if (o.out && !o.resume && lmt_run_open(&run, o.out, 0, &err))
-		die_err(&err);
-	if (o.out)
+	if (o.cfg.out)
 		atexit(run_atexit);
-	uint64_t cursor = (uint64_t)comm->rank;
-	if (have_ck)
-		check_checkpoint(&o, &d, &g, comm, &ck, &cursor);
-	if (comm->world > 1)
-		check_ranks_agree(&o, &d, comm);
-	/* a resumed run's weights come from the checkpoint */
-	if (!o.init_llmc && !have_ck && lmt_gpt_init_weights(&g, o.init_seed, &err))
-		die_err(&err);
-	set_precision(&o, &be, &g);
-	if (lmt_gpt_alloc_acts(&g, o.tc.B, T, &err))
-		die_err(&err);
-	if (lmt_trainer_init(&the_trainer, &o.tc, &be, comm, &g, &d, cursor, &err))
-		die_err(&err);
-	/* registered last, so it runs first at exit: stop the read-ahead thread before
-	 * the libraries it uses are torn down */
+	if (lmt_session_start(s, &err))
+		session_die(&err);
 	atexit(stop_trainer);
-	struct lmt_trainer *tr = &the_trainer;
-	struct lmt_run_resumed rs = { 0 };
-	if (have_ck) {
-		double t0 = lmt_now();
-		if ((tr->shard && lmt_gpt_alloc_optimizer(&g, &err)) || lmt_run_resume(&run, &ck, tr, &rs, &err) ||
-		    lmt_trainer_take_moments(tr, &err))
-			die_err(&err);
-		info("resumed from '%s' at update %llu (%.2f s to load; %llu updates to redo)", ck.dir,
-		     (unsigned long long)tr->update, lmt_now() - t0, (unsigned long long)rs.replayed);
-	} else if (o.resume && run.metrics) {
-		if (lmt_run_restart(&run, &rs.replayed, &err))
-			die_err(&err);
-		if (rs.replayed)
-			warn("'%s' has no valid checkpoint: starting again from update 0 (%llu updates to redo)", o.out,
-			     (unsigned long long)rs.replayed);
-	}
-
-	double peak = o.peak > 0 ? o.peak : lmt_backend_peak_flops(&be, g.dtype, 1);
-	/* the measured peak (memory.peak_alloc) is the training's: from here, after the
-	 * setup's transients (padding, the peak probe's matrices) are freed */
-	be.mem_peak = be.mem_now;
-	double fpt = lmt_gpt_flops_per_token(&g.cfg, T);
-	report_setup(&o, &d, &g, &be, comm, peak, fpt, have_ck);
-	if (have_ck) {
-		report_resume(tr, ck.dir, &rs, cursor);
-		lmt_ckpt_close(&ck);
-	} else {
-		event(o.resume ? "restart" : "start", NULL, 0);
-	}
-	struct lmt_gpt_counts pc;
-	lmt_gpt_count(&g, &pc);
-	info("%s: %zu parameters (%d layers, %d heads, %d channels, vocabulary %d), %d x %d x %d tokens per update",
-	     be.name, pc.total, g.cfg.L, g.cfg.NH, g.cfg.C, g.cfg.V, o.tc.accum, o.tc.B, T);
-
-	double t_start = lmt_now();
-	struct lmt_run_sampling smp;
-	if (lmt_run_sampling_init(&smp, o.prompt, have_tok ? &tok : NULL, d.eos_id, &err))
-		die_err(&err);
-	smp.tokens = o.sample_tokens;
-	smp.top_k = o.top_k;
-	smp.temperature = o.temperature;
-	smp.seed = o.tc.seed;
-	int status = 0, interrupted = 0;
-	double wait_before = 0;
-	struct lmt_run_saver sv;
-	start_saver(&sv, &o, tr, rs.wall_offset, t_start, have_ck);
-	sv.run_dir = run_out;
-	uint64_t *cursors = comm->world > 1 ? calloc((size_t)comm->world, sizeof *cursors) : NULL;
-	if (comm->world > 1 && !cursors)
-		die("out of memory");
-	double last_due = t_start;
-	struct lmt_json j, aj;
-	lmt_json_init(&j);
-	lmt_json_init(&aj);
-	alert_json = &aj;
-	struct lmt_alerts alerts;
-	lmt_alerts_init(&alerts, &o.alert);
-	uint64_t stats_at = tr->update, stats_clipped = tr->clipped_updates;
+	if (lmt_session_begin(s, &err))
+		session_die(&err);
 	tool_defer_signals(); /* SIGINT, SIGTERM: finish the update, save, exit 0 */
-	const uint64_t tokens0 = tr->tokens, updates0 = tr->update; /* this process's share starts here */
-	while (tr->update < o.tc.updates) {
-		struct lmt_step_stats st;
-		int rc = lmt_trainer_step(tr, &st, &err);
-		if (rc && !st.nonfinite_what)
-			die_err(&err);
-		double wall = rs.wall_offset + (lmt_now() - t_start);
-		lmt_run_update_record(&j, tr, &st, tr->loader.wait_seconds - wait_before, wall, fpt, peak, o.log_samples);
-		struct lmt_alert_obs ao = { st.update, st.loss, st.grad_norm, st.clipped, st.overflow,
-					    st.nonfinite_what != NULL, tr->loader.wait_seconds - wait_before, st.t_total,
-					    0, 0 };
-		if (comm->world > 1)
-			rank_times(&j, comm, &st, ao.data_wait, &ao.skew, &ao.slowest);
-		wait_before = tr->loader.wait_seconds;
-		emit(&j, 1);
-		if (st.have_stats) {
-			lmt_run_stats_record(&j, tr, st.update, st.update - stats_at, tr->clipped_updates - stats_clipped);
-			emit(&j, 1);
-			stats_at = st.update;
-			stats_clipped = tr->clipped_updates;
-		}
-		lmt_alerts_update(&alerts, &ao, on_alert, NULL);
-		if (comm->world > 1 && st.update <= o.audit)
-			audit_samples(&j, comm, tr, st.update);
-		if (st.nonfinite_what && (status = report_nonfinite(&st, rc, &err)))
-			break;
-		if (!tool_quiet && !human && isatty(STDERR_FILENO))
-			fprintf(stderr, "\rtrain: update %llu/%llu loss %.4f lr %.2e %.0f tok/s mfu %.1f%%   ",
-				(unsigned long long)st.update, (unsigned long long)o.tc.updates, st.loss, st.lr,
-				st.valid_tokens / st.t_total, 100 * fpt * (double)st.positions / st.t_total / peak);
-		int last = st.update == o.tc.updates;
-		int eval_due = o.eval_every && d.split_seqs[LMT_SPLIT_VAL] && (st.update % o.eval_every == 0 || last);
-		int sample_due = o.sample_every && (st.update % o.sample_every == 0 || last);
-		/* ZeRO-3: every parameter on every rank for these (collective, so on followers too) */
-		if ((eval_due || sample_due) && lmt_trainer_unshard(tr, &err))
-			die_err(&err);
-		if (eval_due) {
-			double vl;
-			if (lmt_run_eval_record(&j, tr, o.eval_seqs, st.update, &vl, &err))
-				die_err(&err);
-			emit(&j, 1);
-			lmt_alerts_eval(&alerts, st.update, vl, on_alert, NULL);
-		}
-		if (sample_due && !follower) {
-			if (lmt_run_sample_record(&j, &g, &smp, st.update, &err))
-				die_err(&err);
-			emit(&j, 1);
-		}
-		lmt_trainer_reshard(tr);
-		/* a signal to any rank stops every rank after this update */
-		int stop = tool_interrupted;
-		if (comm->world > 1 && comm->allreduce(comm, &stop, 1, LMT_DTYPE_I32, LMT_COMM_OP_MAX, &err))
-			die_err(&err);
-		if (stop && !tool_interrupted)
-			tool_interrupted = stop;
-		if (run_out) {
-			if (o.out && lmt_run_save_poll(&sv, 0, &err))
-				die_err(&err);
-			int due = (o.ckpt_every && st.update % o.ckpt_every == 0) ||
-				  (o.ckpt_minutes > 0 && lmt_now() - last_due >= o.ckpt_minutes * 60);
-			if (due && !last && !tool_interrupted && tr->update != o.stop_at) {
-				last_due = lmt_now();
-				gather_cursors(&sv, tr, cursors);
-				if (lmt_trainer_gather_moments(tr, &err) || lmt_run_save(&sv, o.ckpt_sync, &err))
-					die_err(&err);
-				lmt_trainer_drop_moments(tr);
-			}
-		}
-		if (tool_interrupted) {
-			interrupted = tool_interrupted;
-			break;
-		}
-		if (o.stop_at && tr->update == o.stop_at && !last) {
-			interrupted = -1;
-			break;
-		}
-	}
+	if (lmt_session_train(s, &err))
+		session_die(&err);
 	if (!tool_quiet && !human && isatty(STDERR_FILENO))
 		fputc('\n', stderr);
-	/* the final checkpoint, written before exit 0 (a failed run's state is not saved) */
-	if (run_out && !status) {
-		gather_cursors(&sv, tr, cursors);
-		if (lmt_trainer_gather_moments(tr, &err))
-			die_err(&err);
-	}
-	if (run_out && (status ? lmt_run_save_poll(&sv, 1, &err) : lmt_run_save(&sv, 1, &err)))
-		die_err(&err);
-	lmt_trainer_drop_moments(tr);
-	lmt_run_saver_release(&sv);
-	free(cursors);
-	if (!status && !interrupted && o.export_llmc &&
-	    (lmt_trainer_unshard(tr, &err) || (!follower && lmt_gpt_save_llmc(&g, o.export_llmc, &err))))
-		die_err(&err);
-	report_end(&j, &o, tr, tokens0, updates0, lmt_now() - t_start, rs.wall_offset, status, interrupted);
-	lmt_run_close(&run);
-	lmt_run_unlock(&run_lock);
-	lmt_run_sampling_release(&smp);
-	lmt_json_release(&j);
-	lmt_json_release(&aj);
-	lmt_trainer_release(tr);
-	lmt_gpt_release(&g);
-	if (have_tok)
-		lmt_tok_release(&tok);
-	be.release(&be);
-	lmt_dataset_close(&d);
-	comm->release(comm);
+	if (lmt_session_finish(s, &err))
+		session_die(&err);
+	int status = s->status;
+	lmt_session_release(s);
 	return status;
 }

@@ -8,6 +8,8 @@
 
 #include "core/digest.h"
 
+#define RANKS_LISTED 64
+
 /* The median of n values (sorted in place). */
 static double median(double *v, int n)
 {
@@ -44,8 +46,17 @@ int lmt_run_rank_times(struct lmt_json *j, struct lmt_comm *comm, const struct l
 			if (v[r] > all[slowest * 3 + k])
 				slowest = r;
 		}
-		double mx = all[slowest * 3 + k], med = median(v, W);
+		double mx = all[slowest * 3 + k];
 		lmt_json_obj(j, names[k]);
+		/* each rank's value, for the dashboard's rank x update heat map (up to
+		 * RANKS_LISTED ranks: beyond, the line would outweigh the record) */
+		if (W <= RANKS_LISTED) {
+			lmt_json_arr(j, "by_rank");
+			for (int r = 0; r < W; r++)
+				lmt_json_num(j, NULL, v[r]);
+			lmt_json_arr_end(j);
+		}
+		double med = median(v, W);
 		lmt_json_num(j, "min", v[0]);
 		lmt_json_num(j, "median", med);
 		lmt_json_num(j, "max", mx);

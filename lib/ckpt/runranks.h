@@ -15,8 +15,8 @@
 #include "model/trainer.h"
 
 /* Adds "ranks" to the record open in j: for step_s, data_wait_s and comm_s (this
- * rank's: st->t_total, data_wait, st->t_comm) every rank's min, median, max and
- * slowest rank, and "skew", the slowest step over the median less 1 (also in
+ * rank's: st->t_total, data_wait, st->t_comm) the ranks' min, median, max and
+ * slowest rank, each rank's value ("by_rank", up to 64 ranks), and "skew", the slowest step over the median less 1 (also in
  * *skew, its rank in *slowest). */
 int lmt_run_rank_times(struct lmt_json *j, struct lmt_comm *comm, const struct lmt_step_stats *st, double data_wait,
 		       double *skew, int *slowest, struct lmt_err *err);

@@ -20,6 +20,7 @@
 #include "ckpt/runlock.h"
 #include "backend/backend.h"
 #include "core/version.h"
+#include "model/model.h"
 
 const char *tool_name = "lmt";
 int tool_quiet;
@@ -250,6 +251,29 @@ int corpus_opt(int c, const char *arg, struct lmt_corpus_opts *o)
 		return 1;
 	}
 	return 0;
+}
+
+int model_opt(int c, const char *arg, struct lmt_gpt_config *m, int *context)
+{
+	switch (c) {
+	case OPT_MODEL_LAYERS: m->L = (int)opt_int("layers", arg, 1, 1024); return 1;
+	case OPT_MODEL_HEADS: m->NH = (int)opt_int("heads", arg, 1, 1024); return 1;
+	case OPT_MODEL_CHANNELS: m->C = (int)opt_int("channels", arg, 1, 1 << 16); return 1;
+	case OPT_MODEL_CONTEXT: *context = (int)opt_int("context", arg, 1, 1 << 20); return 1;
+	case OPT_MODEL_UNTIE: m->untied = 1; return 1;
+	}
+	return 0;
+}
+
+int opt_recompute(const char *arg)
+{
+	if (!strcmp(arg, "none"))
+		return 0;
+	if (!strcmp(arg, "block"))
+		return 1;
+	if (!strncmp(arg, "every:", 6))
+		return (int)opt_int("recompute", arg + 6, 1, 1 << 20);
+	usage_error("option '--recompute': '%s' is not none, block or every:K", arg);
 }
 
 void corpus_skips_warn(const struct lmt_corpus_skips *s)

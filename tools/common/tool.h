@@ -80,9 +80,22 @@ enum {
 	OPT_TEXT_FIELD,
 	OPT_KEEP_EMPTY,
 	OPT_STRICT,
+	OPT_MODEL_LAYERS, /* the model's shape: model_opt */
+	OPT_MODEL_HEADS,
+	OPT_MODEL_CHANNELS,
+	OPT_MODEL_CONTEXT,
+	OPT_MODEL_UNTIE,
 	OPT_TOOL_BASE, /* tools number their own long-only options from here */
 };
 int corpus_opt(int c, const char *arg, struct lmt_corpus_opts *o);
+
+/* The model's shape, one definition for the tools that take a model (train,
+ * memledger): --layers N, --heads N, --channels N (into m), --context N (into
+ * *context), --untie. Returns 1 if c was one of them. */
+struct lmt_gpt_config;
+int model_opt(int c, const char *arg, struct lmt_gpt_config *m, int *context);
+/* --recompute none, block or every:K: the K of "every K-th block" (0 none, 1 block). */
+int opt_recompute(const char *arg);
 /* What the corpus passed over (o->skips), told the user: one warning on stderr
  * naming the first few, and "skipped"/"skipped_inputs" in the summary record, both
  * only when something was skipped, so that clean runs print what they always did. */
