@@ -602,9 +602,11 @@ static int rehash(const char *dir)
 	struct lmt_ckpt_rehash_result r;
 	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
 	/* re-sealing writes into the run: not while train owns it */
-	static struct lmt_run_lock lock; /* held until exit */
-	if (lmt_run_lock_ckpt_writer(dir, &lock, &err))
-		die_err(&err);
+	char run_dir[PATH_MAX];
+	struct stat st;
+	if (lmt_run_of_ckpt(dir, run_dir, sizeof run_dir) && stat(run_dir, &st) == 0)
+		tool_lock_run(run_dir);
+	tool_lock_output(dir); /* the run found by what the path is, not its spelling */
 	if (lmt_ckpt_rehash(dir, &r, &err))
 		die_err(&err);
 	lmt_sha256_hex(r.old_sha256, a);

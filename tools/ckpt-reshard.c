@@ -148,10 +148,13 @@ static int reshard(const struct opts *o)
 		die_err(&err);
 	/* a checkpoint written into a run (RUN/ckpt/step-N) makes this one of the run's
 	 * writers: refused while train owns it (its retention and set-aside rename
-	 * what is in RUN/ckpt); a RUN that is not there is the staging's error below */
-	static struct lmt_run_lock lock; /* held until exit */
-	if (lmt_run_lock_ckpt_writer(out, &lock, &err))
-		die_err(&err);
+	 * what is in RUN/ckpt); a RUN that is not there is the staging's error below.
+	 * The run is found by what the path is too, so a symlink to RUN/ckpt is no way
+	 * round its owner. */
+	char run_dir[PATH_MAX];
+	if (lmt_run_of_ckpt(out, run_dir, sizeof run_dir) && stat(run_dir, &st) == 0)
+		tool_lock_run(run_dir);
+	tool_lock_output(out);
 
 	struct lmt_ckpt c;
 	info("verifying '%s'", o->src);
@@ -281,6 +284,15 @@ static int export_dir(const struct opts *o)
 	int earlier;
 	if (lmt_export_target(out, &earlier, &err))
 		die_err(&err);
+	/* the same by what the path is (a symlink to RUN/ckpt); an export elsewhere in
+	 * a run makes this one of the run's writers */
+	if (lmt_run_holding(out, run, sizeof run)) {
+		char ckd[PATH_MAX];
+		path_fmt(ckd, sizeof ckd, "%s/ckpt", run);
+		if (lmt_run_contains(ckd, out))
+			die("'%s' lies in the checkpoints of the run '%s': export into a directory of its own", out, run);
+		tool_lock_run(run);
+	}
 
 	struct lmt_ckpt c;
 	info("verifying '%s'", o->src);

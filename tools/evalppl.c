@@ -509,10 +509,31 @@ static void summary_record(const struct ctx *x, int nck, double wall, int thread
 	lmt_json_release(&j);
 }
 
+/* Results written into the run (`evalppl RUN > RUN/eval/ppl.jsonl`), or into any
+ * other run, make evalppl one of that run's writers: it takes the run's lock, so
+ * it is refused while train owns the run (the checkpoints it would list are still
+ * being made and removed). To anywhere else it is a reader and takes none. */
+static void lock_if_writing_into(const char *run_dir)
+{
+	char ck[PATH_MAX];
+	struct stat st;
+	char out[PATH_MAX];
+	/* results written into some other run's eval/ count the same: the run that
+	 * holds stdout's file, found from its path (Linux names it in /proc) */
+	ssize_t n = readlink("/proc/self/fd/1", out, sizeof out - 1);
+	if (!fstat(STDOUT_FILENO, &st) && S_ISREG(st.st_mode) && n > 0 && out[0] == '/') {
+		out[n] = 0;
+		tool_lock_output(out);
+	}
+	if (snprintf(ck, sizeof ck, "%s/ckpt", run_dir) >= (int)sizeof ck || stat(ck, &st) || !S_ISDIR(st.st_mode))
+		return;
+	if (lmt_run_contains_fd(run_dir, STDOUT_FILENO))
+		tool_lock_run(run_dir);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
-	static struct lmt_run_lock lock; /* held until exit */
 	tool_init("evalppl");
 	tool_passive_threads(argv);
 	parse_args(argc, argv, &o);
@@ -523,10 +544,7 @@ int main(int argc, char **argv)
 	struct lmt_eval_ckref *cks;
 	if (lmt_eval_ckpts_list(o.target, o.latest, &cks, &nck, run_dir, sizeof run_dir, warn_cb, NULL, &err))
 		die_err(&err);
-	/* results written into the run (RUN/eval/ppl.jsonl) make evalppl one of its
-	 * writers: refused while train owns the run; to anywhere else it is a reader */
-	if (lmt_run_lock_output(run_dir, STDOUT_FILENO, &lock, &err))
-		die_err(&err);
+	lock_if_writing_into(run_dir);
 
 	/* the first checkpoint names the tokenizer and the data; each is checked against it */
 	struct lmt_ckpt ck;

@@ -532,10 +532,11 @@ int main(int argc, char **argv)
 	struct lmt_err err = { 0 };
 	/* a card written into the run (the default) is one of its writers: while train
 	 * owns the run, it is refused, rather than describing a run still changing */
-	static struct lmt_run_lock lock; /* held until exit */
-	if ((lmt_run_contains(o.run, outdir) || (o.release && lmt_run_contains(o.run, o.release))) &&
-	    lmt_run_lock(o.run, 0, &lock, &err))
-		die_err(&err);
+	if (lmt_run_contains(o.run, outdir) || (o.release && lmt_run_contains(o.run, o.release)))
+		tool_lock_run(o.run);
+	/* and a card or release written into some other run */
+	tool_lock_output(outdir);
+	tool_lock_output(o.release);
 	struct lmt_runcard_opts ro = {
 		.run = o.run, .data = o.data, .tokenizer = o.tokenizer, .dedup = o.dedup, .corpus = o.corpus,
 		.eval = o.eval, .neval = o.neval, .allow_missing = o.allow_missing, .usd_per_device_hour = o.usd,

@@ -383,7 +383,7 @@ static void parse_options(int argc, char **argv, struct opts *o)
 			train_only(o, "--max-bytes");
 			break;
 		case OPT_SAMPLE:
-			o->sample = opt_double("sample", optarg, 0, 1);
+			o->sample = opt_double_above("sample", optarg, 0, 1); /* 0 would keep nothing, always */
 			train_only(o, "--sample");
 			break;
 		case OPT_SEED:

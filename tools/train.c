@@ -256,6 +256,9 @@ void train_set_option(struct opts *o, int c, const char *arg)
 	case 'o': o->cfg.out = arg; break;
 	case OPT_CONFIG: { /* "key = value" lines (core/config.h), read here: later options win */
 		struct lmt_err err = { 0 };
+		if (o->nconfigs == (int)(sizeof o->configs / sizeof o->configs[0]))
+			usage_error("more than %d --config files", o->nconfigs);
+		o->configs[o->nconfigs++] = arg;
 		FILE *f = fopen(arg, "r");
 		int first = ' ';
 		while (f && (first == ' ' || first == '\t' || first == '\n' || first == '\r'))
@@ -517,6 +520,8 @@ static void check_paths(const struct opts *o)
 	const char *outs[] = { o->cfg.out, o->cfg.export_llmc }, *what[] = { "-o", "--export-llmc" };
 	check_outputs(outs, what, 1, ins, 3);
 	check_outputs(outs + 1, what + 1, 1, ins, 4);
+	/* the --config files too (a run directory beside them writes only its own names) */
+	check_outputs(outs + 1, what + 1, 1, o->configs, o->nconfigs);
 }
 
 int main(int argc, char **argv)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/atomicfile.h"
 #include "core/json.h"
 #include "core/util.h"
 
@@ -192,18 +193,43 @@ int lmt_resumecfg_adopt(json_t *cfg, const char *ckdir, uint64_t update, const s
 	return oom ? lmt_err_set(err, LMT_ENOMEM, "out of memory") : 0;
 }
 
-int lmt_resumecfg_read(const char *path, struct lmt_resumecfg_result *res, struct lmt_err *err)
+static int read_into(const char *path, struct lmt_resumecfg_result *res, struct lmt_err *err)
 {
 	json_error_t je;
 	int oom = 0;
 	if (result_init(res, err))
 		return LMT_ENOMEM;
-	json_t *cfg = json_load_file(path, 0, &je);
+	/* the bytes first: json_load_file ends the text at a NUL, and what follows it
+	 * would be silently lost, as it once was for the 'key = value' form */
+	char *text;
+	size_t n;
+	int rc = lmt_read_file(path, &text, &n, err);
+	if (rc)
+		return rc;
+	const char *nul = memchr(text, 0, n);
+	if (nul) {
+		int line = 1;
+		for (const char *q = text; q < nul; q++)
+			line += *q == '\n';
+		free(text);
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': line %d: a NUL byte (a config file is UTF-8 text)", path, line);
+	}
+	json_t *cfg = json_loadb(text, n, 0, &je);
+	free(text);
 	if (!json_is_object(cfg)) {
-		int rc = lmt_err_set(err, LMT_EFORMAT, "'%s': line %d: %s", path, je.line,
-				     cfg ? "not a JSON object" : je.text);
+		rc = lmt_err_set(err, LMT_EINVAL, "'%s': line %d: %s", path, je.line, cfg ? "not a JSON object" : je.text);
 		json_decref(cfg);
 		return rc;
+	}
+	/* only a run's own config.json: any other object would set nothing, silently
+	 * (its keys are not where a run records its options) */
+	const char *tool = json_string_value(json_object_get(cfg, "tool"));
+	if (!tool || strcmp(tool, "train")) {
+		json_decref(cfg);
+		return lmt_err_set(err, LMT_EINVAL,
+				   "'%s': JSON, but not a run's config.json (its \"tool\" is not \"train\"): write the "
+				   "options as 'key = value' lines",
+				   path);
 	}
 	for (size_t i = 0; i < LMT_ARRAY_SIZE(lmt_resumecfg_opts); i++) {
 		const struct lmt_resumecfg_opt *r = &lmt_resumecfg_opts[i];
@@ -218,4 +244,12 @@ int lmt_resumecfg_read(const char *path, struct lmt_resumecfg_result *res, struc
 	}
 	json_decref(cfg);
 	return oom ? lmt_err_set(err, LMT_ENOMEM, "out of memory") : 0;
+}
+
+int lmt_resumecfg_read(const char *path, struct lmt_resumecfg_result *res, struct lmt_err *err)
+{
+	int rc = read_into(path, res, err);
+	if (rc) /* nothing held on failure */
+		lmt_resumecfg_release(res);
+	return rc;
 }

@@ -87,8 +87,9 @@ int lmt_resumecfg_adopt(json_t *cfg, const char *ckdir, uint64_t update, const s
 			struct lmt_err *err);
 
 /* A --config file in config.json's form, flattened into its recorded options
- * (res->items), so a run's own config.json runs it again. LMT_EFORMAT where it is
- * not a JSON object. */
+ * (res->items), so a run's own config.json runs it again. LMT_EFORMAT for a NUL
+ * byte (naming its line); LMT_EINVAL where it is not a JSON object, or not a
+ * run's config.json (its "tool" is not "train"); res holds nothing then. */
 int lmt_resumecfg_read(const char *path, struct lmt_resumecfg_result *res, struct lmt_err *err);
 
 #endif

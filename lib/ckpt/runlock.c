@@ -40,7 +40,11 @@ int lmt_run_lock(const char *run_dir, int create, struct lmt_run_lock *l, struct
 		return rc;
 	if (create && mkdir(run_dir, 0755) && errno != EEXIST)
 		return lmt_err_errno(err, "'%s'", run_dir);
-	l->fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	/* O_NOFOLLOW: a symlink planted as RUN/lock would have the PID written (and
+	 * the file truncated) wherever it points */
+	l->fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (l->fd < 0 && errno == ELOOP)
+		return lmt_err_set(err, LMT_EIO, "'%s' is a symbolic link: a run's lock is a plain file of the run", l->path);
 	if (l->fd < 0)
 		return lmt_err_errno(err, "'%s'", l->path);
 	/* between a refused F_SETLK and the F_GETLK the holder may exit: then the
@@ -103,6 +107,39 @@ static char *real_or_parent(const char *path)
 	return r;
 }
 
+/* dir/name exists as a file of the kind asked (lstat: a symlink is neither) */
+static int has(const char *dir, const char *name, int want_dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	if (lmt_path_fmt(p, sizeof p, NULL, "%s/%s", dir, name) || lstat(p, &st))
+		return 0;
+	return want_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode);
+}
+
+int lmt_run_holding(const char *path, char *run_dir, size_t cap)
+{
+	char *d = real_or_parent(path);
+	int found = 0;
+	/* d is absolute and free of symlinks, so its textual parents are the real ones */
+	while (d && !found) {
+		found = has(d, "lock", 0) && (has(d, "ckpt", 1) || has(d, "config.json", 0));
+		if (found) {
+			found = !lmt_path_fmt(run_dir, cap, NULL, "%s", d);
+			break;
+		}
+		char *sl = strrchr(d, '/');
+		if (!sl || !strcmp(d, "/"))
+			break;
+		if (sl == d)
+			d[1] = 0;
+		else
+			*sl = 0;
+	}
+	free(d);
+	return found;
+}
+
 int lmt_run_contains(const char *run_dir, const char *path)
 {
 	char *run = realpath(run_dir, NULL), *p = real_or_parent(path);
@@ -162,22 +199,3 @@ int lmt_run_of_ckpt(const char *path, char *run_dir, size_t cap)
 	return !lmt_path_fmt(run_dir, cap, NULL, "%.*s", (int)(n ? n : 1), n ? path : ".");
 }
 
-int lmt_run_lock_ckpt_writer(const char *ckpt_path, struct lmt_run_lock *l, struct lmt_err *err)
-{
-	char run_dir[PATH_MAX];
-	struct stat st;
-	if (lmt_run_of_ckpt(ckpt_path, run_dir, sizeof run_dir) && stat(run_dir, &st) == 0)
-		return lmt_run_lock(run_dir, 0, l, err);
-	return 0;
-}
-
-int lmt_run_lock_output(const char *run_dir, int fd, struct lmt_run_lock *l, struct lmt_err *err)
-{
-	char ck[PATH_MAX];
-	struct stat st;
-	if (snprintf(ck, sizeof ck, "%s/ckpt", run_dir) >= (int)sizeof ck || stat(ck, &st) || !S_ISDIR(st.st_mode))
-		return 0;
-	if (lmt_run_contains_fd(run_dir, fd))
-		return lmt_run_lock(run_dir, 0, l, err);
-	return 0;
-}

@@ -55,6 +55,16 @@ int lmt_run_lock(const char *run_dir, int create, struct lmt_run_lock *l, struct
 /* Release the lock (the kernel does as much at exit); a lock not held is left alone. */
 void lmt_run_unlock(struct lmt_run_lock *l);
 
+/*
+ * The run an output lies in, whatever its spelling: the nearest directory at or
+ * above path (symlinks resolved; where path does not exist yet, its nearest
+ * existing parent) that is a run directory, one holding its lock file RUN/lock (a
+ * regular file, never a symlink) beside ckpt/ or config.json. 1 and RUN's real
+ * path in run_dir (cap bytes), or 0. Writers into a run take the lock of the run
+ * this names, so `L/step-9` with L a symlink to RUN/ckpt, or another run's
+ * eval/, are no way past the owner.
+ */
+int lmt_run_holding(const char *path, char *run_dir, size_t cap);
 /* 1 if path names a checkpoint of a run, RUN/ckpt/NAME (by its spelling: it need
  * not exist), with RUN (".", if path starts at ckpt/) in run_dir, cap bytes. */
 int lmt_run_of_ckpt(const char *path, char *run_dir, size_t cap);
@@ -65,19 +75,5 @@ int lmt_run_contains(const char *run_dir, const char *path);
  * `evalppl RUN > RUN/eval/ppl.jsonl` puts it); 0 otherwise. */
 int lmt_run_contains_fd(const char *run_dir, int fd);
 
-/*
- * The two ways a tool other than train becomes one of a run's writers, and so
- * takes its lock (refused while train owns the run):
- *  - writing a checkpoint into RUN/ckpt (ckpt-reshard's output, ckpt-inspect
- *    --rehash): lmt_run_lock_ckpt_writer locks RUN when ckpt_path names a
- *    checkpoint of a run that exists (a RUN that is not there is left to the
- *    writing's own error);
- *  - its stdout going into the run (`evalppl RUN > RUN/eval/ppl.jsonl`):
- *    lmt_run_lock_output locks run_dir when it is a run (has a ckpt directory)
- *    and fd is one of its files (lmt_run_contains_fd).
- * Both return 0 with nothing taken otherwise; l: as lmt_run_lock's.
- */
-int lmt_run_lock_ckpt_writer(const char *ckpt_path, struct lmt_run_lock *l, struct lmt_err *err);
-int lmt_run_lock_output(const char *run_dir, int fd, struct lmt_run_lock *l, struct lmt_err *err);
 
 #endif

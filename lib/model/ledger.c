@@ -35,6 +35,21 @@ int lmt_ledger_check(const struct lmt_ledger_cfg *c, struct lmt_err *err)
 		return lmt_err_set(err, LMT_EINVAL, "pipeline parallel %d does not divide the %d layers", c->pp, m->L);
 	if (c->T % c->cp)
 		return lmt_err_set(err, LMT_EINVAL, "context parallel %d does not divide the %d positions", c->cp, c->T);
+	/* the figures are size_t sums of products: past 2^64 they would wrap and print
+	 * a small number for a model no device holds. A bound over every term, in
+	 * double: 8 bytes for each activation element (slot_parts and act_parts in
+	 * model.c: under 20C + NH + 8 per position and layer, 20C + 3Vp + 16 per
+	 * position for the rest) and 32 for each parameter (weights, gradients, two
+	 * moments, a master copy and a bucket); 2^62 leaves room for what is added
+	 * on top (comm buffers, reserve) */
+	double C = m->C, L = m->L, NH = m->NH, N = (double)c->B * c->T;
+	double Vp = m->Vp ? m->Vp : m->V + 128.0;
+	double params = Vp * C + (double)m->max_T * C + L * (12 * C * C + 13 * C) + 2 * C;
+	double bound = 8 * N * (L * (20 * C + NH + 8) + 20 * C + 3 * Vp + 16) + 32 * params;
+	if (bound > 0x1p62)
+		return lmt_err_set(err, LMT_ERANGE, "a model of %d layers, %d channels and %d positions in micro-batches "
+				   "of %d needs more than 2^62 bytes (about %.3g): past what the ledger counts",
+				   m->L, m->C, m->max_T, c->B, bound);
 	return 0;
 }
 

@@ -66,7 +66,8 @@ struct lmt_ledger {
 };
 
 /* Check c (every value in range; heads divisible by tp; layers by pp; T by cp);
- * LMT_EINVAL naming the value otherwise. */
+ * LMT_EINVAL naming the value otherwise, LMT_ERANGE for a shape whose figures
+ * would pass 2^62 bytes (size_t sums would wrap). */
 int lmt_ledger_check(const struct lmt_ledger_cfg *c, struct lmt_err *err);
 /* Build the ledger of c into l. */
 int lmt_ledger_build(const struct lmt_ledger_cfg *c, struct lmt_ledger *l, struct lmt_err *err);

@@ -34,6 +34,12 @@ int lmt_run_config_read(const char *path, struct lmt_ledger_cfg *c, struct lmt_e
 {
 	json_error_t je;
 	json_t *root = json_load_file(path, 0, &je);
+	if (!root && je.line < 1) { /* not opened: its errno, not jansson's "line -1" */
+		FILE *f = fopen(path, "r");
+		if (!f)
+			return lmt_err_errno(err, "'%s'", path);
+		fclose(f);
+	}
 	if (!root)
 		return lmt_err_set(err, LMT_EFORMAT, "'%s': line %d: %s", path, je.line, je.text);
 	static const char *const ptrs[] = { "/model/layers", "/model/heads", "/model/channels", "/model/context",

@@ -2007,37 +2007,65 @@ int lmt_runcard_render(struct lmt_runcard *c, struct lmt_runcard_files *f, struc
 	return 0;
 }
 
-static int write_out(const char *dir, const char *name, const char *data, size_t n, struct lmt_err *err)
+/* Open dir/name's temporary and write data into it; the rename waits for
+ * lmt_atomicfile_commit_all. */
+static int write_out(struct lmt_atomicfile *af, const char *dir, const char *name, const char *data, size_t n,
+		     struct lmt_err *err)
 {
 	struct lmt_strbuf p = { 0 };
 	lmt_strbuf_printf(&p, "%s/%s", dir, name);
-	int rc = p.oom ? lmt_err_set(err, LMT_ENOMEM, "out of memory") : lmt_write_file_atomic(p.buf, data, n, err);
+	int rc = p.oom ? lmt_err_set(err, LMT_ENOMEM, "out of memory") : lmt_atomicfile_open(af, p.buf, err);
+	if (!rc && n && fwrite(data, 1, n, af->fp) != n) {
+		rc = lmt_err_errno(err, "'%s': write", p.buf);
+		lmt_atomicfile_abort(af);
+	}
 	lmt_strbuf_release(&p);
 	return rc;
 }
 
-static int mkdir_1(const char *d, struct lmt_err *err)
+/* mkdir d; *made says whether this call made it (a failed card removes only that) */
+static int mkdir_1(const char *d, int *made, struct lmt_err *err)
 {
-	if (mkdir(d, 0755) && errno != EEXIST)
+	*made = mkdir(d, 0755) == 0;
+	if (!*made && errno != EEXIST)
 		return lmt_err_errno(err, "'%s'", d);
 	return 0;
 }
 
+/* The card's files are committed together (lmt_atomicfile_commit_all): a write
+ * error in any of them (a full disk) leaves none in place, and an earlier card
+ * whole, rather than new plots beside an old card. */
 int lmt_runcard_files_write(const struct lmt_runcard_files *f, const char *dir, struct lmt_err *err)
 {
 	struct lmt_strbuf pd = { 0 };
 	lmt_strbuf_printf(&pd, "%s/plots", dir);
 	if (pd.oom)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
-	int rc = mkdir_1(dir, err);
+	struct lmt_atomicfile af[LMT_RUNCARD_NPLOTS + 2];
+	struct lmt_atomicfile *afs[LMT_RUNCARD_NPLOTS + 2];
+	memset(af, 0, sizeof af);
+	for (int i = 0; i < LMT_RUNCARD_NPLOTS + 2; i++)
+		afs[i] = &af[i];
+	int made_dir = 0, made_plots = 0;
+	int rc = mkdir_1(dir, &made_dir, err);
 	if (!rc)
-		rc = mkdir_1(pd.buf, err);
+		rc = mkdir_1(pd.buf, &made_plots, err);
 	for (int i = 0; i < LMT_RUNCARD_NPLOTS && !rc; i++)
-		rc = write_out(pd.buf, f->plot[i].name, f->plot[i].svg, f->plot[i].len, err);
+		rc = write_out(&af[i], pd.buf, f->plot[i].name, f->plot[i].svg, f->plot[i].len, err);
 	if (!rc)
-		rc = write_out(dir, "RUNCARD.md", f->md, f->nmd, err);
+		rc = write_out(&af[LMT_RUNCARD_NPLOTS], dir, "RUNCARD.md", f->md, f->nmd, err);
 	if (!rc)
-		rc = write_out(dir, "runcard.yaml", f->yaml, f->nyaml, err);
+		rc = write_out(&af[LMT_RUNCARD_NPLOTS + 1], dir, "runcard.yaml", f->yaml, f->nyaml, err);
+	if (rc) {
+		for (int i = 0; i < LMT_RUNCARD_NPLOTS + 2; i++)
+			lmt_atomicfile_abort(&af[i]);
+	} else {
+		rc = lmt_atomicfile_commit_all(afs, LMT_RUNCARD_NPLOTS + 2, err);
+	}
+	if (rc && made_plots) /* remove(): rmdir for a directory, and no unistd.h's dup() */
+		remove(pd.buf);
+	if (rc && made_dir)
+		remove(dir);
 	lmt_strbuf_release(&pd);
 	return rc;
 }

@@ -100,9 +100,11 @@ struct lmt_runcard_files {
 /* Render the card (its inputs are read as needed, hence not const); f is
  * filled (release it) whether or not this fails. */
 int lmt_runcard_render(struct lmt_runcard *c, struct lmt_runcard_files *f, struct lmt_err *err);
-/* Write them under dir (created, with dir/plots, where missing), each file
- * atomically: the plots first, the record last, so that a reader that finds
- * runcard.yaml new finds the rest new too. */
+/* Write them under dir (created, with dir/plots, where missing), atomically and
+ * together: every file is written and fsynced before the first rename, so a
+ * write error in any leaves none in place (and the directories this made
+ * removed); the renames go plots first, the record last, so that a reader that
+ * finds runcard.yaml new finds the rest new too. */
 int lmt_runcard_files_write(const struct lmt_runcard_files *f, const char *dir, struct lmt_err *err);
 void lmt_runcard_files_release(struct lmt_runcard_files *f);
 

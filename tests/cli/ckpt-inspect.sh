@@ -202,18 +202,8 @@ check_fail "a manifest edited in a SHA-256: the file is named" 1 "bad6/$F': its 
 # ---- the manifest covers itself: every state field, edited by one value ----
 # (cursor 8 -> 9 once passed --verify and --resume and the resumed run differed)
 cp -r "$S10" "$T/edit"
-jq -c '[paths(scalars) | select(.[0] == "state")]' "$S10/manifest.json" | jq -c '.[]' > "$T/state-paths"
-nf=0 nbad=0 firstbad=
-while read -r p; do
-	nf=$((nf + 1))
-	jq -c --argjson p "$p" 'setpath($p; getpath($p) | if type == "number" then . + 1
-		elif type == "string" then . + "x" elif type == "boolean" then (. | not) else . end)' \
-		"$S10/manifest.json" > "$T/edit/manifest.json"
-	if "$CI" --verify "$T/edit" > /dev/null 2> "$T/edit.err" ||
-		! grep -q "edit/manifest.json': its contents do not match its own checksum" "$T/edit.err"; then
-		nbad=$((nbad + 1)); [ -n "$firstbad" ] || firstbad="$p: $(head -c 300 "$T/edit.err")"
-	fi
-done < "$T/state-paths"
+edit_each "$S10/manifest.json" '.[0] == "state"' "$T/edit/manifest.json" \
+	"edit/manifest.json': its contents do not match its own checksum" "$CI" --verify "$T/edit"
 [ "$nf" -gt 50 ] && [ "$nbad" = 0 ] && ok "each of the $nf state fields edited: --verify refuses the manifest, naming it" \
 	|| notok "state field edits" "$nbad of $nf passed or were not blamed on the manifest" "$firstbad"
 for f in '.state.loader.cursors[0].cursor' '.state.update' '.state.tokens' '.state.opt_steps' \

@@ -221,4 +221,19 @@ check_fail "a --summary that is a directory exits 1" 1 "out/z.json': rename into
 nothing_left "no --removed file after the --summary rename fails" "$T/out" z.jsonl
 check_fail "kept documents into a full stdout name it and the errno" 1 "'<stdout>': write: No space left on device" \
 	sh -c '"$@" > /dev/full' sh $DM "$T/a.jsonl"
+# the edges of the documented ranges: each end runs (exit 0), just outside is a
+# usage error naming the option (exit 2)
+while read -r opt lo hi below above with; do
+	for v in $lo $hi; do
+		check "dedup-minhash --$opt $v runs" $DM -q --$opt "$v" $with "$T/a.jsonl"
+	done
+	for v in $below $above; do
+		check_fail "dedup-minhash --$opt $v is out of range" 2 "option '--$opt'" $DM -q --$opt "$v" $with "$T/a.jsonl"
+	done
+done <<RANGES
+threshold 0.01 1 0.0099 1.000001
+num-perm 1 1024 0 1025
+shingle 1 64 0 65
+ngram 63 63 0 64 --ngram-min 1
+RANGES
 finish

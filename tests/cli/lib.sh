@@ -58,6 +58,27 @@ reseal() {
 	printf '%s,"%s":"%s"}\n' "$_pre" "$_key" "$_h" > "$1.reseal" && mv "$1.reseal" "$1"
 }
 
+# edit_each SRC FILTER DEST REGEX CMD...: for each scalar of the JSON file SRC
+# whose path the jq expression FILTER (over `.`, the path array) keeps, write SRC
+# to DEST with that one value edited (a number + 1, a string + "x", a boolean
+# negated) and run CMD, which must fail with REGEX (grep's basic regex) on
+# stderr. Sets nf (the edits made), nbad (those not refused so) and firstbad.
+edit_each() {
+	_src=$1 _flt=$2 _dst=$3 _re=$4
+	shift 4
+	jq -c "[paths(scalars) | select($_flt)]" "$_src" | jq -c '.[]' > "$T/.paths"
+	nf=0 nbad=0 firstbad=
+	while read -r _p; do
+		nf=$((nf + 1))
+		jq -c --argjson p "$_p" 'setpath($p; getpath($p) | if type == "number" then . + 1
+			elif type == "string" then . + "x" elif type == "boolean" then (. | not) else . end)' \
+			"$_src" > "$_dst"
+		if "$@" > /dev/null 2> "$T/.edit.err" || ! grep -q "$_re" "$T/.edit.err"; then
+			nbad=$((nbad + 1)); [ -n "$firstbad" ] || firstbad="$_p: $(head -c 300 "$T/.edit.err")"
+		fi
+	done < "$T/.paths"
+}
+
 # tiny_data DOCS: the small fixture most train tests start from: a generated
 # corpus of DOCS documents, a 300-token tokenizer ($T/t.lmtok) and a dataset of
 # 32-token sequences with a tenth for validation ($T/d)

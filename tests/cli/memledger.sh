@@ -148,4 +148,14 @@ check_fail "negative memory" 2 "cannot be negative" "$ML" --safe-microbatch --me
 check_fail "unknown precision" 2 "'fp8' is not fp32, bf16, fp16 or auto" "$ML" --precision fp8
 check_fail "ZeRO stage 4" 2 "zero" "$ML" --zero 4
 check_fail "a run that is not there" 1 "config.json" "$ML" --fit "$T/nothing"
+check_fail "... names its config.json and the errno (once 'line -1')" 1 "nothing/config.json': No such file or directory" \
+	"$ML" --fit "$T/nothing"
+# every shape option at the top of its documented range: each value is valid,
+# together they pass 2^64 bytes, which the size_t sums once wrapped into a small,
+# wrong total (exit 0)
+check_fail "every range at its top is refused, not wrapped past 2^64" 2 "needs more than 2^62 bytes" \
+	"$ML" --layers 1024 --heads 1024 --channels 65536 --context 1048576 --vocab 16777216 -B 1048576 -T 1048576
+check "... and each at its bottom is a ledger" "$ML" --layers 1 --heads 1 --channels 1 --context 1 --vocab 1 -B 1 -T 1
+jq -se 'map(select(.event == "total"))[0] | .bytes > 0 and .state > 0 and .activations > 0' \
+	"$T/.out" > /dev/null && ok "... with a total" || notok "bottom ledger" "$(tail -1 "$T/.out")"
 finish

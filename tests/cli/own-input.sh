@@ -2,9 +2,9 @@
 # tests/cli/own-input.sh: no tool writes over one of its own inputs.
 #
 # For every output option of every tool that reads files: an output that is an
-# input, lies inside an input directory, or reaches one through a symlink is
-# refused with exit 1 naming both, before anything is written, and the input is
-# byte for byte what it was. (ckpt-reshard's cases are in ckpt-reshard.sh.)
+# input, lies inside an input directory, or reaches one through a symlink or a
+# hard link is refused with exit 1 naming both, before anything is written, and
+# the input is byte for byte what it was. (ckpt-reshard's cases are in ckpt-reshard.sh.)
 . tests/cli/lib.sh
 
 "$BIN/gen-corpus" -q --docs 200 --seed 3 -o "$T/c.jsonl" > /dev/null
@@ -13,6 +13,9 @@
 "$BIN/shard-pack" -q -L 32 --split val=0.1 -o "$T/d" "$T/s.lmtoks" > /dev/null
 mkdir -p "$T/texts" && cp "$T/c.jsonl" "$T/texts/c.jsonl"
 ln -s "$T/texts" "$T/texts-link"
+printf 'layers = 1\nheads = 2\nchannels = 32\nupdates = 1\n' > "$T/run.cfg"
+ln "$T/c.jsonl" "$T/c-link.jsonl"
+ln "$T/t.lmtok" "$T/t-link.lmtok"
 (cd "$T" && find . -type f ! -name '*.sums' ! -name '.out' ! -name '.err' | sort | xargs sha256sum) > "$T/before.sums"
 
 # refused DESC CMD...: exit 1, "not writing over an input" on stderr
@@ -37,6 +40,14 @@ refused "train --export-llmc onto its dataset's manifest" "$BIN/train" --data "$
 	--updates 1 --export-llmc "$T/d/manifest.json"
 refused "train --export-llmc onto its tokenizer" "$BIN/train" --data "$T/d" -t "$T/t.lmtok" --layers 1 --heads 2 \
 	--channels 32 --updates 1 --export-llmc "$T/t.lmtok"
+refused "train --export-llmc onto its --config file (once written over, exit 0)" "$BIN/train" --data "$T/d" \
+	--config "$T/run.cfg" --no-save --eval-every 0 --export-llmc "$T/run.cfg"
+# a hard link is the same file under another name: the inode tells, the string not
+refused "tok-train -o onto a hard link of its input" "$BIN/tok-train" -q -v 300 -o "$T/c-link.jsonl" "$T/c.jsonl"
+refused "tok-encode -o onto a hard link of its tokenizer" "$BIN/tok-encode" -q -t "$T/t.lmtok" -o "$T/t-link.lmtok" "$T/c.jsonl"
+refused "dedup-minhash --summary onto a hard link of its input" "$BIN/dedup-minhash" -q --summary "$T/c-link.jsonl" "$T/c.jsonl"
+refused "train --export-llmc onto a hard link of its tokenizer" "$BIN/train" --data "$T/d" -t "$T/t.lmtok" --layers 1 \
+	--heads 2 --channels 32 --updates 1 --no-save --export-llmc "$T/t-link.lmtok"
 [ ! -e "$T/d/run" ] && ok "nothing was created for a refused run" || notok "run created" "$(ls "$T/d")"
 (cd "$T" && find . -type f ! -name '*.sums' ! -name '.out' ! -name '.err' | sort | xargs sha256sum) > "$T/after.sums"
 cmp -s "$T/before.sums" "$T/after.sums" && ok "every input is byte for byte what it was" ||

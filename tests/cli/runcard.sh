@@ -503,4 +503,24 @@ zstd -dc "$T/bf16.tar.zst" | tar -xOf - "$top/config.json" | grep -q '"torch_dty
 check_fail "a release into a missing directory" 1 "$T/nodir/x.tar.zst" $RC -q -o "$T/card2" --release "$T/nodir/x.tar.zst" "$T/run"
 nothing_left "... leaves nothing" "$T" "nodir"
 
+# ---- a write error: the card's files are committed together or not at all ----
+# RLIMIT_FSIZE between RUNCARD.md's size and runcard.yaml's (the larger, written
+# last): once, the plots and RUNCARD.md of a new card replaced the old ones and
+# runcard.yaml stayed old; now the earlier card stays whole, and a fresh one
+# leaves nothing
+check "a card to replace" $RC -q $OPTS -o "$T/cardw" "$T/run"
+cp -r "$T/cardw" "$T/cardw.before"
+yb=$(wc -c < "$T/cardw/runcard.yaml")
+lim=$(( (yb - 1) / 512 )) # sh's ulimit -f counts 512-byte blocks
+big=$(find "$T/cardw" -type f ! -name runcard.yaml -size +$((lim * 512))c | head -1)
+[ -z "$big" ] && ok "runcard.yaml is the largest file ($yb bytes; the limit $((lim * 512)))" || notok "sizes" "$big"
+check_fail "runcard.yaml past RLIMIT_FSIZE names it and the errno" 1 "runcard.yaml': write: File too large" \
+	sh -c 'trap "" XFSZ; ulimit -f '$lim'; exec "$@"' sh $RC -q $OPTS --usd-per-device-hour 3 -o "$T/cardw" "$T/run"
+diff -r "$T/cardw.before" "$T/cardw" > /dev/null && ok "... and the earlier card is whole, none of its files replaced" \
+	|| notok "a card half replaced" "$(diff -rq "$T/cardw.before" "$T/cardw" | head -3)"
+nothing_left "... with no temporaries left" "$T/cardw" ".tmp"
+check_fail "a fresh card past RLIMIT_FSIZE" 1 "runcard.yaml': write: File too large" \
+	sh -c 'trap "" XFSZ; ulimit -f '$lim'; exec "$@"' sh $RC -q $OPTS -o "$T/cardf" "$T/run"
+[ ! -e "$T/cardf" ] && ok "... leaves nothing, not even its directories" || notok "fresh card left" "$(ls -R "$T/cardf")"
+
 finish

@@ -8,8 +8,12 @@
 #   - evalppl writing into RUN/eval/, runcard writing its card into RUN and
 #     ckpt-reshard writing into RUN/ckpt/ and ckpt-inspect --rehash are refused
 #     the same way;
+#   - the same through symlinks (to RUN, to RUN/ckpt), and for another run's
+#     evalppl, runcard or export writing into this run: the run is found by what
+#     the path is (lmt_run_holding), not by its spelling;
 #   - after a SIGKILL, --resume auto takes the run at once (the kernel dropped the
-#     lock: no stale lock);
+#     lock: no stale lock); a symlink planted as RUN/lock is refused and its
+#     target left alone;
 #   - two fresh `train -o RUN` started together: exactly one runs, the other is
 #     refused naming it;
 #   - a fresh run that fails before its first update (a damaged dataset) leaves a
@@ -63,6 +67,26 @@ check_fail "ckpt-reshard writing into a live run's ckpt/ is refused" 1 "in use b
 ck=$(ls -d "$T"/run/ckpt/step-* | head -1)
 check_fail "ckpt-inspect --rehash of a live run's checkpoint is refused" 1 "in use by process $a" \
 	timeout 10 "$BIN/ckpt-inspect" -q --rehash "$ck"
+# the run found by what a path is, not by its spelling: through symlinks, and
+# for outputs of another run's tools that land in this one
+ln -s "$T/run/ckpt" "$T/ck-link"
+ln -s "$T/run" "$T/run-link"
+check_fail "ckpt-reshard into the live run's ckpt/ through a symlink is refused" 1 "in use by process $a" \
+	timeout 10 "$BIN/ckpt-reshard" -q --world 2 "$T/ref/ckpt/step-00000020" "$T/ck-link/step-99999999"
+check_fail "ckpt-inspect --rehash through a symlink to the run is refused" 1 "in use by process $a" \
+	timeout 10 "$BIN/ckpt-inspect" -q --rehash "$T/run-link/ckpt/$(basename "$ck")"
+check_fail "ckpt-reshard --export into the run's ckpt/ through a symlink is refused" 1 "lies in the checkpoints of the run" \
+	timeout 10 "$BIN/ckpt-reshard" -q --export safetensors "$T/ref/ckpt/step-00000020" "$T/ck-link/hf"
+check_fail "ckpt-reshard --export elsewhere in a live run is refused" 1 "in use by process $a" \
+	timeout 10 "$BIN/ckpt-reshard" -q --export safetensors "$T/ref/ckpt/step-00000020" "$T/run/hf"
+timeout 10 "$BIN/evalppl" -q "$T/ref" > "$T/run/eval/other.jsonl" 2> "$T/ev.err"
+rc=$?
+[ "$rc" = 1 ] && grep -qF "in use by process $a" "$T/ev.err" && ok "evalppl of another run writing into the live run's eval/ is refused" \
+	|| notok "evalppl of another run into a live run" "exit $rc" "$(head -c 300 "$T/ev.err")"
+check_fail "runcard of another run writing its card into the live run is refused" 1 "in use by process $a" \
+	timeout 10 "$BIN/runcard" -q --allow-missing -o "$T/run/card" "$T/ref"
+[ -z "$(ls "$T/run/ckpt" | grep -v '^step-0000')" ] && [ ! -e "$T/run/hf" ] && [ ! -e "$T/run/card" ] \
+	&& ok "... and none of them wrote into the run" || notok "written into a live run" "$(ls "$T/run" "$T/run/ckpt")"
 i=0
 until [ "$(grep -c '"event":"checkpoint"' "$T/a.out")" -ge 3 ] || [ $i -ge 500 ]; do sleep 0.01; i=$((i + 1)); done
 kill -TERM $a
@@ -89,6 +113,16 @@ check "after SIGKILL, --resume auto takes the run at once" \
 grep -q '"event":"resume"' "$T/.out" && in_order "$T/run/metrics.jsonl" \
 	&& ok "... resumed, the metrics still every update once, in order" \
 	|| notok "resume after SIGKILL" "$(head -c 300 "$T/.err")"
+
+# a symlink planted as RUN/lock: refused, and what it points to untouched (the
+# lock once followed it, truncated the file and wrote a PID into it)
+echo precious > "$T/victim"
+mv "$T/run/lock" "$T/lock.real"
+ln -s "$T/victim" "$T/run/lock"
+check_fail "a symlink as RUN/lock is refused" 1 "run/lock' is a symbolic link" \
+	timeout 20 $TR $LONG -o "$T/run" --resume auto --stop-at $((stop + 1))
+[ "$(cat "$T/victim")" = precious ] && ok "... and the file it points to is untouched" || notok "victim" "$(cat "$T/victim")"
+rm "$T/run/lock" && mv "$T/lock.real" "$T/run/lock"
 
 # 3. two fresh starts together: exactly one runs
 $TR $LONG -o "$T/two" > "$T/p.out" 2> "$T/p.err" &

@@ -55,6 +55,18 @@ check_fail "a manifest edited to another shard size is caught, naming the shard"
 sed 's/"sequences":\([0-9]*\),"segments"/"sequences":1\1,"segments"/' "$T/d/manifest.json" > "$T/bad4/manifest.json"
 reseal "$T/bad4/manifest.json"
 check_fail "a manifest edited to inconsistent counts is refused" 1 "manifest.json': shards[0] is incomplete or inconsistent" $SP --verify "$T/bad4"
+# every field of the manifest beyond the shard hashes (counts, packing, seed,
+# sources, the tokenizer's hash), edited by one value: the seal refuses each, in
+# --verify and in train, which reads the dataset
+# (schema and schema_version are refused by the kind check that comes first)
+edit_each "$T/d/manifest.json" '.[-1] != "manifest_sha256"' "$T/bad4/manifest.json" \
+	"bad4/manifest.json': \(its contents do not match its own checksum\|not an lmt dataset manifest\|manifest schema version\)" \
+	$SP --verify "$T/bad4"
+[ "$nf" -gt 20 ] && [ "$nbad" = 0 ] && ok "each of the dataset manifest's $nf fields edited: --verify refuses it" \
+	|| notok "dataset manifest edits" "$nbad of $nf passed or were not blamed on the manifest" "$firstbad"
+jq -c '.vocab_size += 1' "$T/d/manifest.json" > "$T/bad4/manifest.json"
+check_fail "... and train refuses it too" 1 "bad4/manifest.json': its contents do not match its own checksum" \
+	"$BIN/train" --data "$T/bad4" --layers 1 --heads 2 --channels 32 --updates 1 --no-save
 rm "$T/bad4/manifest.json"
 check_fail "a directory without a manifest is not a dataset" 1 "no manifest.json" $SP --verify "$T/bad4"
 

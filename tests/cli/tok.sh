@@ -248,4 +248,30 @@ check_fail "llm.c's format past RLIMIT_FSIZE" 1 "fsz.bin': write: File too large
 	sh -c 'trap "" XFSZ; ulimit -f 2; exec "$@"' sh $TE -q -t "$T/a.lmtok" --format llmc -o "$T/out/fsz.bin" \
 	"$DATA/text/en.txt" "$DATA/text/code.c"
 nothing_left "no llm.c file after the write error" "$T/out" fsz.bin
+
+# the edges of tok-train's documented ranges: each end trains (exit 0), just
+# outside is a usage error naming the option (exit 2); '-' where an end has no
+# outside or is not worth a run (a 2^30-token table)
+while read -r opt lo hi below above; do
+	for v in $lo $hi; do
+		[ "$v" = - ] && continue
+		check "tok-train --$opt $v trains" $TT -q -v 300 --$opt "$v" -o "$T/edge.lmtok" "$DATA/text"
+	done
+	for v in $below $above; do
+		[ "$v" = - ] && continue
+		check_fail "tok-train --$opt $v is out of range" 2 "option '--$opt'" $TT -q -v 300 --$opt "$v" -o "$T/edge.lmtok" "$DATA/text"
+	done
+done <<RANGES
+vocab-size 257 - 0 1073741825
+max-token-len 2 16777216 1 16777217
+min-count 1 9223372036854775807 0 -
+sample - 1 0 1.000001
+seed 0 9223372036854775807 -1 -
+progress-every 0 1073741824 -1 1073741825
+RANGES
+check_fail "tok-train -v 256 leaves no room for the end-of-text token" 2 "smaller than 256 byte tokens + 1 special" \
+	$TT -q -v 256 -o "$T/edge.lmtok" "$DATA/text"
+# --sample 0 was documented as valid (0 to 1) and always failed: no document kept
+check_fail "--sample 0 is refused, naming the range" 2 "option '--sample': 0 is out of range (0, 1]" \
+	$TT -q -v 300 --sample 0 -o "$T/edge.lmtok" "$DATA/text"
 finish

@@ -78,6 +78,14 @@ check_fail "a bad config value names file and line" 2 "bad2.cfg': line 1: option
 printf 'layers = 1\nheads = 2\000\nupdates = 1\n' > "$T/nul.cfg"
 check_fail "a config file with a NUL byte is refused naming file and line" 1 "nul.cfg': line 2: a NUL byte" \
 	$TR --data "$T/d" --config "$T/nul.cfg"
+# the same in the JSON form (a run's config.json), where a NUL once ended the text
+# for the JSON parser; and JSON that is no run's config.json set nothing, silently
+printf '{"tool": "train", "model": {"layers": 1},\n"optimization": {"lr": 0.1}\000}' > "$T/nul.json"
+check_fail "a JSON config file with a NUL byte is refused naming file and line" 1 "nul.json': line 2: a NUL byte" \
+	$TR --data "$T/d" --config "$T/nul.json"
+echo '{"layers": 1, "heads": 2}' > "$T/notrun.json"
+check_fail "a JSON config that is not a run's config.json is refused" 2 \
+	"notrun.json': JSON, but not a run's config.json" $TR --data "$T/nodata" --config "$T/notrun.json"
 printf 'layers = 1\n# caf\351\nupdates = 1\n' > "$T/latin1.cfg"
 check_fail "a config file with invalid UTF-8 is refused naming file and line" 1 \
 	"latin1.cfg': line 2: byte 0xe9 is not UTF-8" $TR --data "$T/d" --config "$T/latin1.cfg"

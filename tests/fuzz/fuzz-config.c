@@ -9,11 +9,17 @@
  * UTF-8 (checked here, apart from core/utf8.c). A text that is accepted holds no
  * NUL and no bare CR, and written back as "key = value" lines it parses to the
  * same entries; a callback's stop ends the walk and is returned.
+ *
+ * The same bytes go through the JSON form's reader too (lmt_resumecfg_read, a
+ * run's config.json given as --config): a NUL anywhere is refused as a format
+ * error naming the file; whatever is accepted holds no NUL, and each option it
+ * hands out has a value and says where in the file it came from.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt/resumecfg.h"
 #include "core/config.h"
 #include "core/strbuf.h"
 #include "fuzz.h"
@@ -120,8 +126,33 @@ static int same(const struct got *a, const struct got *b)
 	return 1;
 }
 
+static void json_form(const uint8_t *data, size_t size)
+{
+	char path[512];
+	struct lmt_err err = { 0 };
+	struct lmt_resumecfg_result res;
+	fuzz_dir_empty();
+	fuzz_file("c.json", data, size, path, sizeof path);
+	int rc = lmt_resumecfg_read(path, &res, &err);
+	int nul = memchr(data, 0, size) != NULL;
+	if (rc) {
+		if ((nul && rc != LMT_EFORMAT) || (rc != LMT_EFORMAT && rc != LMT_EINVAL && rc != LMT_ENOMEM) ||
+		    (rc != LMT_ENOMEM && (err.msg[0] != '\'' || strncmp(err.msg + 1, path, strlen(path)))))
+			abort();
+		return;
+	}
+	if (nul)
+		abort();
+	for (size_t i = 0; i < res.n; i++)
+		if (!res.items[i].opt || !res.items[i].value || !res.items[i].detail ||
+		    strncmp(res.items[i].detail + 1, path, strlen(path)))
+			abort();
+	lmt_resumecfg_release(&res);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	json_form(data, size);
 	static struct got a, b;
 	struct lmt_err err = { 0 };
 	const char *text = (const char *)data;

@@ -17,6 +17,7 @@
 #include "core/json.h"
 #include "core/strbuf.h"
 #include "core/pathcheck.h"
+#include "ckpt/runlock.h"
 #include "backend/backend.h"
 #include "core/version.h"
 #include "model/model.h"
@@ -352,4 +353,43 @@ void check_outputs(const char *const *outs, const char *const *what, int nout, c
 				die_err(&err);
 		}
 	}
+}
+
+/* the runs this process holds, by real path: a second descriptor of one RUN/lock,
+ * closed, would drop the process's lock on it (runlock.h) */
+#define TOOL_RUN_LOCKS 8
+static struct lmt_run_lock run_locks[TOOL_RUN_LOCKS];
+static char run_locked[TOOL_RUN_LOCKS][PATH_MAX];
+static int nrun_locks;
+
+/* at exit: no PID left in RUN/lock of a process that no longer holds it */
+static void run_locks_release(void)
+{
+	for (int i = 0; i < nrun_locks; i++)
+		lmt_run_unlock(&run_locks[i]);
+}
+
+void tool_lock_run(const char *run_dir)
+{
+	struct lmt_err err = { 0 };
+	char real[PATH_MAX];
+	if (!realpath(run_dir, real))
+		return; /* no run there: nothing to own (the write itself reports it) */
+	for (int i = 0; i < nrun_locks; i++)
+		if (!strcmp(run_locked[i], real))
+			return;
+	if (nrun_locks == TOOL_RUN_LOCKS)
+		die("'%s': more than %d runs written into at once", run_dir, TOOL_RUN_LOCKS);
+	if (lmt_run_lock(run_dir, 0, &run_locks[nrun_locks], &err))
+		die_err(&err);
+	if (!nrun_locks)
+		atexit(run_locks_release);
+	strcpy(run_locked[nrun_locks++], real);
+}
+
+void tool_lock_output(const char *path)
+{
+	char run[PATH_MAX];
+	if (path && strcmp(path, "-") && lmt_run_holding(path, run, sizeof run))
+		tool_lock_run(run);
 }

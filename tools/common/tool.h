@@ -137,5 +137,14 @@ int tool_threads(int requested);
  * and "-" skipped), compared by device and inode (core/pathcheck.h); exit 1
  * otherwise, before anything is written. */
 void check_outputs(const char *const *outs, const char *const *what, int nout, const char *const *ins, int nin);
+/*
+ * A tool about to write into a run directory is one of its writers (runlock.h):
+ * tool_lock_run takes the lock of run_dir, tool_lock_output that of the run the
+ * output path lies in (lmt_run_holding: by what the path is, not how it is
+ * spelled; no run, nothing to take). Held until exit, each run once; a run
+ * another process owns dies naming it and the holder's PID.
+ */
+void tool_lock_run(const char *run_dir);
+void tool_lock_output(const char *path);
 
 #endif

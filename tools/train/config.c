@@ -72,7 +72,10 @@ void train_config_json(struct opts *o, const char *path)
 {
 	struct lmt_err err = { 0 };
 	struct lmt_resumecfg_result res;
-	if (lmt_resumecfg_read(path, &res, &err))
+	int rc = lmt_resumecfg_read(path, &res, &err);
+	if (rc == LMT_EFORMAT) /* bytes a config file cannot hold: exit 1, as in the 'key = value' form */
+		die_err(&err);
+	if (rc)
 		usage_error("%s", err.msg);
 	for (size_t i = 0; i < res.n; i++) {
 		tool_context = res.items[i].detail;

@@ -27,6 +27,8 @@ struct opts {
 	struct lmt_resumecfg_pair given[LMT_RESUMECFG_MAX];
 	size_t ngiven;
 	int adopting; /* set_option is applying a recorded value: not given */
+	const char *configs[64]; /* the --config files read: inputs --export-llmc must not overwrite */
+	int nconfigs;
 };
 
 /* train.c: the long options; one option's value applied to o (usage errors exit) */
