@@ -198,4 +198,3 @@ int lmt_run_of_ckpt(const char *path, char *run_dir, size_t cap)
 		n--;
 	return !lmt_path_fmt(run_dir, cap, NULL, "%.*s", (int)(n ? n : 1), n ? path : ".");
 }
-
