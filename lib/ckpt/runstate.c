@@ -1100,6 +1100,22 @@ static void test_corrupt(const char *dir, uint64_t update)
 	fclose(f);
 }
 
+/* A checkpoint that failed its verification is moved aside (ckpt/failed-step-N-PID,
+ * kept for inspection), so that resume never weighs it and retention never counts
+ * it among the --keep newest: the older good ones stay. */
+static int set_aside_failed(struct lmt_run *r, const char *path, uint64_t update, struct lmt_err *err)
+{
+	char b[PATH_MAX];
+	const char *name = strrchr(path, '/');
+	int rc = lmt_path_fmt(b, sizeof b, err, "%s/ckpt/failed-%s-%d", r->dir, name ? name + 1 : path, (int)getpid());
+	if (rc)
+		return rc;
+	if (rename(path, b))
+		return lmt_err_errno(err, "'%s': failed its verification and cannot be moved aside", path);
+	notice(r, "'%s' failed its verification; moved to '%s'", path, b);
+	return lmt_run_event(r, "checkpoint-set-aside", b, update, err);
+}
+
 static int report_ckpt(struct lmt_run_saver *k, const struct lmt_ckpt_result *r, double pause, int async,
 		       struct lmt_err *err)
 {
@@ -1124,6 +1140,8 @@ static int report_ckpt(struct lmt_run_saver *k, const struct lmt_ckpt_result *r,
 	if (k->saved)
 		k->saved(k->saved_ctx, &s);
 	int rc = lmt_run_event(k->run, "checkpoint", r->path, s.update, err);
+	if (!rc && !s.verified)
+		rc = set_aside_failed(k->run, r->path, s.update, err);
 	return rc ? rc : retain(k, err);
 }
 

@@ -90,10 +90,22 @@ jq -se '[.[] | select(.event | startswith("alert"))] | map([.event, .kind, .upda
 	&& ok "a checkpoint corrupted at update 10: ckpt_verify there, ckpt_age at 16, both cleared at 20; in events.jsonl and on stderr" \
 	|| notok "failed verification" "$(grep '"alert\|"checkpoint"' "$T/cc.out" | head -c 900)"
 LMT_TEST_CKPT_CORRUPT=20 $TR $M --updates 20 --ckpt-every 10 -o "$T/cr" > /dev/null 2> "$T/cr.err"
+grep -q '"event":"checkpoint-set-aside".*failed-step-00000020-' "$T/cr/events.jsonl" \
+	&& [ -d "$(echo "$T"/cr/ckpt/failed-step-00000020-*)" ] && [ ! -e "$T/cr/ckpt/step-00000020" ] \
+	&& grep -q "step-00000020' failed its verification; moved to" "$T/cr.err" \
+	&& ok "... the last checkpoint corrupted: moved aside to ckpt/failed-step-00000020-PID, saying so" \
+	|| notok "a failed checkpoint set aside" "$(ls "$T/cr/ckpt"; tail -c 400 "$T/cr.err")"
 $TR --resume auto -o "$T/cr" --updates 25 > "$T/cr2.out" 2> "$T/cr2.err"
-grep -q '"event":"checkpoint-ignored"' "$T/cr/events.jsonl" && grep -q '"event":"resume".*step-00000010' "$T/cr2.out" \
-	&& ok "... the last checkpoint corrupted: the resume passes over it to update 10, as before" \
+grep -q '"event":"resume".*step-00000010' "$T/cr2.out" \
+	&& ok "... and the resume is from update 10" \
 	|| notok "resume over a corrupted checkpoint" "$(tail -c 400 "$T/cr2.err")"
+# retention counts only checkpoints that verified: with --keep 2 and the third
+# checkpoint failing, both good ones stay (the one of update 10 was removed)
+LMT_TEST_CKPT_CORRUPT=30 $TR $M --updates 30 --ckpt-every 10 --keep 2 --ckpt-sync -o "$T/ck2" > /dev/null 2> "$T/ck2.err"
+"$BIN/ckpt-inspect" --verify "$T/ck2/ckpt/step-00000010" > /dev/null 2>&1 \
+	&& "$BIN/ckpt-inspect" --verify "$T/ck2/ckpt/step-00000020" > /dev/null 2>&1 \
+	&& ok "--keep 2 and the newest checkpoint failing verification: the two good ones are kept" \
+	|| notok "retention over a failed checkpoint" "$(ls "$T/ck2/ckpt"; tail -c 300 "$T/ck2.err")"
 
 # statistics: the units' squared gradient norms add up to the update's squared norm
 # (the same sums in another order: 1e-9 relative), every 5 updates
