@@ -27,7 +27,8 @@
 #define DATA_RATIO 1.3      /* a source's surprisal over the split's entropy */
 #define DATA_SHARE 0.1      /* of the batch's tokens, for a source to count */
 #define STARVE 0.25         /* starvation: data wait over the step */
-#define SKEW 0.2            /* skew: slowest step over the median, less 1 */
+#define SKEW 0.2            /* skew: slowest busy time (or step) over the median, less 1 */
+#define SKEW_FLOOR_S 0.020  /* ... and at least this much above it (the skew alert's floor) */
 #define COMM_SHARE 0.3      /* communication over the step ... */
 #define COMM_RATIO 3.0      /* ... and over its median */
 #define MEM_OVER 1.25       /* measured peak over memledger's prediction: the ledger is wrong */
@@ -494,13 +495,30 @@ static void systems(struct ctx *c)
 	setnum(o, "comm_median_s", cmed);
 	setnum(o, "comm_share", cs);
 	json_t *ranks = json_object_get(c->u, "ranks");
-	double skew = lmt_jnum(ranks, "/skew", NAN);
-	int slowest = (int)lmt_jnum(ranks, "/step_s/slowest", -1);
+	/* in a synchronous step every rank's step lasts as long as the slowest one's:
+	 * the skew is in the busy time (the step less its waits for the loader and in
+	 * collectives), where the records have it, with the alerts' floor of 20 ms so
+	 * that scheduling noise on millisecond steps does not count */
+	int busy = isfinite(lmt_jnum(ranks, "/busy_s/max", NAN));
+	const char *by = busy ? "/busy_s" : "/step_s";
+	char pmax[32], pmed[32], pslow[32];
+	snprintf(pmax, sizeof pmax, "%s/max", by);
+	snprintf(pmed, sizeof pmed, "%s/median", by);
+	snprintf(pslow, sizeof pslow, "%s/slowest", by);
+	double bmax = lmt_jnum(ranks, pmax, NAN), bmed = lmt_jnum(ranks, pmed, NAN);
+	double skew = !busy ? lmt_jnum(ranks, "/skew", NAN)
+			    : bmed > 0 && bmax - bmed >= SKEW_FLOOR_S ? bmax / bmed - 1 : 0;
+	int slowest = (int)lmt_jnum(ranks, pslow, -1);
 	if (ranks) {
 		setnum(o, "skew", skew);
+		setstr(o, "skew_of", busy ? "busy_s" : "step_s");
 		json_object_set_new(o, "slowest_rank", json_integer(slowest));
 		setnum(o, "slowest_step_s", lmt_jnum(ranks, "/step_s/max", NAN));
 		setnum(o, "median_step_s", lmt_jnum(ranks, "/step_s/median", NAN));
+		if (busy) {
+			setnum(o, "slowest_busy_s", bmax);
+			setnum(o, "median_busy_s", bmed);
+		}
 	} else {
 		setstr(o, "ranks_missing", c->v->world > 1 ? "the update record has no per-rank times"
 							 : "one rank: no skew to measure");
@@ -508,8 +526,8 @@ static void systems(struct ctx *c)
 	json_object_set_new(c->out, "systems", o);
 	if (isfinite(skew) && skew >= SKEW)
 		find(c, "slow rank", 0.5 + 0.2 * fmin(skew / SKEW / 4, 1),
-		     "rank %d's step (%.3g s) is %.0f%% above the ranks' median", slowest,
-		     lmt_jnum(ranks, "/step_s/max", NAN), 100 * skew);
+		     "rank %d's %s (%.3g s) is %.0f%% above the ranks' median", slowest,
+		     busy ? "busy time" : "step", busy ? bmax : lmt_jnum(ranks, "/step_s/max", NAN), 100 * skew);
 	if (isfinite(ws) && ws >= STARVE)
 		find(c, "input starvation", 0.4 + 0.3 * fmin(ws, 1),
 		     "the loader's wait was %.0f%% of the update's %.3g s (the window's median step: %.3g s)", 100 * ws,

@@ -29,6 +29,17 @@ for r in 0 1; do
 		|| notok "slowed rank $r" "$(grep '"alert' "$T/sk$r.out" | head -c 500) $(tail -c 200 "$T/sk$r.err")"
 done
 
+# runcard --explain at the skew alert names the slowed rank from the busy times (in a
+# synchronous step every rank's step lasts as long as the slowest one's)
+LMT_TEST_SLOW_RANK=1:0.06 $MPIRUN -x LMT_TEST_SLOW_RANK -n 2 $TR $(echo $M | sed 's/--no-save//') -o "$T/skrun" \
+	> "$T/skrun.out" 2> "$T/skrun.err"
+u=$(jq -s '[.[] | select(.event == "alert" and .kind == "skew")][0].update // 30' "$T/skrun.out")
+"$BIN/runcard" --explain "$T/skrun" --update "$u" --jsonl > "$T/ex.jsonl" 2> "$T/ex.err"
+jq -se '.[-1] as $e | ($e | tostring | test("slow rank")) and ($e | tostring | test("rank 1.s busy time"))' \
+	"$T/ex.jsonl" > /dev/null \
+	&& ok "runcard --explain at the skew alert (update $u): a slow rank, rank 1, by its busy time" \
+	|| notok "explain a slowed rank" "$(tail -c 600 "$T/ex.jsonl") $(cat "$T/ex.err")"
+
 LMT_TEST_SLOW_LOADER=1:0.008 $MPIRUN -x LMT_TEST_SLOW_LOADER -n 2 $TR $M > "$T/sl.out" 2> "$T/sl.err"
 jq -se '[.[] | select(.event == "alert")] as $a | ($a | map(.kind)) == ["starvation"] and $a[0].update >= 25
 	and $a[0].value > 0.25' "$T/sl.out" > /dev/null \
