@@ -32,7 +32,7 @@ enum {
 	OPT_DATA = OPT_TOOL_BASE, OPT_CONFIG, OPT_MICRO_BATCH, OPT_ACCUM, OPT_UPDATES, OPT_LR, OPT_MIN_LR, OPT_WARMUP, OPT_SCHEDULE, OPT_BETA1,
 	OPT_BETA2, OPT_EPS, OPT_WD, OPT_DECAY_EMB, OPT_CLIP, OPT_NONFINITE, OPT_SEED, OPT_INIT_SEED, OPT_SEG_MASK,
 	OPT_DOC_TARGETS, OPT_EVAL_EVERY, OPT_EVAL_SEQS, OPT_SAMPLE_EVERY, OPT_SAMPLE_TOKENS, OPT_TEMPERATURE,
-	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_WINDOW, OPT_RESUME,
+	OPT_TOP_K, OPT_PROMPT, OPT_PEAK, OPT_INIT_LLMC, OPT_EXPORT_LLMC, OPT_BACKEND, OPT_COMM, OPT_WINDOW, OPT_RESUME,
 	OPT_CKPT_EVERY, OPT_CKPT_MINUTES, OPT_KEEP, OPT_KEEP_EVERY, OPT_CKPT_SYNC, OPT_MTBF, OPT_LOG_SAMPLES,
 	OPT_STOP_AT, OPT_JSONL, OPT_NO_SAVE, OPT_PRECISION, OPT_RECOMPUTE, OPT_LOSS_SCALE, OPT_LOSS_SCALE_WINDOW, OPT_BUCKET_MB, OPT_COMM_TIMEOUT, OPT_SKEW_ALERT, OPT_ALERT, OPT_STATS_EVERY, OPT_MEM_LIMIT, OPT_BUDGET,
 	OPT_AUDIT_SAMPLES, OPT_ZERO, OPT_PREFETCH,
@@ -90,6 +90,7 @@ static const struct option longopts[] = {
 	{ "init-llmc", required_argument, NULL, OPT_INIT_LLMC },
 	{ "export-llmc", required_argument, NULL, OPT_EXPORT_LLMC },
 	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "threads", required_argument, NULL, 'j' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "jsonl", no_argument, NULL, OPT_JSONL },
@@ -166,7 +167,9 @@ static void usage(void)
 	       "  --sample-every N --sample-tokens N --temperature X --top-k N --prompt TEXT\n"
 	       "                          fixed-seed samples (0: never; 32; 1.0; 40)\n"
 	       "Running:\n"
-	       "  --backend cpu           the compute backend (cpu)\n"
+	       "  --backend NAME          the compute backend: cpu, or cuda where built (cpu)\n"
+	       "  --comm NAME             several ranks: self, mpi (host buffers) or nccl (device\n"
+	       "                          buffers) where built (auto: mpi for cpu, nccl for cuda)\n"
 	       "  --precision P           fp32, bf16 or fp16 (default: bf16 where the backend has\n"
 	       "                          fast bf16 GEMMs, else fp32); master weights stay fp32\n"
 	       "  --recompute R           none, block or every:K: keep only each (K-th) block's\n"
@@ -322,6 +325,17 @@ void train_set_option(struct opts *o, int c, const char *arg)
 		if (!n || !p || (p != names && p[-1] != ' ') || (p[n] && p[n] != ' '))
 			usage_error("option '--backend': '%s' is not available in this build (%s)", arg, names);
 		o->cfg.backend = arg;
+		break;
+	}
+	case OPT_COMM: {
+		/* a name the registry knows: "self, mpi, nccl" (comm/registry.c) */
+		const char *names = lmt_comm_names(), *p = strstr(names, arg);
+		size_t n = strlen(arg);
+		if (!strcmp(arg, "auto"))
+			break;
+		if (!n || !p || (p != names && p[-1] != ' ') || (p[n] && p[n] != ','))
+			usage_error("option '--comm': '%s' is not available in this build (%s)", arg, names);
+		o->cfg.comm = arg;
 		break;
 	}
 	case OPT_RESUME: o->cfg.resume = arg; break;

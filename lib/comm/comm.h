@@ -98,6 +98,11 @@ struct lmt_comm {
  * LMT_EINVAL naming the ones this build has; more than one process and no mpi in
  * this build is an LMT_EUNSUPPORTED. */
 int lmt_comm_open(struct lmt_comm *c, const char *name, struct lmt_err *err);
+/* The same for a backend whose buffers are device memory (device: 1; the cuda
+ * backend): "auto" chooses "nccl" when more than one process was launched, and
+ * "mpi" (host buffers) is an LMT_EINVAL; for a host backend "nccl" is one; and
+ * "self" when a launcher started more than one process. */
+int lmt_comm_open_for(struct lmt_comm *c, const char *name, int device, struct lmt_err *err);
 const char *lmt_comm_names(void);
 /* "sum", "avg", "max" ("?" if unknown) */
 const char *lmt_comm_op_name(int op);

@@ -68,6 +68,32 @@ int lmt_comm_open(struct lmt_comm *c, const char *name, struct lmt_err *err)
 	return lmt_err_set(err, LMT_EINVAL, "unknown communicator '%s' (this build has: %s)", name, lmt_comm_names());
 }
 
+int lmt_comm_open_for(struct lmt_comm *c, const char *name, int device, struct lmt_err *err)
+{
+	int any = !name || !strcmp(name, "auto");
+	if (any && device) {
+		int n = launched_world(err);
+		if (n < 0)
+			return n;
+		name = n > 1 ? "nccl" : "self";
+	}
+	if (!any && device && !strcmp(name, "mpi"))
+		return lmt_err_set(err, LMT_EINVAL, "the mpi communicator reduces host buffers; a device backend's "
+				   "ranks need nccl");
+	if (!any && !device && !strcmp(name, "nccl"))
+		return lmt_err_set(err, LMT_EINVAL, "the nccl communicator reduces device buffers; it needs the cuda "
+				   "backend");
+	if (!any && !strcmp(name, "self")) {
+		int n = launched_world(err);
+		if (n < 0)
+			return n;
+		if (n > 1)
+			return lmt_err_set(err, LMT_EINVAL, "the launcher started %d processes; the self communicator is "
+					   "one", n);
+	}
+	return lmt_comm_open(c, name, err);
+}
+
 const char *lmt_comm_names(void)
 {
 #if defined LMT_HAVE_MPI && defined LMT_HAVE_NCCL

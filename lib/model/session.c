@@ -116,7 +116,14 @@ int lmt_session_connect(struct lmt_session *s, struct lmt_session_cfg *cfg, cons
 	s->stop_signal = stop_signal;
 	lmt_run_lock_init(&s->lock);
 	lmt_run_init(&s->run, run_notice, s);
-	int rc = lmt_comm_open(&s->comm, NULL, err);
+	int device = cfg->backend && strcmp(cfg->backend, "cpu") != 0;
+	int rc = lmt_comm_open_for(&s->comm, cfg->comm, device, err);
+	if (rc == LMT_EINVAL && cfg->comm) {
+		char why[sizeof err->msg];
+		snprintf(why, sizeof why, "%s", err->msg);
+		return fail_usage(s, err, "--comm %s with --backend %s: %s", cfg->comm, cfg->backend ? cfg->backend : "cpu",
+				  why);
+	}
 	if (rc)
 		return rc;
 	s->follower = s->comm.rank > 0;

@@ -51,6 +51,7 @@ struct lmt_session_cfg {
 	const char *data, *out, *tokenizer, *init_llmc, *export_llmc, *prompt, *backend;
 	const char *precision;   /* NULL: the backend's best */
 	double comm_timeout;
+	const char *comm;        /* the communicator (comm.h's names; NULL: auto, from the backend) */
 	struct lmt_alert_cfg alert;
 	double mem_limit;        /* bytes: the memory alert's boundary (0: none) */
 	const char *budget;      /* memledger --budget's JSONL, for the budget alert (NULL: none) */

@@ -207,7 +207,7 @@ int lmt_run_config_foreign_key(const char *k)
 		"ckpt-minutes", "keep", "keep-every", "ckpt-sync", "log-samples", "stop-at", "eval-every", "eval-seqs",
 		"sample-every", "sample-tokens", "temperature", "top-k", "prompt", "init-llmc", "export-llmc",
 		"backend", "threads", "loss-scale", "loss-scale-window", "bucket-mb", "comm-timeout", "skew-alert",
-		"alert", "stats-every", "audit-samples", "prefetch", NULL };
+		"alert", "stats-every", "audit-samples", "prefetch", "comm", "mtbf", "peak-flops", "mem-limit", "budget", NULL };
 	for (int i = 0; keys[i]; i++)
 		if (!strcmp(k, keys[i]))
 			return 1;
