@@ -418,6 +418,10 @@ static int safe_mode(char **runs, int n)
 	build(&O.c, &(struct lmt_ledger){ 0 }); /* the configuration checked once, as a usage error */
 	int lo = lmt_safe_microbatch(&O.c, bp, budget);
 	char a[32], b[32], c[32];
+	/* nothing fits: the message, and no record (no partial output) */
+	if (!lo)
+		die("not even a micro-batch of 1 fits in %s (%s less a %.0f%% margin): it needs %s", human(budget, a),
+		    human(O.memory, b), 100 * O.margin, human(lmt_safe_bytes_at(&O.c, 1, bp), c));
 	if (O.table) {
 		if (lo)
 			printf("micro-batch %d at %d positions: %s predicted within %s (%s less a %.0f%% margin); %d "
@@ -431,9 +435,6 @@ static int safe_mode(char **runs, int n)
 		put_record(&j);
 		lmt_json_release(&j);
 	}
-	if (!lo)
-		die("not even a micro-batch of 1 fits in %s (%s less a %.0f%% margin): it needs %s", human(budget, a),
-		    human(O.memory, b), 100 * O.margin, human(lmt_safe_bytes_at(&O.c, 1, bp), c));
 	return 0;
 }
 

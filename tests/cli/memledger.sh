@@ -145,6 +145,9 @@ check_fail "a global batch that is not a multiple of the micro-batch" 2 "global 
 	"$ML" -B 2 --global-batch 7 --plan --gpus 8 --gpus-per-node 8 --memory 1G
 check_fail "devices that are not whole nodes" 2 "not whole nodes" "$ML" --plan --gpus 12 --gpus-per-node 8 --memory 1G
 check_fail "negative memory" 2 "cannot be negative" "$ML" --safe-microbatch --memory -1G
+check_fail "--safe-microbatch where not even 1 fits: exit 1, saying what 1 needs" 1 \
+	"not even a micro-batch of 1 fits in 900 B" "$ML" --jsonl --safe-microbatch --memory 1000
+[ ! -s "$T/.out" ] && ok "... and no record on stdout (no partial output)" || notok "stdout" "$(cat "$T/.out")"
 check_fail "unknown precision" 2 "'fp8' is not fp32, bf16, fp16 or auto" "$ML" --precision fp8
 check_fail "ZeRO stage 4" 2 "zero" "$ML" --zero 4
 check_fail "a run that is not there" 1 "config.json" "$ML" --fit "$T/nothing"
