@@ -68,12 +68,14 @@ def prepare(kind, path, tmp):
     """Write the documents for lmt and HF (JSONL) and for spm (lines); return their statistics."""
     texts = documents(kind, path)
     corpora.write_jsonl(f'{tmp}/{kind}.jsonl', texts)
+    lines = 0
     with open(f'{tmp}/{kind}.spm.txt', 'w', encoding='utf-8') as f:
         for t in texts:
             for l in t.split('\n'):
                 if l.strip():
                     f.write(l + '\n')
-    return corpora.stats(texts)
+                    lines += 1
+    return dict(corpora.stats(texts), spm_lines=lines)
 
 
 def compare(docs, tmp):
@@ -104,6 +106,9 @@ def bench(a, kind, tmp):
     docs, spm_in = f'{tmp}/{kind}.jsonl', f'{tmp}/{kind}.spm.txt'
     st = child('prepare', kind, path, tmp)
     header(kind, path, st, ' as JSONL, one document each for lmt and HF')
+    if not a.skip_spm:
+        same = 'the same lines' if kind == 'synthetic' else 'the documents split at newlines, without them'
+        print(f'# spm_train reads a sentence a line: {st["spm_lines"]} lines, {same} (empty lines dropped)')
     n = os.cpu_count()
     load = Load()
     times = {}
