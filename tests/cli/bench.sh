@@ -4,6 +4,8 @@
 # how fast anything ran; and the data-plane benchmarks' parts that need no peer
 # (make-corpus --real, the corpus statistics, the load meter, dedup's corpus build).
 . tests/cli/lib.sh
+# the scripts import each other (common.py, corpus.py): no __pycache__ in the tree
+export PYTHONDONTWRITEBYTECODE=1
 
 # the real corpus: one JSONL document per file, the same twice on the same machine
 scripts/bench/make-corpus --real "$T/real.jsonl" 0.3 2> "$T/mc.err" \
