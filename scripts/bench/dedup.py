@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """dedup-minhash against datasketch's MinHash + MinHashLSH.
 
-    scripts/bench/run dedup [--docs 100000] [--pairs 3000] [--threshold 0.8]
+    scripts/bench/run dedup [--corpus synthetic|real|both] [--docs 100000] [--pairs 3000]
+                            [--real-docs 0] [--real-pairs 500] [--threshold 0.8]
                             [--num-perm 128] [--repeat 3] [--json FILE]
 
-The corpus is built here, deterministically (random.Random(--seed)), from the
-lines of scripts/bench/make-corpus output (documentation, manual pages and Python
-sources already on a Debian machine): each document is 12 consecutive lines, and
---pairs of them get a planted near-duplicate: a copy in which a fraction q of the
+The corpus is built here, deterministically (random.Random(--seed)), from one of two
+sources (scripts/bench/corpus.py). Synthetic: the lines of scripts/bench/make-corpus
+output (documentation, manual pages and Python sources already on a Debian
+machine), each document 12 consecutive lines, --docs of them. Real: one file a
+document (make-corpus --real), --real-docs of them (0: all), which holds the
+duplicates a machine really has (licence texts, translations of one catalogue).
+--pairs (real: --real-pairs) of the documents get a planted near-duplicate: a copy,
+its words joined by single spaces, in which a fraction q of the
 words is replaced by words drawn from the corpus (q uniform in [0, 0.08], which
 puts most pairs between J = 0.5 and 1, since a 5-gram survives with probability
 (1-q)^5), inserted at a random later position. The exact Jaccard similarity of
@@ -23,8 +28,9 @@ index, insert. It is single-threaded; dedup-minhash runs with 1 thread and with
 all cores, and once more on the same documents written as text (separated by
 <|endoftext|>), which shows how much of its time goes to parsing JSONL. Times
 are wall-clock, each tool in its own process, reading included; each figure is
-the best of --repeat runs, the contenders taking turns so that a burst of load
-on a shared machine hits them alike.
+best/median of --repeat runs, the contenders taking turns so that a burst of load
+on a shared machine hits them alike. "removed" counts every document a tool drops
+(planted or not; datasketch's: those whose query found an earlier document).
 
 Recall and precision are measured on the planted pairs only, against their exact
 Jaccard similarity: a pair counts as found when dedup-minhash puts both documents
@@ -43,7 +49,9 @@ import sys
 import shutil
 import tempfile
 
-from common import BIN, TOP, machine, run, table, save
+import corpus as corpora
+from common import (BIN, Load, add_corpus_args, bm, best_median, corpus_file, header, kinds, machine, rate,
+                    ratio, run, save, table)
 
 DS_SCRIPT = r'''
 import json, sys, time
@@ -55,6 +63,7 @@ for line in open(labels):
     want[p["copy"]] = p["orig"]
 lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
 found = {}
+dups = 0
 t0 = time.perf_counter()
 with open(path, encoding="utf-8") as f:
     for i, line in enumerate(f):
@@ -66,11 +75,12 @@ with open(path, encoding="utf-8") as f:
         m = MinHash(num_perm=num_perm)
         m.update_batch(sh)
         hits = lsh.query(m)
+        dups += bool(hits)
         if i in want:
             found[i] = want[i] in hits
         lsh.insert(i, m)
 secs = time.perf_counter() - t0
-print(json.dumps({"seconds": secs, "docs": i + 1, "bands": lsh.b, "rows": lsh.r,
+print(json.dumps({"seconds": secs, "docs": i + 1, "bands": lsh.b, "rows": lsh.r, "removed": dups,
                   "found": {str(k): v for k, v in found.items()}}))
 '''
 
@@ -91,14 +101,25 @@ def jaccard(a, b):
     return len(a & b) / len(a | b)
 
 
-def build(corpus, out, labels, ndocs, npairs, seed):
+def build(kind, corpus, out, labels, ndocs, npairs, seed):
     rng = random.Random(seed)
-    lines = open(corpus, encoding='utf-8').read().split('\n')
-    docs = ['\n'.join(lines[i:i + 12]) for i in range(0, len(lines) - 12, 12)][:ndocs]
-    if len(docs) < ndocs:
-        raise SystemExit(f'{corpus}: only {len(docs)} documents of 12 lines; need {ndocs}')
-    vocab = [w for d in docs[:2000] for w in d.split()]
+    if kind == 'synthetic':
+        lines = open(corpus, encoding='utf-8').read().split('\n')
+        docs = ['\n'.join(lines[i:i + 12]) for i in range(0, len(lines) - 12, 12)][:ndocs]
+        if len(docs) < ndocs:
+            raise SystemExit(f'{corpus}: only {len(docs)} documents of 12 lines; need {ndocs}')
+    else:
+        docs = corpora.read_jsonl(corpus)
+        docs = docs[:ndocs] if ndocs else docs
+    docs = [d for d in docs if SEP not in d]
+    vocab = []
+    for d in docs:
+        vocab += d.split()
+        if len(vocab) >= 100_000:
+            break
     cand = [i for i, d in enumerate(docs) if len(d.split()) >= 60]
+    if len(cand) < npairs:
+        raise SystemExit(f'{corpus}: {len(cand)} documents of 60 words or more; --pairs {npairs} needs as many')
     origs = rng.sample(cand, npairs)
     # each copy goes after its original: (position in docs, copy text, original index)
     inserts = []
@@ -131,7 +152,7 @@ def build(corpus, out, labels, ndocs, npairs, seed):
         for c, o in pairs:
             j = jaccard(shingles(final[where[o]]), shingles(final[c]))
             f.write(json.dumps({'copy': c, 'orig': where[o], 'jaccard': j}) + '\n')
-    return len(final)
+    return corpora.stats(final)
 
 
 def lmt_clusters(removed_path, ids):
@@ -164,67 +185,80 @@ def score(label_rows, found, threshold, b, r):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--corpus', default='/tmp/lmt-bench/corpus.txt', help='make-corpus output')
-    ap.add_argument('--docs', type=int, default=100000)
-    ap.add_argument('--pairs', type=int, default=3000)
+    add_corpus_args(ap)
+    ap.add_argument('--docs', type=int, default=100000, help='synthetic: documents of 12 lines')
+    ap.add_argument('--pairs', type=int, default=3000, help='synthetic: planted near-copies')
+    ap.add_argument('--real-docs', type=int, default=0, help='real: the first N files (0: all)')
+    ap.add_argument('--real-pairs', type=int, default=500, help='real: planted near-copies')
     ap.add_argument('--threshold', type=float, default=0.8)
     ap.add_argument('--num-perm', type=int, default=128)
     ap.add_argument('--seed', type=int, default=1)
-    ap.add_argument('--repeat', type=int, default=3)
     ap.add_argument('--keep', action='store_true', help='keep the temporary directory')
     ap.add_argument('--json')
-    ap.add_argument('--build-only', nargs=2, metavar=('OUT', 'LABELS'), help=argparse.SUPPRESS)
+    ap.add_argument('--build-only', nargs=2, metavar=('OUT', 'LABELS'),
+                    help='only write the corpus (--corpus synthetic or real) and its planted pairs; '
+                         'print its statistics')
     a = ap.parse_args()
     if a.build_only:
-        print(build(a.corpus, a.build_only[0], a.build_only[1], a.docs, a.pairs, a.seed))
+        if a.corpus == 'both':
+            ap.error('--build-only takes --corpus synthetic or real')
+        st = build(a.corpus, corpus_file(a.corpus, a), a.build_only[0], a.build_only[1],
+                   a.docs if a.corpus == 'synthetic' else a.real_docs,
+                   a.pairs if a.corpus == 'synthetic' else a.real_pairs, a.seed)
+        print(json.dumps(st))
         return
-    if not os.path.exists(a.corpus):
-        os.makedirs(os.path.dirname(a.corpus), exist_ok=True)
-        run([os.path.join(TOP, 'scripts/bench/make-corpus'), a.corpus, '64'])
-    tmp = tempfile.mkdtemp(prefix='lmt-bench-dedup-')
-    try:
-        bench(a, tmp)
-    finally:
-        if a.keep:
-            print(f'# kept {tmp}')
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
-def bench(a, tmp):
-    data, labels = f'{tmp}/corpus.jsonl', f'{tmp}/labels.jsonl'
-    # built in a child process: a child's peak RSS (wait4) starts from its parent's
-    # size at fork, so this process stays small while the tools run
-    _, _, out = run([sys.executable, os.path.abspath(__file__), '--corpus', a.corpus, '--docs', str(a.docs),
-                     '--pairs', str(a.pairs), '--seed', str(a.seed), '--build-only', data, labels],
-                    stdout=subprocess.PIPE)
-    n = int(out)
-    label_rows = [json.loads(l) for l in open(labels)]
     # the datasketch version from a child: importing it here (numpy, scipy) would
     # add 80 MB to every child's peak RSS
     _, _, dsv = run([sys.executable, '-c', 'import datasketch; print(datasketch.__version__)'],
                     stdout=subprocess.PIPE)
-    ncpu = os.cpu_count()
     print(f'# {machine()}')
-    print(f'# corpus: {n} documents ({a.docs} + {a.pairs} planted copies), '
-          f'{os.path.getsize(data) / 1e6:.1f} MB JSONL; num_perm {a.num_perm}, threshold {a.threshold}; '
-          f'datasketch {dsv.strip()}')
+    print(f'# num_perm {a.num_perm}, threshold {a.threshold}; datasketch {dsv.strip()}')
+    results = []
+    for kind in kinds(a):
+        tmp = tempfile.mkdtemp(prefix='lmt-bench-dedup-')
+        try:
+            results.append(bench(a, kind, tmp))
+        finally:
+            if a.keep:
+                print(f'# kept {tmp}')
+            else:
+                shutil.rmtree(tmp, ignore_errors=True)
+    save(a.json, dict(machine=machine(), threshold=a.threshold, num_perm=a.num_perm, repeat=a.repeat,
+                      corpora=results))
 
+
+def bench(a, kind, tmp):
+    data, labels = f'{tmp}/corpus.jsonl', f'{tmp}/labels.jsonl'
+    path = corpus_file(kind, a)
+    ndocs, npairs = (a.docs, a.pairs) if kind == 'synthetic' else (a.real_docs, a.real_pairs)
+    # built in a child process: a child's peak RSS (wait4) starts from its parent's
+    # size at fork, so this process stays small while the tools run
+    _, _, out = run([sys.executable, os.path.abspath(__file__), '--corpus', kind, '--synthetic-file',
+                     a.synthetic_file, '--real-file', a.real_file, '--docs', str(ndocs), '--real-docs', str(ndocs),
+                     '--pairs', str(npairs), '--real-pairs', str(npairs), '--seed', str(a.seed),
+                     '--build-only', data, labels], stdout=subprocess.PIPE)
+    st = json.loads(out)
+    n = st['docs']
+    label_rows = [json.loads(l) for l in open(labels)]
+    header(kind, path, st, f' with {npairs} planted near-copies, {os.path.getsize(data) / 1e6:.1f} MB JSONL')
+    ncpu = os.cpu_count()
     lmt_runs = [('lmt -j1 (--normalize lower)', ['-j1', '--normalize', 'lower']),
                 (f'lmt -j{ncpu} (--normalize lower)', [f'-j{ncpu}', '--normalize', 'lower']),
                 (f'lmt -j{ncpu} (all normalisation)', [f'-j{ncpu}']),
                 (f'lmt -j{ncpu} (--normalize lower), the same as text', [f'-j{ncpu}', '--normalize', 'lower',
                                                                       '--doc-sep', SEP])]
-    best = {}
+    times, rss = {}, {}
     found_lmt = found_ds = ds = None
     summaries = {}
+    load = Load()
     for rep in range(a.repeat):
         for name, extra in lmt_runs:
             cmd = [f'{BIN}/dedup-minhash', '-q', '-t', str(a.threshold), '--num-perm', str(a.num_perm),
                    '--removed', f'{tmp}/removed.jsonl', '--summary', f'{tmp}/summary.json'] + extra + \
                   [data if '--doc-sep' not in extra else data[:-len('.jsonl')] + '.txt']
-            w, rss, _ = run(cmd, stdout=subprocess.DEVNULL)
-            best[name] = min(best.get(name, (w, rss)), (w, rss))
+            w, r, _ = run(cmd, stdout=subprocess.DEVNULL)
+            times.setdefault(name, []).append(w)
+            rss[name] = max(rss.get(name, 0), r)
             summaries[name] = json.load(open(f'{tmp}/summary.json'))
             if found_lmt is None:
                 ids = {f'{data}:{i}': i for i in range(n)}
@@ -233,28 +267,30 @@ def bench(a, tmp):
                              for p in label_rows}
                 lb, lr = summaries[name]['bands'], summaries[name]['rows']
                 print('# lmt command: ' + ' '.join(cmd))
-        w, rss, out = run([sys.executable, '-c', DS_SCRIPT, data, str(a.num_perm), str(a.threshold), '5', labels],
-                          stdout=subprocess.PIPE)
-        best['ds'] = min(best.get('ds', (w, rss)), (w, rss))
+        w, r, out = run([sys.executable, '-c', DS_SCRIPT, data, str(a.num_perm), str(a.threshold), '5', labels],
+                        stdout=subprocess.PIPE)
+        times.setdefault('ds', []).append(w)
+        rss['ds'] = max(rss.get('ds', 0), r)
         if ds is None:
             ds = json.loads(out)
             found_ds = {int(k): v for k, v in ds['found'].items()}
+    load.stop()
     rows = []
+    ds_t = best_median(times['ds'])
     for name, _ in lmt_runs:
-        w, rss = best[name]
+        t = best_median(times[name])
         s = summaries[name]
-        rows.append(dict(tool=name, seconds=round(w, 2), docs_per_s=round(n / w), peak_rss_mb=round(rss / 1e6),
+        rows.append(dict(tool=name, seconds=bm(t), docs_per_s=bm(rate(n, t), 0), vs_datasketch=bm(ratio(ds_t, t), 1),
+                         peak_rss_mb=round(rss[name] / 1e6),
                          removed=s['removed']['exact'] + s['removed']['near'], bands=s['bands'], rows=s['rows'],
-                         bytes_per_doc=round(s['bytes_per_doc'])))
-    w, rss = best['ds']
-    rows.append(dict(tool='datasketch MinHashLSH', seconds=round(w, 2), docs_per_s=round(n / w),
-                     peak_rss_mb=round(rss / 1e6), removed='', bands=ds['bands'], rows=ds['rows']))
-    ds_w = w
-    for r in rows:
-        r['vs_datasketch'] = round(ds_w / r['seconds'], 1)
+                         bytes_per_doc=round(s['bytes_per_doc']), seconds_all=[round(x, 3) for x in times[name]]))
+    rows.append(dict(tool='datasketch MinHashLSH', seconds=bm(ds_t), docs_per_s=bm(rate(n, ds_t), 0),
+                     vs_datasketch='1', peak_rss_mb=round(rss['ds'] / 1e6), removed=ds['removed'],
+                     bands=ds['bands'], rows=ds['rows'], seconds_all=[round(x, 3) for x in times['ds']]))
+    print(f'# seconds, docs_per_s, vs_datasketch (datasketch seconds / lmt seconds): best/median of {a.repeat}')
     table(rows, ['tool', 'seconds', 'docs_per_s', 'vs_datasketch', 'peak_rss_mb', 'bytes_per_doc', 'removed',
                  'bands', 'rows'])
-
+    print(load.line())
     print()
     print(f'# planted pairs by exact Jaccard (5-gram sets): found by each tool, and the S-curve '
           f'1-(1-s^r)^b averaged over the bucket')
@@ -271,9 +307,9 @@ def bench(a, tmp):
     print(f'recall (J >= {a.threshold}, {npos} pairs):  lmt {rl:.3f}   datasketch {rd:.3f}   '
           f'(standard error of either about {se:.3f})')
     print(f'precision (J >= {a.threshold}):            lmt {pl:.3f}   datasketch {pd:.3f}')
-    save(a.json, dict(machine=machine(), documents=n, pairs=a.pairs, threshold=a.threshold,
-                      num_perm=a.num_perm, rows=rows, buckets=brows,
-                      recall=dict(lmt=rl, datasketch=rd), precision=dict(lmt=pl, datasketch=pd)))
+    print()
+    return dict(corpus=kind, file=path, stats=st, pairs=npairs, load=load.result, rows=rows, buckets=brows,
+                recall=dict(lmt=rl, datasketch=rd), precision=dict(lmt=pl, datasketch=pd))
 
 
 if __name__ == '__main__':

@@ -1,27 +1,35 @@
 #!/usr/bin/env python3
 """tok-encode against tiktoken and HuggingFace tokenizers, same tokenizer, same text.
 
-    scripts/bench/tok-encode.py [--corpus FILE] [--mb 20] [--encodings gpt2,cl100k,o200k]
+    scripts/bench/run tok-encode [--corpus synthetic|real|both] [--mb 20]
+                                 [--encodings gpt2,cl100k,o200k] [--repeat 3] [--json FILE]
 
 The tokenizers are OpenAI's published rank files from ../shared/data/tokenizers,
-imported into lmt with tok-train --import and exported to tokenizer.json for HF. The
-text is the benchmark corpus (scripts/bench/make-corpus) made valid UTF-8 (tiktoken
-takes Python strings), cut into documents of about 4 kB at line ends. Every peer
-encodes every document; the outputs are compared id for id, and the MB/s of each
-is reported single-threaded and on all cores, with lmt's ratio to each peer.
-Timing: the peers' encode calls (tokenizer loading excluded); lmt's wall time of the
-whole tok-encode process minus the time it takes to load the tokenizer (measured
-separately), so reading, encoding and writing the stream are all counted for lmt.
-Every figure is the best of --repeat runs (default 3), each contender alike.
+imported into lmt with tok-train --import and exported to tokenizer.json for HF.
+The documents, up to --mb MB of each corpus (scripts/bench/corpus.py): synthetic,
+make-corpus's lines cut into documents of about 4 kB at line ends; real, one file
+each. The peers get them as Python strings, lmt as one file with a separator
+between them (--doc-sep; a document holding it is left out for everyone). Every
+contender encodes every document; the outputs are compared id for id, and the MB/s
+of each is reported single-threaded and on all cores, with lmt's ratio to each peer.
+Timing: the peers' encode calls (tokenizer loading excluded; HF single-threaded on
+the first quarter of the bytes, scaled); lmt's wall time of the whole tok-encode
+process minus the time it takes to load the tokenizer (measured separately), so
+reading, encoding and writing the stream are all counted for lmt. Every figure is
+best/median of --repeat runs (default 3), the contenders taking turns.
 """
 import argparse
+import json
 import os
+import shutil
 import struct
 import sys
 import tempfile
 import time
 
-from common import BIN, SHARED, TOP, machine, run, table, save
+import corpus as corpora
+from common import (BIN, SHARED, Load, add_corpus_args, bm, best_median, corpus_file, header, kinds, machine,
+                    rate, ratio, run, save, table)
 
 SEP = '\n\x1e\n'   # a document separator that never occurs in the corpus
 
@@ -40,47 +48,54 @@ def read_stream_ids(path):
     return docs
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--corpus', default='/tmp/lmt-bench/corpus.txt')
-    ap.add_argument('--mb', type=float, default=20)
-    ap.add_argument('--encodings', default='gpt2,cl100k,o200k')
-    ap.add_argument('--json', help='write the results here')
-    ap.add_argument('--repeat', type=int, default=3)
-    a = ap.parse_args()
+def documents(kind, path, mb):
+    """The documents every contender encodes: synthetic, make-corpus's lines cut into
+    documents of about 4 kB at line ends; real, the corpus's files, up to mb MB. A
+    document holding the separator lmt splits its input at is left out."""
+    limit = int(mb * 1e6)
+    if kind == 'synthetic':
+        raw = open(path, 'rb').read()[:limit]
+        text = raw.decode('utf-8', errors='replace')
+        docs, cur, n = [], [], 0
+        for l in text.split('\n'):
+            cur.append(l)
+            n += len(l) + 1
+            if n >= 4000:
+                docs.append('\n'.join(cur))
+                cur, n = [], 0
+        if cur:
+            docs.append('\n'.join(cur))
+    else:
+        docs = corpora.read_jsonl(path, limit=limit)
+    return [d for d in docs if SEP not in d]
+
+
+def bench(a, kind, tmp, peers):
     import tiktoken
     import tokenizers
     from tiktoken.load import load_tiktoken_bpe
-
-    if not os.path.exists(a.corpus):
-        os.makedirs(os.path.dirname(a.corpus), exist_ok=True)
-        run([os.path.join(TOP, 'scripts/bench/make-corpus'), a.corpus, '64'])
-    raw = open(a.corpus, 'rb').read()[:int(a.mb * 1e6)]
-    text = raw.decode('utf-8', errors='replace')
-    lines = text.split('\n')
-    docs, cur, n = [], [], 0
-    for l in lines:
-        cur.append(l)
-        n += len(l) + 1
-        if n >= 4000:
-            docs.append('\n'.join(cur))
-            cur, n = [], 0
-    if cur:
-        docs.append('\n'.join(cur))
-    tmp = tempfile.mkdtemp(prefix='lmt-bench-')
+    path = corpus_file(kind, a)
+    docs = documents(kind, path, a.mb)
     src = os.path.join(tmp, 'docs.txt')
     with open(src, 'w', encoding='utf-8', newline='') as f:
         f.write(SEP.join(docs))
-    nbytes = sum(len(d.encode()) for d in docs)
+    st = corpora.stats(docs)
+    nbytes = st['bytes']
+    header(kind, path, st)
     ncores = os.cpu_count()
-    print(f'# {machine()}')
-    print(f'# {len(docs)} documents, {nbytes / 1e6:.1f} MB; tiktoken {tiktoken.__version__}, '
-          f'tokenizers {tokenizers.__version__}')
-    rows, results = [], []
+    R = a.repeat
+    load = Load()
+    rows = []
     names = {'gpt2': 'gpt2', 'cl100k': 'cl100k_base', 'o200k': 'o200k_base'}
+    # a quarter of the bytes for HF single-threaded, which is slow
+    quarter, qb = [], 0
+    for d in docs:
+        if qb >= nbytes / 4:
+            break
+        quarter.append(d)
+        qb += len(d.encode())
     for short in a.encodings.split(','):
         name = names[short]
-        import json
         meta = json.load(open(f'{SHARED}/{name}.json'))
         specials = meta['special_tokens']
         tok = os.path.join(tmp, f'{short}.lmtok')
@@ -94,63 +109,95 @@ def main():
                                 mergeable_ranks=load_tiktoken_bpe(f'{SHARED}/{name}.tiktoken'),
                                 special_tokens=specials)
         htok = tokenizers.Tokenizer.from_file(hf)
-        R = a.repeat
 
-        def best(f):
-            ts = []
-            for _ in range(R):
-                t0 = time.perf_counter()
-                f()
-                ts.append(time.perf_counter() - t0)
-            return min(ts)
+        def timed(f):
+            t0 = time.perf_counter()
+            f()
+            return time.perf_counter() - t0
         ref = [enc.encode_ordinary(d) for d in docs]
-        tk1 = best(lambda: [enc.encode_ordinary(d) for d in docs])
-        tkn = best(lambda: enc.encode_ordinary_batch(docs, num_threads=ncores))
         hout = htok.encode_batch(docs, add_special_tokens=False)
-        hf_same = all(h.ids == r for h, r in zip(hout, ref))
-        hfn = best(lambda: htok.encode_batch(docs, add_special_tokens=False))
-        quarter = docs[:len(docs) // 4]
-        hf1 = best(lambda: [htok.encode(d, add_special_tokens=False) for d in quarter]) * len(docs) / len(quarter)
+        hf_diff = sum(h.ids != r for h, r in zip(hout, ref))
+        del hout
         # lmt: load time alone (an empty input), then the whole run
         empty = os.path.join(tmp, 'empty.txt')
         open(empty, 'w').close()
-        load = min(run([f'{BIN}/tok-encode', '-q', '-t', tok, '-o', os.path.join(tmp, 'e.lmtoks'), empty])[0]
-                   for _ in range(3))
+        load_s = min(run([f'{BIN}/tok-encode', '-q', '-t', tok, '-o', os.path.join(tmp, 'e.lmtoks'), empty])[0]
+                     for _ in range(3))
         out = os.path.join(tmp, 'out.lmtoks')
         cmd1 = [f'{BIN}/tok-encode', '-q', '-j1', '-t', tok, '--doc-sep', SEP, '-o', out, src]
         cmdn = [f'{BIN}/tok-encode', '-q', f'-j{ncores}', '-t', tok, '--doc-sep', SEP, '-o', out, src]
-        l1 = min(run(cmd1)[0] for _ in range(R))
-        same = read_stream_ids(out) == ref
-        runs = [run(cmdn) for _ in range(R)]
-        ln, rssn = min(r[0] for r in runs), max(r[1] for r in runs)
-        same_n = read_stream_ids(out) == ref
-        l1 -= load
-        ln -= load
+        t = {k: [] for k in ('tk1', 'tkn', 'hf1', 'hfn', 'l1', 'ln')}
+        diff1 = diffn = None
+        # the contenders take turns, so that a burst of load hits them alike
+        for _ in range(R):
+            t['tk1'].append(timed(lambda: [enc.encode_ordinary(d) for d in docs]))
+            t['tkn'].append(timed(lambda: enc.encode_ordinary_batch(docs, num_threads=ncores)))
+            t['hf1'].append(timed(lambda: [htok.encode(d, add_special_tokens=False) for d in quarter])
+                            * nbytes / qb)
+            t['hfn'].append(timed(lambda: htok.encode_batch(docs, add_special_tokens=False)))
+            t['l1'].append(run(cmd1)[0] - load_s)
+            if diff1 is None:
+                diff1 = stream_diff(out, ref)
+            t['ln'].append(run(cmdn)[0] - load_s)
+            if diffn is None:
+                diffn = stream_diff(out, ref)
         if short == 'gpt2':
             # GPT-2's original files (encoder.json, vocab.bpe) must encode the same
             orig = os.path.join(tmp, 'gpt2orig.lmtok')
             run([f'{BIN}/tok-train', '-q', '--import', f'gpt2:{SHARED}/encoder.json,{SHARED}/vocab.bpe',
                  '-o', orig])
             run([f'{BIN}/tok-encode', '-q', '-t', orig, '--doc-sep', SEP, '-o', out, src])
-            print(f'# GPT-2 encoder.json + vocab.bpe import: {"identical" if read_stream_ids(out) == ref else "DIFFERENT"} '
-                  f'to tiktoken gpt2')
+            print(f'# GPT-2 encoder.json + vocab.bpe import: '
+                  f'{"identical" if stream_diff(out, ref) == 0 else "DIFFERENT"} to tiktoken gpt2')
         mb = nbytes / 1e6
-        r = dict(encoding=short, identical=same and same_n, hf_identical=hf_same,
-                 lmt_1=round(mb / l1, 1), tiktoken_1=round(mb / tk1, 1), hf_1=round(mb / hf1, 1),
-                 lmt_n=round(mb / ln, 1), tiktoken_n=round(mb / tkn, 1), hf_n=round(mb / hfn, 1),
-                 load_s=round(load, 3), lmt_rss_mb=round(rssn / 1e6))
-        r['x_tiktoken_1'] = round(r['lmt_1'] / r['tiktoken_1'], 2)
-        r['x_hf_1'] = round(r['lmt_1'] / r['hf_1'], 2)
-        r['x_tiktoken_n'] = round(r['lmt_n'] / r['tiktoken_n'], 2)
-        r['x_hf_n'] = round(r['lmt_n'] / r['hf_n'], 2)
+        v = {k: rate(mb, best_median(x)) for k, x in t.items()}
+        r = dict(encoding=short, identical='yes' if diff1 == 0 and diffn == 0 else f'{max(diff1, diffn)} docs differ',
+                 hf_identical='yes' if hf_diff == 0 else f'{hf_diff} docs differ',
+                 lmt_1=bm(v['l1'], 1), tiktoken_1=bm(v['tk1'], 1), hf_1=bm(v['hf1'], 1),
+                 x_tiktoken_1=bm(ratio(v['l1'], v['tk1'])), x_hf_1=bm(ratio(v['l1'], v['hf1'])),
+                 lmt_n=bm(v['ln'], 1), tiktoken_n=bm(v['tkn'], 1), hf_n=bm(v['hfn'], 1),
+                 x_tiktoken_n=bm(ratio(v['ln'], v['tkn'])), x_hf_n=bm(ratio(v['ln'], v['hfn'])),
+                 load_s=round(load_s, 3), ok=diff1 == 0 and diffn == 0,
+                 seconds_all={k: [round(y, 4) for y in x] for k, x in t.items()})
         rows.append(r)
-        results.append(r)
-    print(f'# MB/s single-threaded (_1) and on {ncores} threads (_n); x_ = lmt / peer')
+    load.stop()
+    print(f'# MB/s single-threaded (_1) and on {ncores} threads (_n), best/median of {R}; '
+          f'x_ = lmt / peer, best/best and median/median')
     table(rows, ['encoding', 'identical', 'hf_identical', 'lmt_1', 'tiktoken_1', 'hf_1', 'x_tiktoken_1',
                  'x_hf_1', 'lmt_n', 'tiktoken_n', 'hf_n', 'x_tiktoken_n', 'x_hf_n', 'load_s'])
-    save(a.json, dict(machine=machine(), mb=nbytes / 1e6, docs=len(docs), results=results))
-    if not all(r['identical'] for r in rows):
-        sys.exit('lmt output differs from tiktoken')
+    print(load.line())
+    print()
+    return dict(corpus=kind, file=path, stats=st, load=load.result, results=rows)
+
+
+def stream_diff(path, ref):
+    """How many documents of the stream at path differ from ref's ids (or all, if the count does)."""
+    got = read_stream_ids(path)
+    if len(got) != len(ref):
+        return max(len(got), len(ref))
+    return sum(g != r for g, r in zip(got, ref))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    add_corpus_args(ap)
+    ap.add_argument('--mb', type=float, default=20)
+    ap.add_argument('--encodings', default='gpt2,cl100k,o200k')
+    ap.add_argument('--json', help='write the results here')
+    a = ap.parse_args()
+    import tiktoken
+    import tokenizers
+    print(f'# {machine()}')
+    print(f'# tiktoken {tiktoken.__version__}, tokenizers {tokenizers.__version__}; up to {a.mb} MB of each corpus')
+    tmp = tempfile.mkdtemp(prefix='lmt-bench-')
+    try:
+        results = [bench(a, k, tmp, None) for k in kinds(a)]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    save(a.json, dict(machine=machine(), repeat=a.repeat, corpora=results))
+    bad = [f'{c["corpus"]} {r["encoding"]}' for c in results for r in c['results'] if not r['ok']]
+    if bad:
+        sys.exit('lmt output differs from tiktoken: ' + ', '.join(bad))
 
 
 if __name__ == '__main__':

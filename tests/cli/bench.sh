@@ -1,8 +1,87 @@
 #!/bin/sh
 # tests/cli/bench.sh: the benchmark scripts that train (scripts/bench/precision.py,
 # scripts/bench/train_torch.py), on sizes that take seconds: what they write, not
-# how fast anything ran.
+# how fast anything ran; and the data-plane benchmarks' parts that need no peer
+# (make-corpus --real, the corpus statistics, the load meter, dedup's corpus build).
 . tests/cli/lib.sh
+# the scripts import each other (common.py, corpus.py): no __pycache__ in the tree
+export PYTHONDONTWRITEBYTECODE=1
+
+# the real corpus: one JSONL document per file, the same twice on the same machine
+scripts/bench/make-corpus --real "$T/real.jsonl" 0.3 2> "$T/mc.err" \
+	&& scripts/bench/make-corpus --real "$T/real2.jsonl" 0.3 2>> "$T/mc.err" \
+	&& ok "make-corpus --real runs" || notok "make-corpus --real" "$(tail -c 600 "$T/mc.err")"
+same "make-corpus --real: the same documents from the same files" "$T/real.jsonl" "$T/real2.jsonl"
+python3 - "$T/real.jsonl" > "$T/mc.chk" 2>&1 <<'PY' && ok "make-corpus --real: a document a file, each a readable file's text, 0.3 MB of text ending at the document that reaches it" || notok "make-corpus --real output" "$(cat "$T/mc.chk")"
+import gzip, json, sys
+sys.path.insert(0, 'scripts/bench')
+import corpus
+docs = [json.loads(l) for l in open(sys.argv[1], encoding='utf-8')]
+assert docs, 'no documents'
+src = [d['source'] for d in docs]
+assert len(set(src)) == len(src), 'a file twice'
+n = 0
+for d in docs:
+    assert d['text'].strip(), d['source']
+    assert corpus.read_doc(d['source']) == d['text'], d['source']
+    n += len(d['text'].encode())
+last = len(docs[-1]['text'].encode())
+assert n >= 300000 and n - last < 300000, (n, last)
+PY
+
+# the statistics every benchmark prints about its corpus
+printf '%s\n' '{"text": "abc\n"}' '{"text": "\u00e9"}' > "$T/st.jsonl"
+printf 'abc\n\n\303\251\n' > "$T/st.txt"
+python3 scripts/bench/corpus.py stats "$T/st.jsonl" "$T/st.txt" > "$T/st.out" 2> "$T/st.err"
+python3 - "$T/st.out" > "$T/st.chk" 2>&1 <<'PY' && ok "corpus.py stats: documents, bytes, mean size and non-ASCII share of JSONL and of a line-per-document text" || notok "corpus.py stats" "$(cat "$T/st.chk" "$T/st.out")"
+import json, sys
+j, t = [json.loads(l) for l in open(sys.argv[1])]
+assert (j['docs'], j['bytes'], j['mean_bytes'], j['non_ascii']) == (2, 6, 3.0, 2 / 6), j
+assert (t['docs'], t['bytes'], t['mean_bytes'], t['non_ascii']) == (2, 5, 2.5, 2 / 5), t
+PY
+grep -q '2 documents, 0.0 MB, mean 0.00 kB a document, 33.3% of bytes non-ASCII' "$T/st.err" \
+	&& ok "... and says them in words" || notok "corpus.py stats on stderr" "$(cat "$T/st.err")"
+
+# the load meter: a busy child's CPU is ours (however busy the machine is otherwise),
+# and ours and the others' together fit in the machine's cores
+(cd scripts/bench && python3 -c '
+import common
+L = common.Load()
+common.run(["sh", "-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"])
+r = L.stop()
+assert set(r) == {"load_start", "load_end", "wall_s", "own_cores", "other_cores", "steal_cores"}, r
+import os
+assert r["own_cores"] * r["wall_s"] > 0.05 and r["other_cores"] >= 0, r
+assert r["own_cores"] + r["other_cores"] <= os.cpu_count() + 0.2, r
+assert L.line().startswith("# load: 1-minute load average "), L.line()
+print(L.line())') > "$T/load.out" 2>&1 \
+	&& ok "common.Load: load average, our cores and other processes' cores" || notok "common.Load" "$(cat "$T/load.out")"
+
+# every data-plane benchmark takes --corpus and --repeat (its --help needs no peer)
+for b in tok-train tok-encode dedup shard-pack; do
+	scripts/bench/run $b --help > "$T/help.out" 2>&1 && grep -q -- '--corpus {synthetic,real,both}' "$T/help.out" \
+		&& grep -q -- '--repeat REPEAT' "$T/help.out" && grep -q -- '--real-file' "$T/help.out" \
+		|| notok "bench $b --help: --corpus synthetic|real|both, --real-file, --repeat" "$(cat "$T/help.out")"
+done
+ok "bench tok-train, tok-encode, dedup, shard-pack: --corpus synthetic|real|both, --real-file, --repeat"
+
+# dedup's corpus on the real documents: planted near-copies after their originals
+python3 scripts/bench/dedup.py --corpus real --real-file "$T/real.jsonl" --real-pairs 3 \
+	--build-only "$T/dd.jsonl" "$T/dd.labels" > "$T/dd.out" 2> "$T/dd.err" \
+	&& ok "bench dedup --build-only --corpus real runs" || notok "bench dedup --build-only" "$(tail -c 600 "$T/dd.err")"
+python3 - "$T" > "$T/dd.chk" 2>&1 <<'PY' && ok "... every real document once, 3 copies each after its original, their Jaccard similarity in [0, 1], the statistics of all" || notok "dedup's real corpus" "$(cat "$T/dd.chk")"
+import json, sys
+t = sys.argv[1]
+real = [json.loads(l)['text'] for l in open(f'{t}/real.jsonl', encoding='utf-8')]
+docs = [json.loads(l)['text'] for l in open(f'{t}/dd.jsonl', encoding='utf-8')]
+labels = [json.loads(l) for l in open(f'{t}/dd.labels')]
+st = json.loads(open(f'{t}/dd.out').read())
+assert len(labels) == 3 and len(docs) == len(real) + 3 == st['docs'], (len(labels), len(docs), len(real), st)
+copies = {p['copy'] for p in labels}
+assert [d for i, d in enumerate(docs) if i not in copies] == real
+for p in labels:
+    assert p['orig'] < p['copy'] and docs[p['orig']] in real and 0 <= p['jaccard'] <= 1, p
+PY
 
 P=$T/prec
 scripts/bench/run precision -o "$P" --updates 6 --eval-every 3 --eval-seqs 4 --docs 300 --vocab 300 \
