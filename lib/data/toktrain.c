@@ -174,6 +174,8 @@ int lmt_toktrain_merge(struct lmt_toktrain *t, struct lmt_err *err)
 	bo.every = t->p.progress_every;
 	bo.progress = t->p.merge_progress;
 	bo.ctx = t->p.ctx;
+	bo.threads = t->p.threads;
+	bo.ties = t->p.ties;
 	double t0 = lmt_now();
 	int rc = lmt_bpe_train(t->wc, &bo, &t->res, err);
 	if (rc)
