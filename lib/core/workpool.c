@@ -8,7 +8,8 @@
  * late can only claim an item of the run now published, and fn and ctx of that run
  * stay put until all its items are done (the caller waits for that before
  * publishing another). A thread adds at most once past the item count per run, so
- * the next field never reaches the item count's bits.
+ * with at most 2^21 items and 1024 threads the next field never reaches the item
+ * count's bits.
  *
  * Helpers spin a little between runs (the trainer's runs come microseconds apart),
  * then sleep on a condition variable; the caller signals only when one sleeps.
@@ -89,6 +90,8 @@ struct lmt_workpool *lmt_workpool_new(int nt)
 {
 	if (nt < 2)
 		return NULL;
+	if (nt > 1024)
+		nt = 1024;
 	struct lmt_workpool *p = calloc(1, sizeof *p);
 	if (!p)
 		return NULL;

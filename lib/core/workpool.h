@@ -20,7 +20,8 @@
  *	lmt_workpool_free(p);
  *
  * lmt_workpool_run with p NULL runs every item in the caller (worker 0). Items per
- * run: fewer than 2^22. Only one thread may call lmt_workpool_run at a time.
+ * run: at most LMT_WORKPOOL_MAX_ITEMS; threads: at most 1024. Only one thread may
+ * call lmt_workpool_run at a time.
  */
 #ifndef LMT_WORKPOOL_H
 #define LMT_WORKPOOL_H
@@ -29,10 +30,10 @@
 
 struct lmt_workpool;
 
-#define LMT_WORKPOOL_MAX_ITEMS ((1u << 22) - 64)
+#define LMT_WORKPOOL_MAX_ITEMS (1u << 21)
 
-/* nt threads in all (the caller and nt - 1 helpers); NULL when nt < 2 or no helper
- * could be started (the runs then go on in the caller alone). */
+/* nt threads in all (the caller and nt - 1 helpers, nt capped at 1024); NULL when
+ * nt < 2 or no helper could be started (the runs then go on in the caller alone). */
 struct lmt_workpool *lmt_workpool_new(int nt);
 void lmt_workpool_free(struct lmt_workpool *p);
 /* Workers: 1 + the helpers started (1 for NULL). */
