@@ -50,6 +50,7 @@ enum {
 	OPT_EVAL,
 	OPT_PROGRESS_EVERY,
 	OPT_CHARS,
+	OPT_TIES,
 };
 
 static const struct option longopts[] = {
@@ -77,6 +78,7 @@ static const struct option longopts[] = {
 	{ "eval", required_argument, NULL, OPT_EVAL },
 	{ "progress-every", required_argument, NULL, OPT_PROGRESS_EVERY },
 	{ "chars", no_argument, NULL, OPT_CHARS },
+	{ "ties", required_argument, NULL, OPT_TIES },
 	{ "quiet", no_argument, NULL, 'q' },
 	CORPUS_LONGOPTS,
 	{ "strict", no_argument, NULL, OPT_STRICT },
@@ -107,7 +109,9 @@ static void usage(void)
 	       "      --max-bytes SIZE    read documents up to SIZE bytes, in input order\n"
 	       "      --sample P          keep each document with probability P (by --seed)\n"
 	       "      --seed N            seed for --sample (0)\n"
-	       "  -j, --threads N         counting threads (all cores)\n"
+	       "      --ties RULE         equal pair counts: id (by token id, bytes by value;\n"
+	       "                          the default) or hf (as HuggingFace's BpeTrainer)\n"
+	       "  -j, --threads N         counting and merging threads (all cores)\n"
 	       "      --progress-every N  a JSONL progress record every N merges (1000)\n"
 	       "\n"
 	       "Import, export, report:\n"
@@ -143,7 +147,7 @@ struct opts {
 	double sample;
 	int threads;
 	const char *import, *tokenizer, *export_hf;
-	int fertility, chars;
+	int fertility, chars, ties;
 	const char *evals[64];
 	int nevals;
 	uint32_t progress_every;
@@ -210,6 +214,7 @@ static void train(const struct opts *o, const char *const *inputs, int ninputs,
 	p.sample = o->sample;
 	p.seed = o->seed;
 	p.threads = tool_threads(o->threads);
+	p.ties = o->ties;
 	p.corpus = &o->corpus;
 	p.merge_progress = on_progress;
 	p.progress_every = o->progress_every;
@@ -396,6 +401,15 @@ static void parse_options(int argc, char **argv, struct opts *o)
 		case OPT_EXPORT_HF: o->export_hf = optarg; break;
 		case OPT_FERTILITY: o->fertility = 1; break;
 		case OPT_CHARS: o->chars = 1; train_only(o, "--chars"); break;
+		case OPT_TIES:
+			if (!strcmp(optarg, "id"))
+				o->ties = LMT_BPE_TIES_ID;
+			else if (!strcmp(optarg, "hf"))
+				o->ties = LMT_BPE_TIES_HF;
+			else
+				usage_error("--ties '%s': expected id or hf", optarg);
+			train_only(o, "--ties");
+			break;
 		case OPT_EVAL:
 			if (o->nevals == (int)LMT_ARRAY_SIZE(o->evals))
 				usage_error("too many --eval options");

@@ -50,7 +50,7 @@ int lmt_batchenc_run(struct lmt_batchenc *e, const struct lmt_docbatch *b, struc
 	if (LMT_GROW(e->recs, e->rcap, (size_t)nd) || LMT_GROW(e->ntok, e->ncap, (size_t)nd))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	recs = e->recs;
-#pragma omp parallel for num_threads(o->threads) schedule(dynamic, 16) reduction(| : failed)
+#pragma omp parallel for num_threads(o->threads) schedule(dynamic, 1) reduction(| : failed)
 	for (int i = 0; i < nd; i++) {
 		int tid = omp_get_thread_num();
 		struct lmt_u32vec *v = &e->vec[tid].v;

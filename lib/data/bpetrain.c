@@ -8,6 +8,7 @@
 
 #include "data/tokenizer.h"
 #include "core/util.h"
+#include "core/workpool.h"
 
 /* ---- word counts ---- */
 
@@ -146,20 +147,74 @@ int lmt_wordcount_merge(struct lmt_wordcount *dst, const struct lmt_wordcount *s
 	return 0;
 }
 
-/* ---- trainer ---- */
+/* ---- trainer ----
+ *
+ * Threads. The pairs are split into parts by a hash of the pair, one part per
+ * thread; each part has its own table, where lists and heap, and only one thread
+ * changes a part at a time, so no locks are needed. A merge runs in two steps:
+ *   A. the words of the merged pair's where list, shared out among the threads, are
+ *      rewritten, and each thread notes the pair count changes its words make,
+ *      bucketed by part: only the pairs next to a merge site change, so a word of
+ *      n symbols with one site notes about five changes, not 2n;
+ *   B. each part's owner applies the changes of every bucket meant for it and
+ *      pushes the pairs whose counts rose onto its heap.
+ * The best pair is the best of the parts' heap tops. Counts are sums, where lists
+ * are sets (order only decides which word is visited first) and the heap order is
+ * total, so nothing depends on which thread rewrote which word or on the number of
+ * parts: the merges are the same for any thread count. Merges with short where
+ * lists (most of them) run both steps in the calling thread, where waking the
+ * other threads would cost more than it saves. The steps run on a work pool
+ * (core/workpool.h), not OpenMP regions, because a region waits for every thread
+ * of its team, and on a busy machine one of them is often not running.
+ */
 
 struct pair {
 	uint64_t key;          /* (a << 32 | b) + 1 */
 	int64_t count;
-	uint32_t *where;       /* word ids; may hold stale entries */
+	uint32_t *where;       /* word ids; may hold stale entries and duplicates */
 	uint32_t nwhere, capwhere;
 	uint32_t stamp;        /* last merge step that touched it */
 };
 
+/* heap entries carry the tie ranks of a and b (rank_of), so comparing is cheap */
 struct heap_ent {
 	int64_t count;
-	uint32_t a, b;
+	uint32_t ra, rb;
 };
+
+/* a pair count change noted in step A */
+struct delta {
+	uint64_t key, mix;
+	int64_t d;
+	uint32_t w;            /* the word it comes from */
+	uint32_t add;          /* the pair holds the new token: add w to its where list */
+};
+
+struct dbuf {
+	struct delta *v;
+	size_t n, cap;
+};
+
+struct part {
+	struct pair *pairs;
+	size_t npairs, paircap;
+	uint32_t *pidx;        /* hash slot -> pair index + 1, 0 = empty */
+	size_t pmask;
+	struct heap_ent *heap;
+	size_t nheap, heapcap;
+	uint32_t *touched;     /* pairs whose count rose in this step */
+	size_t ntouched, tcap;
+	uint64_t where_bytes;
+	int rc;
+} __attribute__((aligned(64)));
+
+/* step A's working copy of a word, per thread */
+struct scratch {
+	uint32_t *old;
+	uint8_t *m;
+	size_t cap;
+	int rc;
+} __attribute__((aligned(64)));
 
 struct trainer {
 	/* words */
@@ -177,15 +232,13 @@ struct trainer {
 	uint64_t *th;          /* token string hash table: hash|1 -> id */
 	uint32_t *tid;
 	size_t tmask;
-	/* pairs */
-	struct pair *pairs;
-	size_t npairs, paircap;
-	uint32_t *pidx;        /* hash slot -> pair index + 1, 0 = empty */
-	size_t pmask;
-	/* heap */
-	struct heap_ent *heap;
-	size_t nheap, heapcap;
-	uint64_t where_bytes;
+	/* pairs, in nt parts; db[t * nt + p]: the changes thread t noted for part p */
+	int nt;
+	struct part *P;
+	struct dbuf *db;
+	struct scratch *S;
+	/* tie ranks of the byte tokens and their inverse (merged tokens rank as their id) */
+	uint32_t rank[256], unrank[256];
 };
 
 static const struct lmt_wordcount *sort_wc;
@@ -200,13 +253,83 @@ static int cmp_word(const void *x, const void *y)
 	return la < lb ? -1 : la > lb;
 }
 
+struct sort_job {
+	size_t *order, *bound;
+};
+
+static void sort_run(void *ctx, uint32_t t, int worker)
+{
+	struct sort_job *J = ctx;
+	qsort(J->order + J->bound[t], J->bound[t + 1] - J->bound[t], sizeof *J->order, cmp_word);
+}
+
+/* Sort in nt runs at once, then merge the runs (the order is total: words are distinct). */
+static int sort_words(struct lmt_workpool *pool, size_t *order, size_t k, int nt)
+{
+	if (nt < 2 || k < 8192) {
+		qsort(order, k, sizeof *order, cmp_word);
+		return 0;
+	}
+	size_t *tmp = malloc(k * sizeof *tmp), *bound = malloc(((size_t)nt + 1) * sizeof *bound);
+	if (!tmp || !bound) {
+		free(tmp);
+		free(bound);
+		return LMT_ENOMEM;
+	}
+	for (int t = 0; t <= nt; t++)
+		bound[t] = k * (size_t)t / (size_t)nt;
+	struct sort_job J = { order, bound };
+	lmt_workpool_run(pool, sort_run, &J, (uint32_t)nt);
+	size_t *src = order, *dst = tmp;
+	for (int width = 1; width < nt; width *= 2) {
+		for (int t = 0; t < nt; t += 2 * width) {
+			size_t lo = bound[t], mid = bound[LMT_MIN(t + width, nt)], hi = bound[LMT_MIN(t + 2 * width, nt)];
+			size_t i = lo, j = mid, o = lo;
+			while (i < mid && j < hi)
+				dst[o++] = cmp_word(&src[i], &src[j]) <= 0 ? src[i++] : src[j++];
+			while (i < mid)
+				dst[o++] = src[i++];
+			while (j < hi)
+				dst[o++] = src[j++];
+		}
+		size_t *x = src;
+		src = dst;
+		dst = x;
+	}
+	if (src != order)
+		memcpy(order, src, k * sizeof *order);
+	free(tmp);
+	free(bound);
+	return 0;
+}
+
+static inline uint64_t pkey(uint32_t a, uint32_t b)
+{
+	return ((uint64_t)a << 32 | b) + 1;
+}
+
+static inline int part_of(const struct trainer *T, uint64_t mix)
+{
+	return (int)((mix >> 40) % (uint64_t)T->nt);
+}
+
+static inline uint32_t rank_of(const struct trainer *T, uint32_t id)
+{
+	return id < 256 ? T->rank[id] : id;
+}
+
+static inline uint32_t id_of(const struct trainer *T, uint32_t rank)
+{
+	return rank < 256 ? T->unrank[rank] : rank;
+}
+
 static inline int heap_gt(const struct heap_ent *x, const struct heap_ent *y)
 {
 	if (x->count != y->count)
 		return x->count > y->count;
-	if (x->a != y->a)
-		return x->a < y->a;
-	return x->b < y->b;
+	if (x->ra != y->ra)
+		return x->ra < y->ra;
+	return x->rb < y->rb;
 }
 
 static void hsift_down(struct heap_ent *h, size_t n, size_t i)
@@ -229,87 +352,84 @@ static void hsift_down(struct heap_ent *h, size_t n, size_t i)
 	h[i] = x;
 }
 
-static int hpush(struct trainer *T, int64_t count, uint32_t a, uint32_t b)
+static int hpush(const struct trainer *T, struct part *P, int64_t count, uint32_t a, uint32_t b)
 {
-	if (LMT_GROW(T->heap, T->heapcap, T->nheap + 1))
+	if (LMT_GROW(P->heap, P->heapcap, P->nheap + 1))
 		return LMT_ENOMEM;
-	struct heap_ent x = { count, a, b };
-	size_t i = T->nheap++;
+	struct heap_ent x = { count, rank_of(T, a), rank_of(T, b) };
+	size_t i = P->nheap++;
 	while (i > 0) {
 		size_t p = (i - 1) / 2;
-		if (!heap_gt(&x, &T->heap[p]))
+		if (!heap_gt(&x, &P->heap[p]))
 			break;
-		T->heap[i] = T->heap[p];
+		P->heap[i] = P->heap[p];
 		i = p;
 	}
-	T->heap[i] = x;
+	P->heap[i] = x;
 	return 0;
 }
 
-static struct heap_ent hpop(struct trainer *T)
+static void hpop(struct part *P)
 {
-	struct heap_ent top = T->heap[0];
-	T->heap[0] = T->heap[--T->nheap];
-	if (T->nheap)
-		hsift_down(T->heap, T->nheap, 0);
-	return top;
+	P->heap[0] = P->heap[--P->nheap];
+	if (P->nheap)
+		hsift_down(P->heap, P->nheap, 0);
 }
 
-static inline size_t pslot(const struct trainer *T, uint64_t key)
+static inline size_t pslot(const struct part *P, uint64_t key, uint64_t mix)
 {
-	size_t i = lmt_mix64(key) & T->pmask;
+	size_t i = mix & P->pmask;
 	for (;;) {
-		uint32_t v = T->pidx[i];
-		if (!v || T->pairs[v - 1].key == key)
+		uint32_t v = P->pidx[i];
+		if (!v || P->pairs[v - 1].key == key)
 			return i;
-		i = (i + 1) & T->pmask;
+		i = (i + 1) & P->pmask;
 	}
 }
 
-static int prehash(struct trainer *T)
+static int prehash(struct part *P)
 {
-	size_t nm = T->pmask * 2 + 1;
+	size_t nm = P->pmask * 2 + 1;
 	uint32_t *p = calloc(nm + 1, sizeof *p);
 	if (!p)
 		return LMT_ENOMEM;
-	free(T->pidx);
-	T->pidx = p;
-	T->pmask = nm;
-	for (size_t k = 0; k < T->npairs; k++) {
-		size_t i = pslot(T, T->pairs[k].key);
-		T->pidx[i] = (uint32_t)(k + 1);
+	free(P->pidx);
+	P->pidx = p;
+	P->pmask = nm;
+	for (size_t k = 0; k < P->npairs; k++) {
+		uint64_t key = P->pairs[k].key;
+		P->pidx[pslot(P, key, lmt_mix64(key))] = (uint32_t)(k + 1);
 	}
 	return 0;
 }
 
-/* Pair index of (a, b), created with count 0 if absent; -1 on allocation failure. */
-static long pget(struct trainer *T, uint32_t a, uint32_t b)
+/* Pair index in P, created with count 0 if absent; -1 on allocation failure. */
+static long pget(struct part *P, uint64_t key, uint64_t mix)
 {
-	uint64_t key = ((uint64_t)a << 32 | b) + 1;
-	size_t i = pslot(T, key);
-	if (T->pidx[i])
-		return (long)T->pidx[i] - 1;
-	if (T->npairs >= UINT32_MAX - 1 || LMT_GROW(T->pairs, T->paircap, T->npairs + 1))
+	size_t i = pslot(P, key, mix);
+	if (P->pidx[i])
+		return (long)P->pidx[i] - 1;
+	if (P->npairs >= UINT32_MAX - 1 || LMT_GROW(P->pairs, P->paircap, P->npairs + 1))
 		return -1;
-	struct pair *p = &T->pairs[T->npairs];
+	struct pair *p = &P->pairs[P->npairs];
 	memset(p, 0, sizeof *p);
 	p->key = key;
 	p->stamp = UINT32_MAX;
-	T->pidx[i] = (uint32_t)++T->npairs;
-	if (T->npairs * 2 > T->pmask) {
-		if (prehash(T))
-			return -1;
-	}
-	return (long)T->npairs - 1;
+	P->pidx[i] = (uint32_t)++P->npairs;
+	if (P->npairs * 2 > P->pmask && prehash(P))
+		return -1;
+	return (long)P->npairs - 1;
 }
 
-static inline long pfind(const struct trainer *T, uint32_t a, uint32_t b)
+/* The pair (a, b): its part in *P, its index there (-1 if absent). */
+static inline long pfind(const struct trainer *T, uint32_t a, uint32_t b, struct part **P)
 {
-	uint32_t v = T->pidx[pslot(T, ((uint64_t)a << 32 | b) + 1)];
-	return (long)v - 1;
+	uint64_t key = pkey(a, b), mix = lmt_mix64(key);
+	*P = &T->P[part_of(T, mix)];
+	return (long)(*P)->pidx[pslot(*P, key, mix)] - 1;
 }
 
-static int where_add(struct trainer *T, struct pair *p, uint32_t w)
+static int where_add(struct part *P, struct pair *p, uint32_t w)
 {
 	if (p->nwhere && p->where[p->nwhere - 1] == w)
 		return 0;
@@ -318,7 +438,7 @@ static int where_add(struct trainer *T, struct pair *p, uint32_t w)
 		uint32_t *n = realloc(p->where, (size_t)nc * 4);
 		if (!n)
 			return LMT_ENOMEM;
-		T->where_bytes += (uint64_t)(nc - p->capwhere) * 4;
+		P->where_bytes += (uint64_t)(nc - p->capwhere) * 4;
 		p->where = n;
 		p->capwhere = nc;
 	}
@@ -372,11 +492,24 @@ static void trainer_free(struct trainer *T)
 	free(T->toff);
 	free(T->th);
 	free(T->tid);
-	for (size_t i = 0; i < T->npairs; i++)
-		free(T->pairs[i].where);
-	free(T->pairs);
-	free(T->pidx);
-	free(T->heap);
+	for (int p = 0; T->P && p < T->nt; p++) {
+		struct part *P = &T->P[p];
+		for (size_t i = 0; i < P->npairs; i++)
+			free(P->pairs[i].where);
+		free(P->pairs);
+		free(P->pidx);
+		free(P->heap);
+		free(P->touched);
+	}
+	free(T->P);
+	for (size_t i = 0; T->db && i < (size_t)T->nt * (size_t)T->nt; i++)
+		free(T->db[i].v);
+	free(T->db);
+	for (int t = 0; T->S && t < T->nt; t++) {
+		free(T->S[t].old);
+		free(T->S[t].m);
+	}
+	free(T->S);
 }
 
 void lmt_bpe_result_release(struct lmt_bpe_result *r)
@@ -385,6 +518,243 @@ void lmt_bpe_result_release(struct lmt_bpe_result *r)
 	free(r->bytes);
 	free(r->off);
 	memset(r, 0, sizeof *r);
+}
+
+/* The tie ranks. ID: a byte's rank is its value. HF: the order of the characters
+ * GPT-2's bytes_to_unicode maps the bytes to (printable bytes 33-126, 161-172,
+ * 174-255 map to themselves, the other 68 to 256, 257, ... in byte order), which is
+ * the order of the ids HuggingFace's BpeTrainer gives its alphabet. */
+static void set_ranks(struct trainer *T, int ties)
+{
+	uint32_t r = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t b = 0; b < 256; b++) {
+			int printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+			if (ties == LMT_BPE_TIES_HF ? printable == (pass == 0) : pass == 0)
+				T->rank[b] = r++;
+		}
+	for (uint32_t b = 0; b < 256; b++)
+		T->unrank[T->rank[b]] = b;
+}
+
+static inline void note(struct trainer *T, struct dbuf *db, struct scratch *S, uint32_t x, uint32_t y,
+			int64_t d, uint32_t w, uint32_t add)
+{
+	uint64_t key = pkey(x, y), mix = lmt_mix64(key);
+	struct dbuf *B = &db[part_of(T, mix)];
+	if (B->n == B->cap && LMT_GROW(B->v, B->cap, B->n + 1)) {
+		S->rc = LMT_ENOMEM;
+		return;
+	}
+	B->v[B->n++] = (struct delta){ key, mix, d, w, add };
+}
+
+/*
+ * Step A for the where-list entries [lo, hi) of the merged pair (a, b) -> c, in
+ * thread t: rewrite each word (once: a word listed twice is claimed by whichever
+ * visit exchanges its stamp first) and note the changes of the pairs next to merge
+ * sites. Changes to (a, b) itself are not noted: its count is 0 after the merge.
+ */
+static void rewrite_words(struct trainer *T, const uint32_t *where, size_t lo, size_t hi, int t,
+			  uint32_t a, uint32_t b, uint32_t c, uint32_t step)
+{
+	struct scratch *S = &T->S[t];
+	struct dbuf *db = T->db + (size_t)t * (size_t)T->nt;
+	for (size_t wi = lo; wi < hi && !S->rc; wi++) {
+		uint32_t w = where[wi];
+		if (__atomic_exchange_n(&T->wstamp[w], step, __ATOMIC_RELAXED) == step)
+			continue;
+		uint32_t *s = T->sym + T->woff[w], n = T->wlen[w], i;
+		for (i = 0; i + 1 < n; i++)
+			if (s[i] == a && s[i + 1] == b)
+				break;
+		if (i + 1 >= n)
+			continue; /* stale entry */
+		if (n > S->cap) {
+			uint32_t *o = realloc(S->old, (size_t)n * sizeof *o);
+			uint8_t *m = o ? realloc(S->m, n) : NULL;
+			if (o)
+				S->old = o;
+			if (!m) {
+				S->rc = LMT_ENOMEM;
+				break;
+			}
+			S->m = m;
+			S->cap = n;
+		}
+		uint32_t *o = S->old;
+		uint8_t *m = S->m;
+		memcpy(o, s, (size_t)n * sizeof *o);
+		int64_t cnt = (int64_t)T->wcnt[w];
+		/* the merge sites, left to right without overlap */
+		memset(m, 0, n);
+		for (uint32_t x = i; x + 1 < n;) {
+			if (o[x] == a && o[x + 1] == b) {
+				m[x] = m[x + 1] = 1;
+				x += 2;
+			} else {
+				x++;
+			}
+		}
+		for (uint32_t x = 0; x + 1 < n; x++)
+			if ((m[x] | m[x + 1]) && !(o[x] == a && o[x + 1] == b))
+				note(T, db, S, o[x], o[x + 1], -cnt, w, 0);
+		/* the new word; m[j] now marks a merged symbol of it */
+		uint32_t j = 0;
+		for (uint32_t x = 0; x < n;) {
+			if (x + 1 < n && m[x] && o[x] == a && o[x + 1] == b) {
+				m[j] = 1;
+				s[j++] = c;
+				x += 2;
+			} else {
+				m[j] = 0;
+				s[j++] = o[x++];
+			}
+		}
+		T->wlen[w] = j;
+		for (uint32_t x = 0; x + 1 < j; x++)
+			if (m[x] | m[x + 1])
+				note(T, db, S, s[x], s[x + 1], cnt, w, 1);
+	}
+}
+
+/* Step B for part p: apply every thread's changes for it, push the pairs that rose. */
+static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
+{
+	struct part *P = &T->P[p];
+	P->ntouched = 0;
+	for (int t = 0; t < T->nt; t++) {
+		struct dbuf *B = &T->db[(size_t)t * (size_t)T->nt + (size_t)p];
+		for (size_t k = 0; k < B->n && !P->rc; k++) {
+			const struct delta *D = &B->v[k];
+			long q = pget(P, D->key, D->mix);
+			if (q < 0) {
+				P->rc = LMT_ENOMEM;
+				break;
+			}
+			struct pair *Q = &P->pairs[q];
+			Q->count += D->d;
+			if (!D->add)
+				continue;
+			if (where_add(P, Q, D->w)) {
+				P->rc = LMT_ENOMEM;
+				break;
+			}
+			if (Q->stamp != step) {
+				Q->stamp = step;
+				if (LMT_GROW(P->touched, P->tcap, P->ntouched + 1)) {
+					P->rc = LMT_ENOMEM;
+					break;
+				}
+				P->touched[P->ntouched++] = (uint32_t)q;
+			}
+		}
+		B->n = 0;
+	}
+	for (size_t k = 0; k < P->ntouched && !P->rc; k++) {
+		struct pair *Q = &P->pairs[P->touched[k]];
+		uint32_t x = (uint32_t)((Q->key - 1) >> 32), y = (uint32_t)(Q->key - 1);
+		if (Q->count > 0 && tlen(T, x) + tlen(T, y) <= maxlen && hpush(T, P, Q->count, x, y))
+			P->rc = LMT_ENOMEM;
+	}
+}
+
+/* Initial pair counts of part p: every pair of every word that hashes to it. */
+static void count_part(struct trainer *T, int p, uint32_t maxlen)
+{
+	struct part *P = &T->P[p];
+	P->pmask = 1023;
+	if (!(P->pidx = calloc(P->pmask + 1, sizeof *P->pidx))) {
+		P->rc = LMT_ENOMEM;
+		return;
+	}
+	for (uint32_t w = 0; w < T->nwords && !P->rc; w++) {
+		const uint32_t *s = T->sym + T->woff[w];
+		for (uint32_t i = 0; i + 1 < T->wlen[w]; i++) {
+			uint64_t key = pkey(s[i], s[i + 1]), mix = lmt_mix64(key);
+			if (part_of(T, mix) != p)
+				continue;
+			long q = pget(P, key, mix);
+			if (q < 0 || where_add(P, &P->pairs[q], w)) {
+				P->rc = LMT_ENOMEM;
+				break;
+			}
+			P->pairs[q].count += (int64_t)T->wcnt[w];
+		}
+	}
+	for (size_t q = 0; q < P->npairs && !P->rc; q++) {
+		uint32_t a = (uint32_t)((P->pairs[q].key - 1) >> 32), b = (uint32_t)(P->pairs[q].key - 1);
+		if (tlen(T, a) + tlen(T, b) <= maxlen && hpush(T, P, P->pairs[q].count, a, b))
+			P->rc = LMT_ENOMEM;
+	}
+}
+
+/* Drop the stale entries at the top of P's heap (re-pushing them with their current
+ * count); 1 if a fresh top is left, 0 if the heap is empty, < 0 on error. */
+static int clean_top(struct trainer *T, struct part *P)
+{
+	while (P->nheap) {
+		struct heap_ent top = P->heap[0];
+		struct part *Q;
+		long pi = pfind(T, id_of(T, top.ra), id_of(T, top.rb), &Q);
+		int64_t cur = pi >= 0 ? Q->pairs[pi].count : 0;
+		if (cur == top.count)
+			return 1;
+		hpop(P);
+		if (cur > 0 && hpush(T, P, cur, id_of(T, top.ra), id_of(T, top.rb)))
+			return LMT_ENOMEM;
+	}
+	return 0;
+}
+
+/* one merge's two steps, and the set-up, as work pool items */
+struct step_job {
+	struct trainer *T;
+	const uint32_t *where;
+	size_t nwhere;
+	uint32_t a, b, c, step, maxlen;
+	const struct lmt_wordcount *wc;
+	const size_t *order;
+};
+
+#define STEP_CHUNK 64
+#define FILL_CHUNK 4096
+
+static void step_rewrite(void *ctx, uint32_t item, int worker)
+{
+	struct step_job *J = ctx;
+	size_t lo = (size_t)item * STEP_CHUNK;
+	rewrite_words(J->T, J->where, lo, LMT_MIN(lo + STEP_CHUNK, J->nwhere), worker, J->a, J->b, J->c, J->step);
+}
+
+static void step_apply(void *ctx, uint32_t p, int worker)
+{
+	struct step_job *J = ctx;
+	apply_part(J->T, (int)p, J->step, J->maxlen);
+}
+
+static void step_count(void *ctx, uint32_t p, int worker)
+{
+	struct step_job *J = ctx;
+	count_part(J->T, (int)p, J->maxlen);
+}
+
+/* the words' symbols, FILL_CHUNK words per item */
+static void step_fill(void *ctx, uint32_t item, int worker)
+{
+	struct step_job *J = ctx;
+	struct trainer *T = J->T;
+	size_t lo = (size_t)item * FILL_CHUNK, hi = LMT_MIN(lo + FILL_CHUNK, T->nwords);
+	for (size_t w = lo; w < hi; w++) {
+		uint64_t key = J->wc->key[J->order[w]];
+		const uint8_t *s = J->wc->arena + (key >> 24);
+		uint32_t n = key & WC_MAXLEN;
+		T->wlen[w] = n;
+		T->wcnt[w] = J->wc->count[J->order[w]];
+		T->wstamp[w] = UINT32_MAX;
+		for (uint32_t i = 0; i < n; i++)
+			T->sym[T->woff[w] + i] = s[i];
+	}
 }
 
 int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
@@ -398,44 +768,56 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	uint32_t target = o->n_tokens;
 	if (target < 256)
 		return lmt_err_set(err, LMT_EINVAL, "target of %u tokens is below the 256 byte tokens", target);
+	if (o->ties != LMT_BPE_TIES_ID && o->ties != LMT_BPE_TIES_HF)
+		return lmt_err_set(err, LMT_EINVAL, "unknown tie rule %d", o->ties);
+	const int nt = o->threads > 1 ? o->threads : 1;
+	const uint32_t par_min = o->par_min ? o->par_min : 256;
+	T.nt = nt;
+	set_ranks(&T, o->ties);
+	struct lmt_workpool *pool = lmt_workpool_new(nt);
+	struct step_job J = { .T = &T, .wc = wc };
 	res->distinct_words = wc->n;
 	res->total_words = wc->total;
 
 	/* words, sorted by bytes; single-byte words have no pairs and are skipped */
 	size_t *order = malloc((wc->n ? wc->n : 1) * sizeof *order), k = 0, nsym = 0;
-	if (!order)
+	if (!order) {
+		lmt_workpool_free(pool);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
 	for (size_t i = 0; i <= wc->mask; i++)
 		if (wc->h[i] && (wc->key[i] & WC_MAXLEN) >= 2) {
 			order[k++] = i;
 			nsym += wc->key[i] & WC_MAXLEN;
 		}
 	sort_wc = wc;
-	qsort(order, k, sizeof *order, cmp_word);
 	T.nwords = k;
 	T.sym = malloc((nsym ? nsym : 1) * 4);
 	T.woff = malloc((k ? k : 1) * 8);
 	T.wlen = malloc((k ? k : 1) * 4);
 	T.wcnt = malloc((k ? k : 1) * 8);
 	T.wstamp = malloc((k ? k : 1) * 4);
-	if (!T.sym || !T.woff || !T.wlen || !T.wcnt || !T.wstamp) {
+	T.P = aligned_alloc(64, (size_t)nt * sizeof *T.P);
+	T.S = aligned_alloc(64, (size_t)nt * sizeof *T.S);
+	T.db = calloc((size_t)nt * (size_t)nt, sizeof *T.db);
+	if (T.P)
+		memset(T.P, 0, (size_t)nt * sizeof *T.P);
+	if (T.S)
+		memset(T.S, 0, (size_t)nt * sizeof *T.S);
+	if (!T.sym || !T.woff || !T.wlen || !T.wcnt || !T.wstamp || !T.P || !T.S || !T.db ||
+	    sort_words(pool, order, k, nt)) {
 		free(order);
+		lmt_workpool_free(pool);
 		trainer_free(&T);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory for %zu words", k);
 	}
 	size_t pos = 0;
 	for (size_t w = 0; w < k; w++) {
-		uint64_t key = wc->key[order[w]];
-		const uint8_t *s = wc->arena + (key >> 24);
-		uint32_t n = key & WC_MAXLEN;
 		T.woff[w] = pos;
-		T.wlen[w] = n;
-		T.wcnt[w] = wc->count[order[w]];
-		T.wstamp[w] = UINT32_MAX;
-		for (uint32_t i = 0; i < n; i++)
-			T.sym[pos + i] = s[i];
-		pos += n;
+		pos += wc->key[order[w]] & WC_MAXLEN;
 	}
+	J.order = order;
+	lmt_workpool_run(pool, step_fill, &J, (uint32_t)((k + FILL_CHUNK - 1) / FILL_CHUNK));
 	free(order);
 
 	/* tokens: the 256 bytes */
@@ -445,6 +827,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	T.th = calloc(T.tmask + 1, sizeof *T.th);
 	T.tid = malloc((T.tmask + 1) * sizeof *T.tid);
 	if (!T.th || !T.tid || LMT_GROW(T.tb, T.tbcap, 256) || LMT_GROW(T.toff, T.toffcap, 257)) {
+		lmt_workpool_free(pool);
 		trainer_free(&T);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	}
@@ -461,59 +844,46 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	}
 	T.ntok = 256;
 
-	/* initial pair counts */
-	T.pmask = 1023;
-	T.pidx = calloc(T.pmask + 1, sizeof *T.pidx);
-	if (!T.pidx) {
-		trainer_free(&T);
-		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
-	}
-	for (uint32_t w = 0; w < T.nwords; w++) {
-		const uint32_t *s = T.sym + T.woff[w];
-		for (uint32_t i = 0; i + 1 < T.wlen[w]; i++) {
-			long p = pget(&T, s[i], s[i + 1]);
-			if (p < 0 || where_add(&T, &T.pairs[p], w)) {
-				trainer_free(&T);
-				return lmt_err_set(err, LMT_ENOMEM, "out of memory counting pairs");
-			}
-			T.pairs[p].count += (int64_t)T.wcnt[w];
-		}
-	}
+	/* initial pair counts, each part by its own thread */
 	uint32_t maxlen = o->max_token_len ? o->max_token_len : UINT32_MAX;
-	for (size_t p = 0; p < T.npairs; p++) {
-		uint32_t a = (uint32_t)((T.pairs[p].key - 1) >> 32), b = (uint32_t)(T.pairs[p].key - 1);
-		if (tlen(&T, a) + tlen(&T, b) <= maxlen && hpush(&T, T.pairs[p].count, a, b)) {
+	J.maxlen = maxlen;
+	lmt_workpool_run(pool, step_count, &J, (uint32_t)nt);
+	for (int p = 0; p < nt; p++)
+		if (T.P[p].rc) {
+			lmt_workpool_free(pool);
 			trainer_free(&T);
-			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory counting pairs");
 		}
-	}
 
 	size_t mcap = 0;
-	uint32_t *touched = NULL;
-	size_t ntouched = 0, tcap = 0;
 	uint64_t peak = 0;
 	uint32_t step = 0;
 	int64_t best = 0;
-	while (T.ntok < target && T.nheap) {
-		struct heap_ent top = hpop(&T);
-		long pi = pfind(&T, top.a, top.b);
-		int64_t cur = pi >= 0 ? T.pairs[pi].count : 0;
-		if (cur != top.count) {
-			if (cur > 0 && (rc = hpush(&T, cur, top.a, top.b)))
-				break;
-			continue;
+	while (T.ntok < target) {
+		struct part *B = NULL;
+		for (int p = 0; p < nt && !rc; p++) {
+			int r = clean_top(&T, &T.P[p]);
+			if (r < 0)
+				rc = r;
+			else if (r && (!B || heap_gt(&T.P[p].heap[0], &B->heap[0])))
+				B = &T.P[p];
 		}
-		if ((uint64_t)cur < min_count)
+		if (rc || !B)
 			break;
-		best = cur;
+		struct heap_ent top = B->heap[0];
+		hpop(B);
+		if ((uint64_t)top.count < min_count)
+			break;
+		best = top.count;
+		uint32_t a = id_of(&T, top.ra), b = id_of(&T, top.rb);
 		int is_new;
-		long c = token_for(&T, top.a, top.b, &is_new);
+		long c = token_for(&T, a, b, &is_new);
 		if (c < 0 || LMT_GROW(res->merge, mcap, (size_t)res->n_merges + 1)) {
 			rc = LMT_ENOMEM;
 			break;
 		}
-		res->merge[res->n_merges][0] = top.a;
-		res->merge[res->n_merges][1] = top.b;
+		res->merge[res->n_merges][0] = a;
+		res->merge[res->n_merges][1] = b;
 		res->merge[res->n_merges][2] = (uint32_t)c;
 		res->n_merges++;
 		if (is_new && T.ntok * 2 > T.tmask) {
@@ -522,84 +892,50 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 			break;
 		}
 
-		/* rewrite the words that contain (a, b); the where list may grow below
-		 * only for pairs with c, never for (a, b) itself, so walk it by index */
-		uint32_t a = top.a, b = top.b;
-		ntouched = 0;
-		for (uint32_t wi = 0; wi < T.pairs[pi].nwhere && !rc; wi++) {
-			uint32_t w = T.pairs[pi].where[wi];
-			if (T.wstamp[w] == step)
-				continue;
-			T.wstamp[w] = step;
-			uint32_t *s = T.sym + T.woff[w], n = T.wlen[w], i;
-			for (i = 0; i + 1 < n; i++)
-				if (s[i] == a && s[i + 1] == b)
-					break;
-			if (i + 1 >= n)
-				continue; /* stale entry */
-			int64_t cnt = (int64_t)T.wcnt[w];
-			for (i = 0; i + 1 < n; i++)
-				T.pairs[pfind(&T, s[i], s[i + 1])].count -= cnt;
-			uint32_t j = 0;
-			for (i = 0; i < n;) {
-				if (i + 1 < n && s[i] == a && s[i + 1] == b) {
-					s[j++] = (uint32_t)c;
-					i += 2;
-				} else {
-					s[j++] = s[i++];
-				}
-			}
-			T.wlen[w] = n = j;
-			for (i = 0; i + 1 < n; i++) {
-				long q = pget(&T, s[i], s[i + 1]);
-				if (q < 0) {
-					rc = LMT_ENOMEM;
-					break;
-				}
-				struct pair *P = &T.pairs[q];
-				P->count += cnt;
-				if (s[i] != (uint32_t)c && s[i + 1] != (uint32_t)c)
-					continue;
-				if (where_add(&T, P, w)) {
-					rc = LMT_ENOMEM;
-					break;
-				}
-				if (P->stamp != step) {
-					P->stamp = step;
-					if (LMT_GROW(touched, tcap, ntouched + 1)) {
-						rc = LMT_ENOMEM;
-						break;
-					}
-					touched[ntouched++] = (uint32_t)q;
-				}
-			}
+		/* rewrite the words that contain (a, b). Its where list does not change
+		 * meanwhile: every pair noted holds c, or is noted only to fall */
+		struct part *Pab;
+		long pi = pfind(&T, a, b, &Pab);
+		const uint32_t *where = Pab->pairs[pi].where;
+		size_t nwhere = Pab->pairs[pi].nwhere;
+		J.where = where;
+		J.nwhere = nwhere;
+		J.a = a;
+		J.b = b;
+		J.c = (uint32_t)c;
+		J.step = step;
+		if (nwhere >= par_min && (nwhere + STEP_CHUNK - 1) / STEP_CHUNK < LMT_WORKPOOL_MAX_ITEMS) {
+			lmt_workpool_run(pool, step_rewrite, &J, (uint32_t)((nwhere + STEP_CHUNK - 1) / STEP_CHUNK));
+			lmt_workpool_run(pool, step_apply, &J, (uint32_t)nt);
+		} else {
+			rewrite_words(&T, where, 0, nwhere, 0, a, b, (uint32_t)c, step);
+			for (int p = 0; p < nt; p++)
+				apply_part(&T, p, step, maxlen);
 		}
+		for (int t = 0; t < nt; t++)
+			if (T.S[t].rc || T.P[t].rc)
+				rc = LMT_ENOMEM;
 		if (rc)
 			break;
-		/* pi stays valid: pget may move the table but pair indices are stable */
-		free(T.pairs[pi].where);
-		T.where_bytes -= (uint64_t)T.pairs[pi].capwhere * 4;
-		T.pairs[pi].where = NULL;
-		T.pairs[pi].nwhere = T.pairs[pi].capwhere = 0;
-		for (size_t t = 0; t < ntouched && !rc; t++) {
-			struct pair *P = &T.pairs[touched[t]];
-			uint32_t x = (uint32_t)((P->key - 1) >> 32), y = (uint32_t)(P->key - 1);
-			if (P->count > 0 && tlen(&T, x) + tlen(&T, y) <= maxlen)
-				rc = hpush(&T, P->count, x, y);
-		}
-		if (rc)
-			break;
+		/* pi stays valid: pget may move a part's table but pair indices are stable */
+		struct pair *AB = &Pab->pairs[pi];
+		AB->count = 0;
+		free(AB->where);
+		Pab->where_bytes -= (uint64_t)AB->capwhere * 4;
+		AB->where = NULL;
+		AB->nwhere = AB->capwhere = 0;
 		step++;
-		uint64_t bytes = (uint64_t)T.npairs * sizeof(struct pair) + (T.pmask + 1) * 4 +
-				 T.heapcap * sizeof(struct heap_ent) + T.where_bytes + nsym * 4 +
-				 T.nwords * 28;
+		uint64_t bytes = nsym * 4 + T.nwords * 28;
+		for (int p = 0; p < nt; p++)
+			bytes += (uint64_t)T.P[p].npairs * sizeof(struct pair) + (T.P[p].pmask + 1) * 4 +
+				 T.P[p].heapcap * sizeof(struct heap_ent) + T.P[p].where_bytes;
 		if (bytes > peak)
 			peak = bytes;
 		if (o->progress && o->every && res->n_merges % o->every == 0 &&
 		    o->progress(o->ctx, res->n_merges, T.ntok, (uint64_t)best))
 			break;
 	}
-	free(touched);
+	lmt_workpool_free(pool);
 	if (rc) {
 		trainer_free(&T);
 		lmt_bpe_result_release(res);

@@ -18,13 +18,30 @@
  *     containing the new token) is pushed afresh, so the first fresh entry popped is
  *     the true maximum.
  * A merge of (a, b) rewrites only the words that contain it, left to right without
- * overlap, subtracting their old pairs and adding their new ones.
+ * overlap, subtracting the pairs next to each merge site and adding the new ones.
+ * With threads, the pairs are split into one part per thread (by a hash of the
+ * pair), each with its own table and heap; the words of a merge are shared out to
+ * rewrite, and each part takes the count changes meant for it (bpetrain.c says
+ * more). Sums, sets and a total order: the merges do not depend on the threads.
  *
  * Tie-break (documented, deterministic): the highest count wins; among equal counts,
- * the pair with the smaller left id, then the smaller right id. Ids: 0..255 are the
- * bytes, merged tokens take 256, 257, ... in order of creation. A merge whose result
- * is a byte string that already has an id reuses that id (the merge is recorded but
- * the vocabulary does not grow), as HuggingFace's trainer does.
+ * the pair whose left token has the smaller tie rank, then the one whose right token
+ * has. Merged tokens rank by their id: 256, 257, ... in order of creation, so any
+ * merged token ranks after every byte and an older one before a newer one. A merge
+ * whose result is a byte string that already has an id reuses that id (the merge is
+ * recorded but the vocabulary does not grow), as HuggingFace's trainer does. The
+ * bytes rank by one of two rules (lmt_bpe_opts.ties):
+ *   LMT_BPE_TIES_ID (the default): by byte value, so the rank is the id. This is
+ *     neither the order of the pair's byte strings nor the order of their text:
+ *     (0x20, 0x74) " t" beats (0x41, 0x42) "AB" on a tie, and so does any pair of
+ *     bytes beat one with a merged token on the left.
+ *   LMT_BPE_TIES_HF: by the character GPT-2's bytes_to_unicode maps the byte to, as
+ *     HuggingFace tokenizers' BpeTrainer (with the ByteLevel pre-tokenizer) orders
+ *     its alphabet: first the printable bytes 0x21-0x7e, 0xa1-0xac, 0xae-0xff in
+ *     value order (they map to themselves), then the other 68 (0x00-0x20, 0x7f-0xa0,
+ *     0xad, which map to U+0100 onwards) in value order. So " t" (space ranks 188)
+ *     loses a tie to "AB" here. HF's trainer compares (left id, right id) of its own
+ *     ids, which are these ranks shifted by the number of special tokens.
  * Training stops when the vocabulary reaches its target, or when no pair occurs at
  * least min_count times. Pairs whose result would exceed max_token_len bytes are
  * never merged.
@@ -68,7 +85,16 @@ struct lmt_bpe_opts {
 	int (*progress)(void *ctx, uint32_t merges, uint32_t tokens, uint64_t best_count);
 	void *ctx;
 	uint32_t every;
+	int ties;               /* LMT_BPE_TIES_ID (0, the default) or LMT_BPE_TIES_HF */
+	/* threads for the pair counts and the merges (0 or 1: the caller's thread only);
+	 * the result is the same for any number */
+	int threads;
+	/* a merge rewrites its words in threads only when it touches at least this many
+	 * (0: 256); below, starting threads costs more than it saves. For tests. */
+	uint32_t par_min;
 };
+
+enum { LMT_BPE_TIES_ID = 0, LMT_BPE_TIES_HF = 1 };
 
 struct lmt_bpe_result {
 	uint32_t n_merges;

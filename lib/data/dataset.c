@@ -2,6 +2,7 @@
  * dataset.c: reading and checking a dataset manifest (see dataset.h).
  */
 #include "data/dataset.h"
+#include "core/workpool.h"
 
 #include <jansson.h>
 #include <limits.h>
@@ -180,16 +181,21 @@ int lmt_dataset_shard(struct lmt_dataset *d, size_t i, const struct lmt_shard **
 	return rc;
 }
 
-int lmt_dataset_verify_shard(struct lmt_dataset *d, size_t i, struct lmt_err *err)
+static int verify_shard_pool(struct lmt_dataset *d, size_t i, struct lmt_workpool *pool, struct lmt_err *err)
 {
 	struct lmt_shard sh;
 	const struct lmt_dataset_shard *s = &d->shards[i];
-	int rc = lmt_shard_open(&sh, s->path, 1, err);
+	int rc = lmt_shard_open_pool(&sh, s->path, 1, pool, err);
 	if (rc)
 		return rc;
 	rc = check_against(d, s, &sh, err);
 	lmt_shard_close(&sh);
 	return rc;
+}
+
+int lmt_dataset_verify_shard(struct lmt_dataset *d, size_t i, struct lmt_err *err)
+{
+	return verify_shard_pool(d, i, NULL, err);
 }
 
 int lmt_dataset_verify(struct lmt_dataset *d, int nt, lmt_dataset_report_fn report, void *ctx,
@@ -202,9 +208,18 @@ int lmt_dataset_verify(struct lmt_dataset *d, int nt, lmt_dataset_report_fn repo
 		nbad = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		goto out;
 	}
+	if (nt > 1 && d->nshards < (size_t)nt) {
+		/* threads would idle: the shards one after another, each in two threads
+		 * (a shard has one SHA-256, which one thread must hash in order) */
+		struct lmt_workpool *pool = lmt_workpool_new(2);
+		for (size_t i = 0; i < d->nshards; i++)
+			bad[i] = verify_shard_pool(d, i, pool, &errs[i]) != 0;
+		lmt_workpool_free(pool);
+	} else {
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-	for (size_t i = 0; i < d->nshards; i++)
-		bad[i] = lmt_dataset_verify_shard(d, i, &errs[i]) != 0;
+		for (size_t i = 0; i < d->nshards; i++)
+			bad[i] = lmt_dataset_verify_shard(d, i, &errs[i]) != 0;
+	}
 	for (size_t i = 0; i < d->nshards; i++) {
 		nbad += bad[i];
 		int rc = report ? report(ctx, &d->shards[i], bad[i] ? &errs[i] : NULL) : 0;

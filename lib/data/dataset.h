@@ -53,7 +53,8 @@ int lmt_dataset_shard(struct lmt_dataset *d, size_t i, const struct lmt_shard **
 /* Re-read shard i from disk: size, header, payload SHA-256 against the manifest. */
 int lmt_dataset_verify_shard(struct lmt_dataset *d, size_t i, struct lmt_err *err);
 /*
- * Verify every shard (lmt_dataset_verify_shard, in nt threads), then report each,
+ * Verify every shard (lmt_dataset_verify_shard, in nt threads; with fewer shards
+ * than threads, one shard at a time in two: lmt_binreader_verify), then report each,
  * in manifest order, through report: problem is NULL for a sound shard, else what
  * is wrong with it. The library finds, the caller prints. Returns the number of
  * bad shards, or a negative code (LMT_ENOMEM, or what report returned).

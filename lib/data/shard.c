@@ -123,10 +123,20 @@ void lmt_shardw_abort(struct lmt_shardw *w)
 
 int lmt_shard_open(struct lmt_shard *s, const char *path, int verify, struct lmt_err *err)
 {
+	return lmt_shard_open_pool(s, path, verify, NULL, err);
+}
+
+int lmt_shard_open_pool(struct lmt_shard *s, const char *path, int verify, struct lmt_workpool *pool,
+			struct lmt_err *err)
+{
 	memset(s, 0, sizeof *s);
-	int rc = lmt_binreader_open(&s->f, path, &lmt_format_shard, verify ? LMT_BIN_VERIFY : 0, err);
+	int rc = lmt_binreader_open(&s->f, path, &lmt_format_shard, verify && !pool ? LMT_BIN_VERIFY : 0, err);
 	if (rc)
 		return rc;
+	/* the payload before the fields, as LMT_BIN_VERIFY does, so the same damage
+	 * draws the same message */
+	if (verify && pool && (rc = lmt_binreader_verify(&s->f, pool, err)))
+		goto fail;
 	const uint8_t *e = s->f.ext;
 	struct lmt_shard_info *in = &s->info;
 	in->token_bytes = lmt_load_u32(e);

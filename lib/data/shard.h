@@ -88,6 +88,10 @@ struct lmt_shard {
 };
 
 int lmt_shard_open(struct lmt_shard *s, const char *path, int verify, struct lmt_err *err);
+/* The same, the SHA-256 check in two threads of pool (lmt_binreader_verify). */
+struct lmt_workpool;
+int lmt_shard_open_pool(struct lmt_shard *s, const char *path, int verify, struct lmt_workpool *pool,
+			struct lmt_err *err);
 void lmt_shard_close(struct lmt_shard *s);
 /* Copy sequence i's tokens (seq_len + 1) to out. */
 void lmt_shard_tokens(const struct lmt_shard *s, uint64_t i, uint32_t *out);

@@ -130,7 +130,7 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 	}
 	while ((rc = lmt_batchq_get(q, &bp, err)) > 0) {
 		int failed = 0, nd = (int)bp->n;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 16) reduction(| : failed)
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(| : failed)
 		for (int i = 0; i < nd; i++) {
 			int tid = omp_get_thread_num();
 			failed |= count_doc(&W[tid].wc, &W[tid].it, bp->docs[i].text, bp->docs[i].len, &t->p) != 0;
@@ -174,6 +174,8 @@ int lmt_toktrain_merge(struct lmt_toktrain *t, struct lmt_err *err)
 	bo.every = t->p.progress_every;
 	bo.progress = t->p.merge_progress;
 	bo.ctx = t->p.ctx;
+	bo.threads = t->p.threads;
+	bo.ties = t->p.ties;
 	double t0 = lmt_now();
 	int rc = lmt_bpe_train(t->wc, &bo, &t->res, err);
 	if (rc)

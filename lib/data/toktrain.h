@@ -38,7 +38,8 @@ struct lmt_toktrain_params {
 	uint64_t max_bytes;        /* 0: all documents */
 	double sample;             /* keep each document with this probability (1: all) */
 	uint64_t seed;             /* of the sample */
-	int threads;               /* counting threads, >= 1 */
+	int threads;               /* counting and merging threads, >= 1 */
+	int ties;                  /* LMT_BPE_TIES_ID or _HF (bpetrain.h) */
 	const struct lmt_corpus_opts *corpus;
 	/* lmt_toktrain_merge: called every progress_every merges and at the end */
 	int (*merge_progress)(void *ctx, uint32_t merges, uint32_t tokens, uint64_t best_count);

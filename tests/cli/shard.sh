@@ -35,6 +35,31 @@ grep -q '"seq_len":32' "$T/d2/manifest.json" && ok "the replaced dataset is the 
 nothing_left "no staging or old directories left" "$T" ".partial-"
 nothing_left "no old dataset left" "$T" ".old-"
 
+# fewer shards than threads: each shard is verified in two threads (one hashes,
+# one maps pages ahead); the records are those of one thread, bar threads and
+# timings, and a corrupt payload draws the same message
+check "pack into one shard" $SP -q -L 64 --split val=0 -o "$T/one" "$T/s.lmtoks"
+[ "$(ls "$T/one" | grep -c lmshard)" = 1 ] && ok "one shard" || notok "one shard" "$(ls "$T/one")"
+strip_run() { sed 's/"seconds":[0-9.e+-]*//; s/"mb_per_s":[0-9.e+-]*//; s/"threads":[0-9]*//'; }
+for j in 1 3; do
+	check "verify one shard with -j$j" $SP --verify "$T/one" -j$j
+	strip_run < "$T/.out" > "$T/one-j$j.out"
+done
+same "one shard: the same records with -j1 and -j3" "$T/one-j1.out" "$T/one-j3.out"
+check "verify $(ls "$T/d" | grep -c lmshard) shards with -j16" $SP --verify "$T/d" -j16
+grep -q '"bad":0' "$T/.out" && ok "-j16: no bad shard" || notok "-j16 summary" "$(tail -1 "$T/.out")"
+cp -r "$T/one" "$T/bad0"
+size=$(wc -c < "$T/one/train-00000.lmshard")
+for at in 200 $((size / 2)) $((size - 3)); do
+	cp "$T/one/train-00000.lmshard" "$T/bad0/train-00000.lmshard"
+	orig=$(od -An -t u1 -j "$at" -N 1 "$T/bad0/train-00000.lmshard" | tr -d ' ')
+	printf "\\$(printf '%03o' $(( (orig + 1) % 256 )))" | dd of="$T/bad0/train-00000.lmshard" bs=1 seek="$at" conv=notrunc 2>/dev/null
+	for j in 1 3; do
+		check_fail "one shard, byte $at of $size changed: -j$j names its payload" 1 \
+			"train-00000.lmshard': payload sha256" $SP --verify "$T/bad0" -j$j
+	done
+done
+
 # corrupt payload, truncated shard, missing shard, edited manifest
 cp -r "$T/d" "$T/bad1"
 printf 'Z' | dd of="$T/bad1/train-00001.lmshard" bs=1 seek=300 conv=notrunc 2>/dev/null

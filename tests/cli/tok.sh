@@ -33,6 +33,17 @@ grep -q "\"sha256\":\"$(sha256sum "$T/e.lmtoks" | cut -d' ' -f1)\"" "$T/.out" &&
 grep -q '"vocab_size":600' "$T/train.jsonl" && ok "vocabulary size as asked" || notok "vocabulary size" "$(cat "$T/train.jsonl")"
 check "train again with 1 thread" $TT -q -j1 -v 600 -o "$T/b.lmtok" "$DATA/text"
 same "same inputs give the same tokenizer, whatever the threads" "$T/a.lmtok" "$T/b.lmtok"
+check "train with 5 threads" $TT -q -j5 -v 600 -o "$T/b5.lmtok" "$DATA/text"
+same "5 threads: the same tokenizer" "$T/a.lmtok" "$T/b5.lmtok"
+check "--ties id is the default" $TT -q --ties id -v 600 -o "$T/tid.lmtok" "$DATA/text"
+same "--ties id: the default's tokenizer" "$T/a.lmtok" "$T/tid.lmtok"
+for j in 1 3; do
+	check "--ties hf with $j threads" $TT -q -j$j --ties hf -v 600 -o "$T/thf$j.lmtok" "$DATA/text"
+done
+same "--ties hf: the same tokenizer with 1 and 3 threads" "$T/thf1.lmtok" "$T/thf3.lmtok"
+cmp -s "$T/a.lmtok" "$T/thf1.lmtok" && notok "--ties hf changes the merge order on these texts" \
+	|| ok "--ties hf changes the merge order on these texts"
+check_fail "--ties takes id or hf" 2 "--ties 'bytes': expected id or hf" $TT -q --ties bytes -v 600 -o "$T/x.lmtok" "$DATA/text"
 check "train into a directory" $TT -q -v 600 -o "$T/" "$DATA/text"
 [ -f "$T/tok-$(echo "$sha" | cut -c1-16).lmtok" ] && ok "-o DIR/ names the file by its sha256" || notok "-o DIR/ naming" "$(ls "$T")"
 check "train with --max-bytes and a custom regex" $TT -q -v 400 --max-bytes 1000 --regex '\w+|\W' -o "$T/c.lmtok" "$DATA/text"

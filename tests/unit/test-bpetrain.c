@@ -11,6 +11,13 @@
  * alphabets (many ties), and the text fixtures split by the gpt2 pattern; several
  * vocabulary sizes, token length caps and minimum counts. Also: counting split over
  * several tables and merged gives the same merges (what the threads do).
+ *
+ * Every corpus is trained with 1, 2 and 3 threads, the threaded ones with every
+ * merge's rewrite sent to the threads (par_min 1), and under both tie rules: the
+ * reference ranks the bytes by value (ID) or by the code point GPT-2's
+ * bytes_to_unicode gives them (HF), computed here from that function as published,
+ * not from the trainer's table. Two hand-made corpora have ties whose order the two
+ * rules reverse, with the expected first merges written out.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,12 +86,37 @@ struct pc {
 	uint64_t c;
 };
 
+/* the reference's tie ranks of the bytes (merged tokens rank as their id) */
+static uint32_t rrank[256];
+
+static uint32_t rk(uint32_t id)
+{
+	return id < 256 ? rrank[id] : id;
+}
+
+/* GPT-2's bytes_to_unicode (encoder.py): bs = the printable ranges, which map to
+ * themselves; every other byte b, in order, maps to 256 + n. Rank = place of the
+ * mapped code point among all 256. */
+static void set_rrank(int ties)
+{
+	uint32_t cp[256];
+	for (uint32_t b = 0, n = 0; b < 256; b++) {
+		int in_bs = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+		cp[b] = ties == LMT_BPE_TIES_HF ? (in_bs ? b : 256 + n++) : b;
+	}
+	for (uint32_t b = 0; b < 256; b++) {
+		rrank[b] = 0;
+		for (uint32_t x = 0; x < 256; x++)
+			rrank[b] += cp[x] < cp[b];
+	}
+}
+
 static int cmp_pc(const void *x, const void *y)
 {
 	const struct pc *p = x, *q = y;
 	if (p->a != q->a)
-		return p->a < q->a ? -1 : 1;
-	return p->b < q->b ? -1 : p->b > q->b;
+		return rk(p->a) < rk(q->a) ? -1 : 1;
+	return rk(p->b) < rk(q->b) ? -1 : rk(p->b) > rk(q->b);
 }
 
 /* Returns the number of merges; merges[i] = {a, b, c}. */
@@ -158,24 +190,19 @@ static uint32_t ref_train(struct ref *R, uint32_t target, uint32_t maxlen, uint6
 
 /* ---- comparing ---- */
 
-static int compare(const struct lmt_wordcount *wc, uint32_t target, uint32_t maxlen, uint64_t min_count,
-		   const char *what)
+static const char *ties_name[] = { "id", "hf" };
+
+/* One trainer run against the reference's merges m[0..nm), ntok tokens. */
+static int check_run(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o, uint32_t (*m)[3], uint32_t nm,
+		     const struct ref *R, const char *what)
 {
-	struct lmt_bpe_opts o = { 0 };
-	o.n_tokens = target;
-	o.max_token_len = maxlen;
-	o.min_count = min_count;
 	struct lmt_bpe_result res;
 	struct lmt_err err = { 0 };
-	if (lmt_bpe_train(wc, &o, &res, &err)) {
+	if (lmt_bpe_train(wc, o, &res, &err)) {
 		tap_ok(0, "%s: train: %s", what, err.msg);
 		return 0;
 	}
-	struct ref R;
-	ref_from_wc(&R, wc, target);
-	uint32_t(*m)[3] = malloc(sizeof *m * (target + 1));
-	uint32_t nm = ref_train(&R, target, maxlen, min_count ? min_count : 2, m, target);
-	int ok = nm == res.n_merges && R.ntok == res.n_tokens;
+	int ok = nm == res.n_merges && R->ntok == res.n_tokens;
 	uint32_t i = 0;
 	while (ok && i < nm) {
 		if (memcmp(m[i], res.merge[i], sizeof m[i]))
@@ -185,22 +212,79 @@ static int compare(const struct lmt_wordcount *wc, uint32_t target, uint32_t max
 	}
 	if (!tap_ok(ok, "%s: %u merges identical to the reference", what, res.n_merges)) {
 		tap_diag("reference %u merges / %u tokens, trainer %u / %u; first difference at merge %u", nm,
-			 R.ntok, res.n_merges, res.n_tokens, i);
+			 R->ntok, res.n_merges, res.n_tokens, i);
 		if (i < nm && i < res.n_merges)
 			tap_diag("reference (%u,%u)->%u, trainer (%u,%u)->%u", m[i][0], m[i][1], m[i][2],
 				 res.merge[i][0], res.merge[i][1], res.merge[i][2]);
 	}
 	/* the token bytes of the result agree with the reference's too */
-	int bytes_ok = res.n_tokens == R.ntok;
+	int bytes_ok = res.n_tokens == R->ntok;
 	for (uint32_t t = 0; bytes_ok && t < res.n_tokens; t++)
-		bytes_ok = res.off[t + 1] - res.off[t] == R.tl[t] &&
-			   !memcmp(res.bytes + res.off[t], R.tb[t], R.tl[t]);
+		bytes_ok = res.off[t + 1] - res.off[t] == R->tl[t] &&
+			   !memcmp(res.bytes + res.off[t], R->tb[t], R->tl[t]);
 	if (ok)
 		tap_ok(bytes_ok, "%s: token bytes identical", what);
-	free(m);
-	ref_free(&R);
 	lmt_bpe_result_release(&res);
 	return ok;
+}
+
+/* The reference's merges under tie rule ties (nm, m: the caller frees m). */
+static uint32_t (*ref_merges(const struct lmt_wordcount *wc, uint32_t target, uint32_t maxlen, uint64_t min_count,
+			     int ties, struct ref *R, uint32_t *nm))[3]
+{
+	set_rrank(ties);
+	ref_from_wc(R, wc, target);
+	uint32_t(*m)[3] = malloc(sizeof *m * (target + 1));
+	*nm = ref_train(R, target, maxlen, min_count ? min_count : 2, m, target);
+	return m;
+}
+
+/* Both tie rules, 1, 2 and 3 threads. */
+static int compare(const struct lmt_wordcount *wc, uint32_t target, uint32_t maxlen, uint64_t min_count,
+		   const char *what)
+{
+	static const int threads[] = { 1, 2, 3 };
+	int all = 1;
+	for (int ties = 0; ties < 2; ties++) {
+		struct ref R;
+		uint32_t nm;
+		uint32_t(*m)[3] = ref_merges(wc, target, maxlen, min_count, ties, &R, &nm);
+		for (size_t k = 0; k < LMT_ARRAY_SIZE(threads); k++) {
+			struct lmt_bpe_opts o = { 0 };
+			o.n_tokens = target;
+			o.max_token_len = maxlen;
+			o.min_count = min_count;
+			o.ties = ties;
+			o.threads = threads[k];
+			o.par_min = 1;
+			char w[256];
+			snprintf(w, sizeof w, "%s, ties %s, %d thread%s", what, ties_name[ties], threads[k],
+				 threads[k] > 1 ? "s" : "");
+			all &= check_run(wc, &o, m, nm, &R, w);
+		}
+		free(m);
+		ref_free(&R);
+	}
+	return all;
+}
+
+/* The first merge under each tie rule is the one written out. */
+static void first_merge(const struct lmt_wordcount *wc, int ties, uint32_t a, uint32_t b, const char *what)
+{
+	struct lmt_bpe_opts o = { 0 };
+	o.n_tokens = 257;
+	o.min_count = 1;
+	o.ties = ties;
+	struct lmt_bpe_result res;
+	struct lmt_err err = { 0 };
+	if (lmt_bpe_train(wc, &o, &res, &err)) {
+		tap_ok(0, "%s: train: %s", what, err.msg);
+		return;
+	}
+	int ok = res.n_merges == 1 && res.merge[0][0] == a && res.merge[0][1] == b;
+	if (!tap_ok(ok, "%s, ties %s: first merge (0x%02x,0x%02x)", what, ties_name[ties], a, b) && res.n_merges)
+		tap_diag("got (0x%02x,0x%02x)", res.merge[0][0], res.merge[0][1]);
+	lmt_bpe_result_release(&res);
 }
 
 static uint64_t rs = 1;
@@ -221,6 +305,24 @@ int main(void)
 	lmt_wordcount_add(&wc, "cd", 2, 2);
 	lmt_wordcount_add(&wc, "ba", 2, 2);
 	compare(&wc, 300, 0, 1, "three tied pairs");
+	lmt_wordcount_release(&wc);
+
+	/* ties the two rules order differently. " t" and "AB", 3 each: by id the space
+	 * (0x20) is before 'A' (0x41); mapped, 'A' is itself (U+0041) and the space is
+	 * U+0120, so "AB" first. 0xa0 and 0xa1 before 'z': 0xa0 < 0xa1 by id, but 0xa0
+	 * maps to U+0142 and 0xa1 to itself, so 0xa1 first under hf. */
+	lmt_wordcount_init(&wc);
+	lmt_wordcount_add(&wc, "AB", 2, 3);
+	lmt_wordcount_add(&wc, " t", 2, 3);
+	first_merge(&wc, LMT_BPE_TIES_ID, 0x20, 't', "\" t\" against \"AB\"");
+	first_merge(&wc, LMT_BPE_TIES_HF, 'A', 'B', "\" t\" against \"AB\"");
+	compare(&wc, 300, 0, 1, "\" t\" against \"AB\"");
+	lmt_wordcount_release(&wc);
+	lmt_wordcount_init(&wc);
+	lmt_wordcount_add(&wc, "\xa1z", 2, 5);
+	lmt_wordcount_add(&wc, "\xa0z", 2, 5);
+	first_merge(&wc, LMT_BPE_TIES_ID, 0xa0, 'z', "0xa0 z against 0xa1 z");
+	first_merge(&wc, LMT_BPE_TIES_HF, 0xa1, 'z', "0xa0 z against 0xa1 z");
 	lmt_wordcount_release(&wc);
 
 	/* overlapping runs: (a,a) counts twice in "aaa" but merges once */
