@@ -147,7 +147,7 @@ struct opts {
 	double sample;
 	int threads;
 	const char *import, *tokenizer, *export_hf;
-	int fertility, chars, ties;
+	int fertility, chars, ties, ties_given;
 	const char *evals[64];
 	int nevals;
 	uint32_t progress_every;
@@ -408,6 +408,7 @@ static void parse_options(int argc, char **argv, struct opts *o)
 				o->ties = LMT_BPE_TIES_HF;
 			else
 				usage_error("--ties '%s': expected id or hf", optarg);
+			o->ties_given = 1;
 			train_only(o, "--ties");
 			break;
 		case OPT_EVAL:
@@ -461,8 +462,9 @@ static void check_options(struct opts *o, const char *const *inputs, int ninputs
 				usage_error("--fertility reads its inputs twice; give files, not stdin");
 	if (o->regex && o->pattern_given)
 		usage_error("--pattern and --regex exclude each other");
-	if (o->chars && (o->regex || o->pattern_given || o->max_token_len || o->min_count))
-		usage_error("--chars sets its own pattern; --pattern, --regex, --max-token-len and --min-count do not apply");
+	if (o->chars && (o->regex || o->pattern_given || o->max_token_len || o->min_count || o->ties_given))
+		usage_error("--chars sets its own pattern and learns no merges; --pattern, --regex, --max-token-len, "
+			    "--min-count and --ties do not apply");
 	if (!o->regex && strcmp(o->pattern, "none") && !lmt_pretok_builtin(o->pattern))
 		usage_error("option '--pattern': unknown pattern '%s' (gpt2, cl100k, o200k, none; or --regex)", o->pattern);
 	if (o->import && !strncmp(o->import, "hf:", 3) && (o->pattern_given || o->regex || o->nspecials || o->no_special))

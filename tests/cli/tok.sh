@@ -164,6 +164,7 @@ chars=$(LC_ALL=C.UTF-8 wc -m < "$DATA/text/te.txt")
 $TE -q -t "$T/ch.lmtok" -o "$T/ch.lmtoks" "$T/random.bin" > /dev/null && $TE -t "$T/ch.lmtok" --decode "$T/ch.lmtoks" > "$T/ch.back"
 same "--chars tokenizers round-trip random bytes through the byte fallback" "$T/random.bin" "$T/ch.back"
 check_fail "--chars with --pattern is a usage error" 2 "--chars sets its own pattern" $TT --chars -p gpt2 -o "$T/x" "$DATA/text"
+check_fail "--chars with --ties is a usage error (no merges to order)" 2 "--ties do not apply" $TT --chars --ties hf -o "$T/x" "$DATA/text"
 
 # ---- fertility ----
 check "fertility report" $TT -t "$T/a.lmtok" --fertility --eval "telugu=$DATA/text/te.txt" --eval "code=$DATA/text/code.c" "$DATA/text"
