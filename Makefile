@@ -70,8 +70,10 @@ ifeq ($(HAVE_CUDA),1)
 CU_SRC := $(wildcard kernels/*.cu)
 CU_OBJ := $(CU_SRC:%.cu=$(B)/%.o)
 CU_HDR := $(wildcard kernels/*.h kernels/*.cuh)
-CFLAGS += -DLMT_HAVE_CUDA -I$(CUDA_HOME)/include
-LDLIBS += -L$(CUDA_HOME)/lib64 -lcublasLt -lcudart_static -ldl -lrt -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
+# cuBLASLt is opened at run time by the cuda backend (lib/backend/cuda.c), from the
+# loader's search path or else from LMT_CUDA_LIBDIR, not linked into every tool
+CFLAGS += -DLMT_HAVE_CUDA -I$(CUDA_HOME)/include -DLMT_CUDA_LIBDIR='"$(CUDA_HOME)/lib64"'
+LDLIBS += -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -lstdc++ -Wl,-rpath,$(CUDA_HOME)/lib64
 CUDA_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
 	-gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
 NVCCFLAGS ?= -O2 -std=c++17 --compiler-options -Wall,-Werror,-fPIC -Werror all-warnings

@@ -24,6 +24,10 @@
  *     case cuBLASLt has no algorithm for runs kernels/gemm.cu's tiled kernel,
  *     and LMT_CUDA_GEMM=naive forces that kernel for every GEMM (a second
  *     opinion when a result is in doubt);
+ *   - cuBLASLt is opened (dlopen) when the backend is, not linked into the
+ *     tools: linked, its relocations cost every process of every tool about
+ *     200 MB of resident memory and 70 ms at start (measured on a program that
+ *     does nothing), GPU or not;
  *   - memory: be->alloc is cudaMalloc, zeroed, with each block's size kept in a
  *     host table, so mem_now and mem_peak count what the caller holds (the
  *     GEMM workspace and the ops' scratch buffers are the backend's own and not
@@ -43,6 +47,7 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,6 +56,70 @@
 
 #include "backend/cudart.h"
 #include "../../kernels/kernels.h"
+
+/* cuBLASLt's entry points, looked up once by lt_open (see the opening comment) */
+#define LT_FUNCS(X) \
+	X(cublasLtCreate) \
+	X(cublasLtDestroy) \
+	X(cublasLtGetStatusName) \
+	X(cublasLtGetStatusString) \
+	X(cublasLtMatmul) \
+	X(cublasLtMatmulAlgoGetHeuristic) \
+	X(cublasLtMatmulDescCreate) \
+	X(cublasLtMatmulDescDestroy) \
+	X(cublasLtMatmulDescSetAttribute) \
+	X(cublasLtMatmulPreferenceCreate) \
+	X(cublasLtMatmulPreferenceDestroy) \
+	X(cublasLtMatmulPreferenceSetAttribute) \
+	X(cublasLtMatrixLayoutCreate) \
+	X(cublasLtMatrixLayoutDestroy) \
+	X(cublasLtMatrixLayoutSetAttribute)
+static struct {
+#define X(f) __typeof__(f) *f;
+	LT_FUNCS(X)
+#undef X
+} lt;
+static pthread_once_t lt_once = PTHREAD_ONCE_INIT;
+static char lt_error[512];
+
+#ifndef LMT_CUDA_LIBDIR
+#define LMT_CUDA_LIBDIR "/usr/local/cuda/lib64"
+#endif
+#define LT_STR_(x) #x
+#define LT_STR(x) LT_STR_(x)
+#define LT_SONAME "libcublasLt.so." LT_STR(CUBLAS_VER_MAJOR)
+
+static void lt_load(void)
+{
+	/* the soname of the toolkit built against: by the loader's search (the
+	 * tools' runpath holds the toolkit's lib64), then in the toolkit built with */
+	void *h = dlopen(LT_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		h = dlopen(LMT_CUDA_LIBDIR "/" LT_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(lt_error, sizeof lt_error, "cannot load %s: %s", LT_SONAME, dlerror());
+		return;
+	}
+#define X(f)                                                                                       \
+	if (!lt_error[0] && !(*(void **)&lt.f = dlsym(h, #f)))                                     \
+		snprintf(lt_error, sizeof lt_error, "%s: no symbol %s", LT_SONAME, #f);
+	LT_FUNCS(X)
+#undef X
+}
+
+/* 0, or LMT_EUNSUPPORTED with err naming the library and what went wrong */
+static int lt_open(struct lmt_err *err)
+{
+	pthread_once(&lt_once, lt_load);
+	if (lt_error[0])
+		return lmt_err_set(err, LMT_EUNSUPPORTED, "cuda backend: %s", lt_error);
+	return 0;
+}
+
+int lmt_backend_cuda_libs(struct lmt_err *err)
+{
+	return lt_open(err);
+}
 
 #define NEVENTS 64            /* be->event_record's event numbers: 0..NEVENTS-1 */
 #define NTIMED 1024           /* operations timed before the host must collect */
@@ -136,7 +205,7 @@ static int cklt(struct lmt_backend *be, const char *op, cublasStatus_t s, const 
 {
 	if (s == CUBLAS_STATUS_SUCCESS)
 		return 0;
-	fail(be, LMT_EIO, op, "%s: %s (%s) at %s:%d", what, cublasLtGetStatusName(s), cublasLtGetStatusString(s), file,
+	fail(be, LMT_EIO, op, "%s: %s (%s) at %s:%d", what, lt.cublasLtGetStatusName(s), lt.cublasLtGetStatusString(s), file,
 	     line);
 	return -1;
 }
@@ -434,13 +503,13 @@ static unsigned alignment(const void *p, long stride, int batch, int ld, size_t 
 static void plan_release(struct plan *p)
 {
 	if (p->desc)
-		cublasLtMatmulDescDestroy(p->desc);
+		lt.cublasLtMatmulDescDestroy(p->desc);
 	if (p->la)
-		cublasLtMatrixLayoutDestroy(p->la);
+		lt.cublasLtMatrixLayoutDestroy(p->la);
 	if (p->lb)
-		cublasLtMatrixLayoutDestroy(p->lb);
+		lt.cublasLtMatrixLayoutDestroy(p->lb);
 	if (p->ld)
-		cublasLtMatrixLayoutDestroy(p->ld);
+		lt.cublasLtMatrixLayoutDestroy(p->ld);
 	memset(p, 0, sizeof *p);
 }
 
@@ -449,11 +518,11 @@ static int layout(struct lmt_backend *be, cublasLtMatrixLayout_t *l, int dt, int
 {
 	int32_t nb = batch;
 	int64_t st = stride;
-	if (CKLT(be, "gemm", cublasLtMatrixLayoutCreate(l, cuda_type(dt), (uint64_t)rows, (uint64_t)cols, ld)))
+	if (CKLT(be, "gemm", lt.cublasLtMatrixLayoutCreate(l, cuda_type(dt), (uint64_t)rows, (uint64_t)cols, ld)))
 		return -1;
-	if (batch > 1 && (CKLT(be, "gemm", cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &nb,
+	if (batch > 1 && (CKLT(be, "gemm", lt.cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &nb,
 									       sizeof nb)) ||
-			  CKLT(be, "gemm", cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+			  CKLT(be, "gemm", lt.cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
 									       &st, sizeof st))))
 		return -1;
 	return 0;
@@ -500,27 +569,27 @@ static struct plan *plan_for(struct lmt_backend *be, const struct lmt_gemm *g, c
 	uint64_t wsb = WORKSPACE;
 	cublasLtMatmulHeuristicResult_t res;
 	int nres = 0;
-	int bad = CKLT(be, "gemm", cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) ||
-		  CKLT(be, "gemm", cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa)) ||
-		  CKLT(be, "gemm", cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb)) ||
-		  CKLT(be, "gemm", cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi)) ||
+	int bad = CKLT(be, "gemm", lt.cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F)) ||
+		  CKLT(be, "gemm", lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa)) ||
+		  CKLT(be, "gemm", lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb)) ||
+		  CKLT(be, "gemm", lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi)) ||
 		  layout(be, &p->la, g->ab_dtype, g->tb ? g->K : g->N, g->tb ? g->N : g->K, g->ldb, g->batch, g->sb) ||
 		  layout(be, &p->lb, g->ab_dtype, g->ta ? g->M : g->K, g->ta ? g->K : g->M, g->lda, g->batch, g->sa) ||
 		  layout(be, &p->ld, ddt, g->N, g->M, ldd, g->batch, sd) ||
-		  CKLT(be, "gemm", cublasLtMatmulPreferenceCreate(&pref)) ||
-		  CKLT(be, "gemm", cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
+		  CKLT(be, "gemm", lt.cublasLtMatmulPreferenceCreate(&pref)) ||
+		  CKLT(be, "gemm", lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
 									 sizeof wsb)) ||
-		  CKLT(be, "gemm", cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+		  CKLT(be, "gemm", lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
 									 &al[0], sizeof al[0])) ||
-		  CKLT(be, "gemm", cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+		  CKLT(be, "gemm", lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
 									 &al[1], sizeof al[1])) ||
-		  CKLT(be, "gemm", cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+		  CKLT(be, "gemm", lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
 									 &al[2], sizeof al[2])) ||
-		  CKLT(be, "gemm", cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+		  CKLT(be, "gemm", lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
 									 &al[2], sizeof al[2]));
 	if (!bad) {
 		/* no algorithm is not an error: the tiled kernel takes the case */
-		cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(c->lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, 1, &res,
+		cublasStatus_t s = lt.cublasLtMatmulAlgoGetHeuristic(c->lt, p->desc, p->la, p->lb, p->ld, p->ld, pref, 1, &res,
 								  &nres);
 		if (s == CUBLAS_STATUS_SUCCESS && nres > 0 && res.state == CUBLAS_STATUS_SUCCESS) {
 			p->algo = res.algo;
@@ -528,7 +597,7 @@ static struct plan *plan_for(struct lmt_backend *be, const struct lmt_gemm *g, c
 		}
 	}
 	if (pref)
-		cublasLtMatmulPreferenceDestroy(pref);
+		lt.cublasLtMatmulPreferenceDestroy(pref);
 	if (bad) {
 		plan_release(p);
 		return NULL;
@@ -549,10 +618,10 @@ static int lt_gemm(struct lmt_backend *be, const struct lmt_gemm *g, void *D, in
 	if (!p->ok)
 		return 1;
 	float alpha = g->alpha;
-	if (bias && CKLT(be, "gemm", cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+	if (bias && CKLT(be, "gemm", lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
 								     sizeof bias)))
 		return -1;
-	cublasStatus_t s = cublasLtMatmul(c->lt, p->desc, &alpha, g->B, p->la, g->A, p->lb, &beta, D, p->ld, D, p->ld,
+	cublasStatus_t s = lt.cublasLtMatmul(c->lt, p->desc, &alpha, g->B, p->la, g->A, p->lb, &beta, D, p->ld, D, p->ld,
 					  &p->algo, c->ws, WORKSPACE, c->st[0]);
 	if (s == CUBLAS_STATUS_NOT_SUPPORTED) {
 		p->ok = 0; /* never again for this plan */
@@ -803,7 +872,7 @@ static void cuda_release(struct lmt_backend *be)
 		plan_release(&c->plans[i]);
 	free(c->plans);
 	if (c->lt)
-		cublasLtDestroy(c->lt);
+		lt.cublasLtDestroy(c->lt);
 	if (c->ws)
 		(void)cudaFree(c->ws);
 	if (c->sc_ops.p)
@@ -867,10 +936,14 @@ int lmt_backend_cuda_init(struct lmt_backend *be, int threads, struct lmt_err *e
 			return init_fail(be, err, "cudaEventCreate", e);
 	if ((e = cudaMalloc(&c->ws, WORKSPACE)))
 		return init_fail(be, err, "cudaMalloc (the cuBLASLt workspace)", e);
-	cublasStatus_t s = cublasLtCreate(&c->lt);
+	if ((rc = lt_open(err))) {
+		cuda_release(be);
+		return rc;
+	}
+	cublasStatus_t s = lt.cublasLtCreate(&c->lt);
 	if (s != CUBLAS_STATUS_SUCCESS) {
 		c->lt = NULL;
-		lmt_err_set(err, LMT_EIO, "cuda backend: cublasLtCreate: %s", cublasLtGetStatusString(s));
+		lmt_err_set(err, LMT_EIO, "cuda backend: cublasLtCreate: %s", lt.cublasLtGetStatusString(s));
 		cuda_release(be);
 		return LMT_EIO;
 	}

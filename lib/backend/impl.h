@@ -13,6 +13,10 @@ int lmt_backend_cpu_init(struct lmt_backend *be, int threads, struct lmt_err *er
 /* The cuda backend (cuda.c; built with LMT_HAVE_CUDA) on the current device: an
  * LMT_EUNSUPPORTED "no GPU (...)" where none is visible. `threads` is unused. */
 int lmt_backend_cuda_init(struct lmt_backend *be, int threads, struct lmt_err *err);
+/* The libraries the cuda backend opens at run time rather than links (cuBLASLt):
+ * loads them once and resolves every entry point it calls, GPU or not; 0, or
+ * LMT_EUNSUPPORTED naming the library and what is missing. */
+int lmt_backend_cuda_libs(struct lmt_err *err);
 
 /*
  * The CPU backend's GEMMs (cpu_gemm.c, oneDNN's matmul primitive): primitives

@@ -20,4 +20,12 @@ else
 	check_fail "--backend cuda in a build without CUDA: a usage error naming the build's backends" 2 \
 		"is not available in this build (cpu)" "$BIN/train" $M --backend cuda
 fi
+# cuBLASLt is opened by the cuda backend when it opens, never linked: linked, its
+# relocations cost every process of every tool about 200 MB of resident memory
+linked=
+for t in "$BIN"/*; do
+	ldd "$t" 2> /dev/null | grep -q 'libcublasLt' && linked="$linked $(basename "$t")"
+done
+[ -z "$linked" ] && ok "no tool links cuBLASLt (the cuda backend opens it at run time)" \
+	|| notok "cuBLASLt linked" "linked into:$linked"
 finish

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/impl.h"
 #include "core/rng.h"
 #include "tap.h"
 
@@ -889,6 +890,24 @@ static void test_determinism(void)
 	free(r1), free(r2), free(r3);
 }
 
+/* The cuda backend's run-time libraries (cuBLASLt, opened rather than linked):
+ * where the build has CUDA, the toolkit's library loads and every entry point
+ * the backend calls resolves, GPU or not, so that a GPU machine does not find a
+ * missing symbol at its first GEMM. */
+static void test_cuda_libs(void)
+{
+#ifdef LMT_HAVE_CUDA
+	struct lmt_err err = { 0 };
+	int rc = lmt_backend_cuda_libs(&err);
+	tap_ok(rc == 0, "cuda backend: cuBLASLt opened at run time, every entry point it calls found (%s)",
+	       rc ? err.msg : "ok");
+	rc = lmt_backend_cuda_libs(&err);
+	tap_ok(rc == 0, "... and a second call answers the same, without loading it again");
+#else
+	tap_ok(1, "# skip the build has no CUDA: no run-time libraries to open");
+#endif
+}
+
 int main(void)
 {
 	struct lmt_backend be;
@@ -910,5 +929,6 @@ int main(void)
 	test_reductions(&be);
 	be.release(&be);
 	test_determinism();
+	test_cuda_libs();
 	return tap_done();
 }
