@@ -2,12 +2,17 @@
  * minhash.c: MinHash signatures, LSH parameters, banding and clustering, and the
  * small hash tables the deduplicator needs (see minhash.h).
  *
- * Signing is the hot loop: every shingle goes through every permutation, 128
- * exact products mod 2^61 - 1 per shingle by default. Permutations run
- * innermost, over three small arrays (a, b and the running minima), 8 or 4 at a
- * time in AVX-512 or AVX2 where the CPU has them (chosen at run time, so one
- * binary runs everywhere; about 3.5x the scalar speed with AVX-512). All kernels
- * compute the same exact values; test-minhash holds each to a 128-bit reference.
+ * Signing is the hot loop. With one-permutation hashing (the default) every
+ * shingle goes through one permutation: the kernels compute pi(h) and its bin for
+ * 8 or 4 shingles at a time in AVX-512 or AVX2 where the CPU has them, and update
+ * the bin minima one lane at a time (a scatter: two lanes may share a bin).
+ * Densification is the same code for every kernel, and costs nothing for a
+ * document with more shingles than bins, which has no empty bin but by a rare
+ * chance. The classic method sends every shingle through every permutation (128
+ * exact products mod 2^61 - 1 per shingle by default), permutations innermost,
+ * over three small arrays (a, b and the running minima), 8 or 4 at a time. The
+ * kernel is chosen at run time, so one binary runs everywhere; all compute the
+ * same exact values, and test-minhash holds each to a 128-bit reference.
  */
 #include "data/minhash.h"
 
@@ -21,6 +26,12 @@
 #define WORD_SEED 0x6c6d742d776f7264ULL    /* "lmt-word" */
 #define SHINGLE_SEED 0x6c6d742d73686e67ULL /* "lmt-shng" */
 #define BAND_SEED 0x6c6d742d62616e64ULL    /* "lmt-band" */
+#define OPH_SEED 0x6c6d742d6f706831ULL     /* "lmt-oph1" */
+
+/* densification gives up on random bins after this many attempts (then takes the
+ * next non-empty bin after j, the same for both documents of a pair); with two
+ * non-empty bins of 1024 that happens with probability (1 - 2/1024)^16384 */
+#define DENSIFY_TRIES(k) (16u * (k))
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -102,6 +113,33 @@ static void sign_scalar(const struct lmt_minhash *m, const uint64_t *sh, size_t 
 	}
 }
 
+/*
+ * OPH kernels: mn[0..num_perm) = the minimum of pi(h) over the shingles of each
+ * bin, LMT_MINHASH_NOBIN where none fell. The vector kernels use the same split
+ * product as the classic ones, with h in the lanes and a broadcast, and the bin
+ * ((v >> 29) * K) >> 32 with a 32 x 32 -> 64-bit multiply (v >> 29 < 2^32).
+ */
+static void oph_init(const struct lmt_minhash *m, uint64_t *mn)
+{
+	for (int j = 0; j < m->num_perm; j++)
+		mn[j] = LMT_MINHASH_NOBIN;
+}
+
+static inline void oph_put(uint64_t *mn, uint32_t bin, uint64_t v)
+{
+	mn[bin] = v < mn[bin] ? v : mn[bin];
+}
+
+static void oph_scalar(const struct lmt_minhash *m, const uint64_t *sh, size_t n, uint64_t *mn)
+{
+	const uint32_t k = (uint32_t)m->num_perm;
+	oph_init(m, mn);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = lmt_mod61_affine(m->oa, m->ob, lmt_mod61(sh[i]));
+		oph_put(mn, lmt_minhash_bin(v, k), v);
+	}
+}
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define P61 ((long long)LMT_MINHASH_PRIME)
@@ -165,17 +203,95 @@ static void sign_avx2(const struct lmt_minhash *m, const uint64_t *sh, size_t n,
 		}
 	}
 }
+
+__attribute__((target("avx512f")))
+static void oph_avx512(const struct lmt_minhash *m, const uint64_t *sh, size_t n, uint64_t *mn)
+{
+	const uint32_t k = (uint32_t)m->num_perm;
+	const __m512i p = _mm512_set1_epi64(P61), m29 = _mm512_set1_epi64((1LL << 29) - 1);
+	const __m512i a = _mm512_set1_epi64((long long)m->oa), a1 = _mm512_srli_epi64(a, 32);
+	const __m512i b = _mm512_set1_epi64((long long)m->ob), kk = _mm512_set1_epi64(k);
+	uint64_t v[8], bin[8];
+	oph_init(m, mn);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m512i h = _mm512_loadu_si512(sh + i);
+		h = _mm512_add_epi64(_mm512_and_si512(h, p), _mm512_srli_epi64(h, 61));
+		h = _mm512_min_epu64(h, _mm512_sub_epi64(h, p));
+		__m512i h1 = _mm512_srli_epi64(h, 32);
+		__m512i hh = _mm512_mul_epu32(a1, h1);
+		__m512i mid = _mm512_add_epi64(_mm512_mul_epu32(a1, h), _mm512_mul_epu32(a, h1));
+		__m512i ll = _mm512_mul_epu32(a, h);
+		__m512i s = _mm512_add_epi64(_mm512_slli_epi64(hh, 3), _mm512_srli_epi64(mid, 29));
+		s = _mm512_add_epi64(s, _mm512_slli_epi64(_mm512_and_si512(mid, m29), 32));
+		s = _mm512_add_epi64(s, _mm512_and_si512(ll, p));
+		s = _mm512_add_epi64(s, _mm512_srli_epi64(ll, 61));
+		s = _mm512_add_epi64(s, b);
+		s = _mm512_add_epi64(_mm512_and_si512(s, p), _mm512_srli_epi64(s, 61));
+		s = _mm512_min_epu64(s, _mm512_sub_epi64(s, p));
+		__m512i bn = _mm512_srli_epi64(_mm512_mul_epu32(_mm512_srli_epi64(s, 29), kk), 32);
+		_mm512_storeu_si512(v, s);
+		_mm512_storeu_si512(bin, bn);
+		for (int l = 0; l < 8; l++)
+			oph_put(mn, (uint32_t)bin[l], v[l]);
+	}
+	for (; i < n; i++) {
+		uint64_t x = lmt_mod61_affine(m->oa, m->ob, lmt_mod61(sh[i]));
+		oph_put(mn, lmt_minhash_bin(x, k), x);
+	}
+}
+
+__attribute__((target("avx2")))
+static void oph_avx2(const struct lmt_minhash *m, const uint64_t *sh, size_t n, uint64_t *mn)
+{
+	const uint32_t k = (uint32_t)m->num_perm;
+	const __m256i p = _mm256_set1_epi64x(P61), pm1 = _mm256_set1_epi64x(P61 - 1);
+	const __m256i m29 = _mm256_set1_epi64x((1LL << 29) - 1);
+	const __m256i a = _mm256_set1_epi64x((long long)m->oa), a1 = _mm256_srli_epi64(a, 32);
+	const __m256i b = _mm256_set1_epi64x((long long)m->ob), kk = _mm256_set1_epi64x(k);
+	uint64_t v[4], bin[4];
+	oph_init(m, mn);
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		__m256i h = _mm256_loadu_si256((const __m256i *)(sh + i));
+		/* h < p + 8 < 2^63 after the fold: signed compares are safe */
+		h = _mm256_add_epi64(_mm256_and_si256(h, p), _mm256_srli_epi64(h, 61));
+		h = _mm256_sub_epi64(h, _mm256_and_si256(_mm256_cmpgt_epi64(h, pm1), p));
+		__m256i h1 = _mm256_srli_epi64(h, 32);
+		__m256i hh = _mm256_mul_epu32(a1, h1);
+		__m256i mid = _mm256_add_epi64(_mm256_mul_epu32(a1, h), _mm256_mul_epu32(a, h1));
+		__m256i ll = _mm256_mul_epu32(a, h);
+		__m256i s = _mm256_add_epi64(_mm256_slli_epi64(hh, 3), _mm256_srli_epi64(mid, 29));
+		s = _mm256_add_epi64(s, _mm256_slli_epi64(_mm256_and_si256(mid, m29), 32));
+		s = _mm256_add_epi64(s, _mm256_and_si256(ll, p));
+		s = _mm256_add_epi64(s, _mm256_srli_epi64(ll, 61));
+		s = _mm256_add_epi64(s, b);
+		s = _mm256_add_epi64(_mm256_and_si256(s, p), _mm256_srli_epi64(s, 61));
+		s = _mm256_sub_epi64(s, _mm256_and_si256(_mm256_cmpgt_epi64(s, pm1), p));
+		__m256i bn = _mm256_srli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(s, 29), kk), 32);
+		_mm256_storeu_si256((__m256i *)v, s);
+		_mm256_storeu_si256((__m256i *)bin, bn);
+		for (int l = 0; l < 4; l++)
+			oph_put(mn, (uint32_t)bin[l], v[l]);
+	}
+	for (; i < n; i++) {
+		uint64_t x = lmt_mod61_affine(m->oa, m->ob, lmt_mod61(sh[i]));
+		oph_put(mn, lmt_minhash_bin(x, k), x);
+	}
+}
 #endif
+
+typedef void (*kernel_fn)(const struct lmt_minhash *, const uint64_t *, size_t, uint64_t *);
 
 static const struct kernel {
 	const char *name;
-	void (*fn)(const struct lmt_minhash *, const uint64_t *, size_t, uint64_t *);
+	kernel_fn fn[2];         /* by method: OPH, classic */
 } kernels[] = {
 #if defined(__x86_64__)
-	{ "avx512", sign_avx512 },
-	{ "avx2", sign_avx2 },
+	{ "avx512", { oph_avx512, sign_avx512 } },
+	{ "avx2", { oph_avx2, sign_avx2 } },
 #endif
-	{ "scalar", sign_scalar },
+	{ "scalar", { oph_scalar, sign_scalar } },
 };
 
 static int kernel_supported(int k)
@@ -201,6 +317,24 @@ int lmt_minhash_set_kernel(struct lmt_minhash *m, const char *name)
 			if (!kernel_supported(k))
 				return -1;
 			m->kernel = k;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static const char *const method_names[] = { "oph", "classic" };
+
+const char *lmt_minhash_method(const struct lmt_minhash *m)
+{
+	return method_names[m->method];
+}
+
+int lmt_minhash_set_method(struct lmt_minhash *m, const char *name)
+{
+	for (int k = 0; k < (int)LMT_ARRAY_SIZE(method_names); k++) {
+		if (!strcmp(method_names[k], name)) {
+			m->method = k;
 			return 0;
 		}
 	}
@@ -234,6 +368,11 @@ int lmt_minhash_init(struct lmt_minhash *m, int num_perm, int ngram, uint64_t se
 	/* the padding lanes compute (1 * h + 0) mod p, which no one reads */
 	for (int i = num_perm; i < m->npad; i++)
 		m->a[i] = 1;
+	uint64_t t = seed ^ OPH_SEED;
+	m->oa = draw(&t, 1);
+	m->ob = draw(&t, 0);
+	m->oc = splitmix64(&t);
+	m->method = LMT_MINHASH_METHOD_OPH;
 	for (int k = 0; k < (int)LMT_ARRAY_SIZE(kernels); k++) {
 		if (kernel_supported(k)) {
 			m->kernel = k;
@@ -250,6 +389,45 @@ void lmt_minhash_release(struct lmt_minhash *m)
 	m->a = m->b = NULL;
 }
 
+/*
+ * Optimal densification (minhash.h): an empty bin j takes the minimum of the
+ * first non-empty bin among bin(u(j, 1)), bin(u(j, 2)), ... Where only one bin is
+ * non-empty every probe would end there: all values are that bin's.
+ */
+static void densify(const struct lmt_minhash *m, const uint64_t *mn, uint32_t *sig)
+{
+	const uint32_t k = (uint32_t)m->num_perm;
+	uint32_t full = 0, last = 0;
+	for (uint32_t j = 0; j < k; j++) {
+		if (mn[j] != LMT_MINHASH_NOBIN) {
+			full++;
+			last = j;
+		}
+	}
+	if (full == 1) {
+		for (uint32_t j = 0; j < k; j++)
+			sig[j] = (uint32_t)mn[last];
+		return;
+	}
+	for (uint32_t j = 0; j < k; j++) {
+		if (mn[j] != LMT_MINHASH_NOBIN) {
+			sig[j] = (uint32_t)mn[j];
+			continue;
+		}
+		uint32_t d = j;
+		uint64_t t;
+		for (t = 1; t <= DENSIFY_TRIES(k); t++) {
+			d = lmt_minhash_bin(lmt_mix64(((t << 10) | j) + m->oc) >> 3, k);
+			if (mn[d] != LMT_MINHASH_NOBIN)
+				break;
+		}
+		if (t > DENSIFY_TRIES(k)) /* (all but impossible) the next non-empty bin */
+			for (d = (j + 1) % k; mn[d] == LMT_MINHASH_NOBIN; d = (d + 1) % k)
+				;
+		sig[j] = (uint32_t)mn[d];
+	}
+}
+
 void lmt_minhash_sign(const struct lmt_minhash *m, const uint64_t *sh, size_t n, uint32_t *sig,
 		      uint64_t *mins)
 {
@@ -258,9 +436,13 @@ void lmt_minhash_sign(const struct lmt_minhash *m, const uint64_t *sh, size_t n,
 			sig[j] = LMT_MINHASH_EMPTY;
 		return;
 	}
-	kernels[m->kernel].fn(m, sh, n, mins);
-	for (int j = 0; j < m->num_perm; j++)
-		sig[j] = (uint32_t)mins[j];
+	kernels[m->kernel].fn[m->method](m, sh, n, mins);
+	if (m->method == LMT_MINHASH_METHOD_CLASSIC) {
+		for (int j = 0; j < m->num_perm; j++)
+			sig[j] = (uint32_t)mins[j];
+		return;
+	}
+	densify(m, mins, sig);
 }
 
 double lmt_minhash_similarity(const uint32_t *x, const uint32_t *y, int num_perm)

@@ -7,8 +7,11 @@
  * str.isspace less U+001C..U+001F). The permutation arithmetic is checked against
  * a slow reference that reduces the full 128-bit product with '%'. Bands and rows
  * are checked against a minimisation done here with another quadrature rule and
- * against the values datasketch 2.0.0 chooses. Statistical checks give their
- * tolerance where they make it; with the fixed seeds they are deterministic.
+ * against the values datasketch 2.0.0 chooses. One-permutation signatures are
+ * checked against a reference written from minhash.h's definition (bins,
+ * densification probes), and their estimates against the mean and variance that
+ * definition promises, over many seeds. Statistical checks give their tolerance
+ * where they make it; with the fixed seeds they are deterministic.
  */
 #include <math.h>
 #include <omp.h>
@@ -117,6 +120,64 @@ static uint64_t slow_affine(uint64_t a, uint64_t b, uint64_t h)
 	return (uint64_t)(x % LMT_MINHASH_PRIME);
 }
 
+/* OPH as minhash.h defines it, written out plainly: bins, minima, probes */
+static void ref_oph(const struct lmt_minhash *m, const uint64_t *sh, size_t n, uint32_t *sig, uint64_t *mn)
+{
+	const uint64_t K = (uint64_t)m->num_perm;
+	for (uint64_t j = 0; j < K; j++)
+		mn[j] = UINT64_MAX;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = slow_affine(m->oa, m->ob, sh[i] % LMT_MINHASH_PRIME);
+		uint64_t j = ((v >> 29) * K) >> 32;
+		mn[j] = v < mn[j] ? v : mn[j];
+	}
+	for (uint64_t j = 0; j < K; j++) {
+		uint64_t d = j;
+		for (uint64_t t = 1; mn[d] == UINT64_MAX; t++) {
+			LMT_ASSERT(t <= 16 * K); /* the fallback is all but impossible here */
+			uint64_t u = lmt_mix64(((t << 10) | j) + m->oc) >> 3;
+			d = ((u >> 29) * K) >> 32;
+		}
+		sig[j] = (uint32_t)mn[d];
+	}
+}
+
+/* Sign 20 random documents of 1 to 300 shingles (the small ones have empty bins)
+ * with m's kernel and method; the number of values unlike the reference's. */
+static int kernel_vs_reference(const struct lmt_minhash *m, uint64_t *s)
+{
+	const uint64_t P = LMT_MINHASH_PRIME;
+	const int np = m->num_perm;
+	uint64_t sh[300], mins[136], rmins[136];
+	uint32_t sig[131], rsig[131];
+	int wrong = 0;
+	for (int doc = 0; doc < 20; doc++) {
+		size_t n = 1 + (size_t)(lmt_mix64((uint64_t)doc) % 300);
+		for (size_t i = 0; i < n; i++)
+			sh[i] = lmt_mix64((*s)++);
+		if (doc == 0)
+			sh[0] = UINT64_MAX; /* >= p: reduced first */
+		if (doc == 1)
+			sh[1] = sh[2] = sh[0]; /* repeats */
+		lmt_minhash_sign(m, sh, n, sig, mins);
+		if (m->method == LMT_MINHASH_METHOD_OPH) {
+			ref_oph(m, sh, n, rsig, rmins);
+			for (int j = 0; j < np; j++)
+				wrong += sig[j] != rsig[j] || mins[j] != rmins[j];
+			continue;
+		}
+		for (int j = 0; j < np; j++) {
+			uint64_t mn = UINT64_MAX;
+			for (size_t i = 0; i < n; i++) {
+				uint64_t v = slow_affine(m->a[j], m->b[j], sh[i] % P);
+				mn = v < mn ? v : mn;
+			}
+			wrong += sig[j] != (uint32_t)mn || mins[j] != mn;
+		}
+	}
+	return wrong;
+}
+
 static void test_arith(void)
 {
 	const uint64_t P = LMT_MINHASH_PRIME;
@@ -140,48 +201,36 @@ static void test_arith(void)
 	}
 	tap_ok(bad == 0, "(a*h+b) mod (2^61-1) equals the 128-bit reference on 2e6 cases (%d wrong)", bad);
 
-	/* every signing kernel the CPU runs gives the reference signature */
+	/* every signing kernel the CPU runs gives the reference signature, by both methods */
 	struct lmt_minhash m;
 	struct lmt_err err;
 	const char *kernels[] = { "scalar", "avx2", "avx512" };
-	for (int np = 1; np <= 131; np += 13) {
-		if (lmt_minhash_init(&m, np, 5, 7, &err)) {
-			tap_ok(0, "init %d permutations", np);
-			continue;
-		}
-		for (size_t k = 0; k < LMT_ARRAY_SIZE(kernels); k++) {
-			if (lmt_minhash_set_kernel(&m, kernels[k]))
-				continue; /* not on this CPU */
-			uint64_t sh[300], mins[136];
-			uint32_t sig[131];
-			int wrong = 0;
-			for (int doc = 0; doc < 20; doc++) {
-				size_t n = 1 + (size_t)(lmt_mix64((uint64_t)doc) % 300);
-				for (size_t i = 0; i < n; i++)
-					sh[i] = lmt_mix64(s++);
-				if (doc == 0)
-					sh[0] = UINT64_MAX; /* >= p: reduced first */
-				lmt_minhash_sign(&m, sh, n, sig, mins);
-				for (int j = 0; j < np; j++) {
-					uint64_t mn = UINT64_MAX;
-					for (size_t i = 0; i < n; i++) {
-						uint64_t v = slow_affine(m.a[j], m.b[j], sh[i] % P);
-						mn = v < mn ? v : mn;
-					}
-					wrong += sig[j] != (uint32_t)mn || mins[j] != mn;
-				}
+	int bad2 = 0;
+	for (int meth = 0; meth < 2; meth++) {
+		for (int np = 1; np <= 131; np += 13) {
+			if (lmt_minhash_init(&m, np, 5, 7, &err)) {
+				tap_ok(0, "init %d permutations", np);
+				continue;
 			}
-			if (np == 1 || np == 131 || wrong)
-				tap_ok(wrong == 0, "%s kernel, %d permutations: signatures equal the reference (%d wrong)",
-				       kernels[k], np, wrong);
-			else
-				bad += wrong;
+			m.method = meth;
+			for (size_t k = 0; k < LMT_ARRAY_SIZE(kernels); k++) {
+				if (lmt_minhash_set_kernel(&m, kernels[k]))
+					continue; /* not on this CPU */
+				int wrong = kernel_vs_reference(&m, &s);
+				if (np == 1 || np == 131 || wrong)
+					tap_ok(wrong == 0, "%s, %s kernel, %d bins: signatures equal the reference (%d wrong)",
+					       lmt_minhash_method(&m), kernels[k], np, wrong);
+				else
+					bad2 += wrong;
+			}
+			lmt_minhash_release(&m);
 		}
-		lmt_minhash_release(&m);
 	}
-	tap_ok(bad == 0, "all kernels, 1 to 131 permutations: signatures equal the reference");
+	bad = bad2;
+	tap_ok(bad == 0, "both methods, all kernels, 1 to 131 bins: signatures equal the reference");
 	lmt_minhash_init(&m, 128, 5, 1, &err);
-	tap_ok(m.a[0] >= 1 && m.a[0] < P && m.b[0] < P, "coefficients in range (a in [1,p-1], b in [0,p-1])");
+	tap_ok(m.a[0] >= 1 && m.a[0] < P && m.b[0] < P && m.oa >= 1 && m.oa < P && m.ob < P,
+	       "coefficients in range (a in [1,p-1], b in [0,p-1])");
 	struct lmt_minhash m2;
 	lmt_minhash_init(&m2, 128, 5, 1, &err);
 	tap_ok(!memcmp(m.a, m2.a, 128 * 8) && !memcmp(m.b, m2.b, 128 * 8), "the same seed gives the same permutations");
@@ -190,9 +239,17 @@ static void test_arith(void)
 	tap_ok(memcmp(m.a, m2.a, 128 * 8) != 0, "another seed gives other permutations");
 	lmt_minhash_release(&m2);
 	uint32_t sig[128];
-	uint64_t mins[128];
+	uint64_t mins[128], one = 12345;
 	lmt_minhash_sign(&m, NULL, 0, sig, mins);
 	tap_ok(sig[0] == LMT_MINHASH_EMPTY && sig[127] == LMT_MINHASH_EMPTY, "no shingles: the empty signature");
+	lmt_minhash_sign(&m, &one, 1, sig, mins);
+	int same = 1;
+	for (int j = 1; j < 128; j++)
+		same &= sig[j] == sig[0];
+	tap_ok(same && sig[0] != LMT_MINHASH_EMPTY, "one shingle: every bin borrows its one value");
+	tap_ok(!strcmp(lmt_minhash_method(&m), "oph") && lmt_minhash_set_method(&m, "classic") == 0 &&
+	       m.method == LMT_MINHASH_METHOD_CLASSIC && lmt_minhash_set_method(&m, "bogus") == -1,
+	       "the method: oph by default, classic by name, an unknown name refused");
 	lmt_minhash_release(&m);
 }
 
@@ -451,6 +508,90 @@ static void test_scurve(void)
 	lmt_minhash_release(&m);
 }
 
+/* ---- the estimator's mean and variance ---- */
+
+/*
+ * Sets A and B of known Jaccard similarity J = a/f (a shared elements, f in the
+ * union, the rest split between them), fresh random elements and a fresh seed
+ * for each of R trials. The estimates' mean must be J, and their mean squared
+ * error the variance minhash.h states for OPH with optimal densification:
+ *
+ *	V(N) = J(1-J)/K^2 * ((K + 2N + N(N-1)/(K-N)) f/(f-1) - K^2/(f-1))
+ *
+ * averaged over the trials' N (bins empty in both, read from mins), or J(1-J)/K
+ * for classic MinHash. Tolerances: 4 standard errors, of the mean (sqrt(V/R)) and
+ * of the mean squared error (the standard deviation of the squared errors over
+ * sqrt(R), measured), so each check fails by chance with probability about 6e-5.
+ * The cases span no empty bins (f = 2000, where V is 0.94 J(1-J)/K) to most bins
+ * empty (f = 24, V about 1.36 J(1-J)/K): a densification that borrowed from
+ * correlated bins or let empty bins match each other misses the variance or the
+ * mean (probing with a linear hash of (bin, attempt) gave 2.4 times V at f = 24).
+ */
+static void variance_case(int method, int f, int a, int R)
+{
+	const int K = 128;
+	const double J = (double)a / f;
+	uint64_t *sa = malloc((size_t)f * sizeof *sa), *sb = malloc((size_t)f * sizeof *sb);
+	uint64_t ma[128], mb[128], ctr = 0x5eed0000ULL + (uint64_t)f * 1000 + (uint64_t)a;
+	uint32_t xa[128], xb[128];
+	double sum = 0, sq = 0, sq2 = 0, pred = 0, empty = 0;
+	struct lmt_err err;
+	for (int t = 0; t < R; t++) {
+		struct lmt_minhash m;
+		LMT_ASSERT(lmt_minhash_init(&m, K, 5, 1000 + (uint64_t)t, &err) == 0);
+		m.method = method;
+		size_t na = 0, nb = 0;
+		for (int i = 0; i < f; i++) {
+			uint64_t h = lmt_mix64(ctr++);
+			if (i < a) {
+				sa[na++] = h;
+				sb[nb++] = h;
+			} else if ((i - a) % 2 == 0) {
+				sa[na++] = h;
+			} else {
+				sb[nb++] = h;
+			}
+		}
+		lmt_minhash_sign(&m, sa, na, xa, ma);
+		lmt_minhash_sign(&m, sb, nb, xb, mb);
+		double e = lmt_minhash_similarity(xa, xb, K) - J;
+		sum += e;
+		sq += e * e;
+		sq2 += e * e * e * e;
+		if (method == LMT_MINHASH_METHOD_OPH) {
+			int N = 0;
+			for (int j = 0; j < K; j++)
+				N += ma[j] == LMT_MINHASH_NOBIN && mb[j] == LMT_MINHASH_NOBIN;
+			double w = K + 2.0 * N + (double)N * (N - 1) / (K - N);
+			pred += J * (1 - J) / ((double)K * K) * (w * f / (f - 1.0) - (double)K * K / (f - 1.0));
+			empty += N;
+		} else {
+			pred += J * (1 - J) / K;
+		}
+		lmt_minhash_release(&m);
+	}
+	double mean = sum / R, mse = sq / R, v = pred / R;
+	double se_mse = sqrt((sq2 / R - mse * mse) / R);
+	const char *name = method == LMT_MINHASH_METHOD_OPH ? "oph" : "classic";
+	tap_ok(fabs(mean) <= 4 * sqrt(v / R), "%s, |A u B| = %d, J = %.3f: mean estimate %.4f (tolerance %.4f)",
+	       name, f, J, J + mean, 4 * sqrt(v / R));
+	tap_ok(fabs(mse - v) <= 4 * se_mse, "%s, |A u B| = %d, J = %.3f: variance %.3g, predicted %.3g (+- %.2g), "
+	       "%.2f J(1-J)/K; %.1f bins empty in both", name, f, J, mse, v, 4 * se_mse, mse / (J * (1 - J) / K),
+	       empty / R);
+	free(sa);
+	free(sb);
+}
+
+static void test_variance(void)
+{
+	variance_case(LMT_MINHASH_METHOD_OPH, 2000, 1000, 3000);
+	variance_case(LMT_MINHASH_METHOD_OPH, 2000, 1600, 3000);
+	variance_case(LMT_MINHASH_METHOD_OPH, 300, 240, 3000);
+	variance_case(LMT_MINHASH_METHOD_OPH, 96, 48, 3000);
+	variance_case(LMT_MINHASH_METHOD_OPH, 24, 12, 3000);
+	variance_case(LMT_MINHASH_METHOD_CLASSIC, 2000, 1000, 1000);
+}
+
 /* ---- threads, union-find, sets, tables ---- */
 
 static void test_threads(void)
@@ -575,6 +716,7 @@ int main(void)
 	test_params();
 	test_shingles();
 	test_scurve();
+	test_variance();
 	test_threads();
 	return tap_done();
 }
