@@ -687,6 +687,16 @@ static int jhex(int c)
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+/* The value of 4 hex digits already checked with jhex (strtoul was a tenth of
+ * dedup-minhash's time on JSONL written with \u escapes). */
+static unsigned hex4(const unsigned char *p)
+{
+	unsigned v = 0;
+	for (int i = 0; i < 4; i++)
+		v = v << 4 | (unsigned)(p[i] <= '9' ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
+	return v;
+}
+
 /* A string at s->p ('"'): 1 and its content span, or 0. */
 static int jstring(struct jscan *s, const unsigned char **start, size_t *len, int *escaped)
 {
@@ -708,15 +718,14 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 			if (e == 'u') {
 				if (end - p < 6 || !jhex(p[2]) || !jhex(p[3]) || !jhex(p[4]) || !jhex(p[5]))
 					return 0;
-				unsigned v = (unsigned)strtoul((const char[]){ (char)p[2], (char)p[3], (char)p[4], (char)p[5], 0 }, NULL, 16);
+				unsigned v = hex4(p + 2);
 				if (v >= 0xdc00 && v <= 0xdfff)
 					return 0; /* a lone low surrogate: jansson's message */
 				if (v >= 0xd800 && v <= 0xdbff) {
 					if (end - p < 12 || p[6] != '\\' || p[7] != 'u' || !jhex(p[8]) || !jhex(p[9]) ||
 					    !jhex(p[10]) || !jhex(p[11]))
 						return 0;
-					unsigned lo = (unsigned)strtoul((const char[]){ (char)p[8], (char)p[9], (char)p[10], (char)p[11], 0 },
-									NULL, 16);
+					unsigned lo = hex4(p + 8);
 					if (lo < 0xdc00 || lo > 0xdfff)
 						return 0;
 					p += 12;
@@ -725,7 +734,7 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 				}
 				continue;
 			}
-			if (!strchr("\"\\/bfnrt", e) || !e)
+			if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' && e != 't')
 				return 0;
 			p += 2;
 			continue;
@@ -884,7 +893,11 @@ static size_t junescape(const unsigned char *p, size_t n, char *out)
 	size_t k = 0;
 	for (size_t i = 0; i < n;) {
 		if (p[i] != '\\') {
-			out[k++] = (char)p[i++];
+			const unsigned char *bs = memchr(p + i, '\\', n - i);
+			size_t run = bs ? (size_t)(bs - (p + i)) : n - i;
+			memcpy(out + k, p + i, run);
+			k += run;
+			i += run;
 			continue;
 		}
 		unsigned char e = p[i + 1];
@@ -894,12 +907,10 @@ static size_t junescape(const unsigned char *p, size_t n, char *out)
 			i += 2;
 			continue;
 		}
-		char hx[5] = { (char)p[i + 2], (char)p[i + 3], (char)p[i + 4], (char)p[i + 5], 0 };
-		unsigned v = (unsigned)strtoul(hx, NULL, 16);
+		unsigned v = hex4(p + i + 2);
 		i += 6;
 		if (v >= 0xd800 && v <= 0xdbff) {
-			char lo[5] = { (char)p[i + 2], (char)p[i + 3], (char)p[i + 4], (char)p[i + 5], 0 };
-			v = 0x10000 + ((v - 0xd800) << 10) + ((unsigned)strtoul(lo, NULL, 16) - 0xdc00);
+			v = 0x10000 + ((v - 0xd800) << 10) + (hex4(p + i + 2) - 0xdc00);
 			i += 6;
 		}
 		if (v < 0x80) {
