@@ -22,6 +22,9 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -697,6 +700,29 @@ static unsigned hex4(const unsigned char *p)
 	return v;
 }
 
+/* The first byte at or after p that is not printable ASCII other than '"' and
+ * '\\', 16 at a time where SSE2 is there (always on x86-64): this scan was a
+ * sixth of dedup-minhash's time, a byte at a time. */
+static const unsigned char *jplain(const unsigned char *p, const unsigned char *end)
+{
+#if defined(__SSE2__)
+	const __m128i lo = _mm_set1_epi8(0x20), q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+	while (end - p >= 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)p);
+		/* signed: bytes >= 0x80 are negative, so below 0x20 too */
+		__m128i stop = _mm_or_si128(_mm_cmplt_epi8(v, lo),
+					    _mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs)));
+		int mask = _mm_movemask_epi8(stop);
+		if (mask)
+			return p + __builtin_ctz((unsigned)mask);
+		p += 16;
+	}
+#endif
+	while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+		p++;
+	return p;
+}
+
 /* A string at s->p ('"'): 1 and its content span, or 0. */
 static int jstring(struct jscan *s, const unsigned char **start, size_t *len, int *escaped)
 {
@@ -704,8 +730,7 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 	*escaped = 0;
 	*start = p;
 	for (;;) {
-		while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
-			p++;
+		p = jplain(p, end);
 		if (p >= end || *p < 0x20)
 			return 0;
 		if (*p == '"')
