@@ -3,6 +3,7 @@
 
     scripts/bench/run dedup [--docs 100000] [--pairs 3000] [--threshold 0.8]
                             [--num-perm 128] [--repeat 3] [--json FILE]
+                            [--jsonl FILE]
 
 The corpus is built here, deterministically (random.Random(--seed)), from the
 lines of scripts/bench/make-corpus output (documentation, manual pages and Python
@@ -12,7 +13,11 @@ words is replaced by words drawn from the corpus (q uniform in [0, 0.08], which
 puts most pairs between J = 0.5 and 1, since a 5-gram survives with probability
 (1-q)^5), inserted at a random later position. The exact Jaccard similarity of
 each planted pair is computed here, on the sets of word 5-grams of
-text.lower().split().
+text.lower().split(). With --jsonl FILE the documents are instead the "text"
+fields of FILE as they are (whole files of real text, e.g. a few kB of source,
+manual page or changelog each; at most --docs of them), and the copies are
+planted among them in the same way: that measures the cost per shingle, where
+the synthetic 12-line documents mostly measure the cost per document.
 
 Both tools see the same JSONL file, the same shingles (word 5-grams, lowercase,
 split at white space: dedup-minhash runs with --normalize lower, which is that),
@@ -91,14 +96,19 @@ def jaccard(a, b):
     return len(a & b) / len(a | b)
 
 
-def build(corpus, out, labels, ndocs, npairs, seed):
+def build(corpus, out, labels, ndocs, npairs, seed, jsonl=None):
     rng = random.Random(seed)
-    lines = open(corpus, encoding='utf-8').read().split('\n')
-    docs = ['\n'.join(lines[i:i + 12]) for i in range(0, len(lines) - 12, 12)][:ndocs]
-    if len(docs) < ndocs:
-        raise SystemExit(f'{corpus}: only {len(docs)} documents of 12 lines; need {ndocs}')
+    if jsonl:
+        docs = [json.loads(l)['text'] for l in open(jsonl, encoding='utf-8')][:ndocs]
+        docs = [d.replace(SEP, ' ') for d in docs]
+    else:
+        lines = open(corpus, encoding='utf-8').read().split('\n')
+        docs = ['\n'.join(lines[i:i + 12]) for i in range(0, len(lines) - 12, 12)][:ndocs]
+        if len(docs) < ndocs:
+            raise SystemExit(f'{corpus}: only {len(docs)} documents of 12 lines; need {ndocs}')
     vocab = [w for d in docs[:2000] for w in d.split()]
     cand = [i for i, d in enumerate(docs) if len(d.split()) >= 60]
+    npairs = min(npairs, len(cand))
     origs = rng.sample(cand, npairs)
     # each copy goes after its original: (position in docs, copy text, original index)
     inserts = []
@@ -173,12 +183,13 @@ def main():
     ap.add_argument('--repeat', type=int, default=3)
     ap.add_argument('--keep', action='store_true', help='keep the temporary directory')
     ap.add_argument('--json')
+    ap.add_argument('--jsonl', help='documents: the "text" of each line of this JSONL file')
     ap.add_argument('--build-only', nargs=2, metavar=('OUT', 'LABELS'), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.build_only:
-        print(build(a.corpus, a.build_only[0], a.build_only[1], a.docs, a.pairs, a.seed))
+        print(build(a.corpus, a.build_only[0], a.build_only[1], a.docs, a.pairs, a.seed, a.jsonl))
         return
-    if not os.path.exists(a.corpus):
+    if not a.jsonl and not os.path.exists(a.corpus):
         os.makedirs(os.path.dirname(a.corpus), exist_ok=True)
         run([os.path.join(TOP, 'scripts/bench/make-corpus'), a.corpus, '64'])
     tmp = tempfile.mkdtemp(prefix='lmt-bench-dedup-')
@@ -196,7 +207,8 @@ def bench(a, tmp):
     # built in a child process: a child's peak RSS (wait4) starts from its parent's
     # size at fork, so this process stays small while the tools run
     _, _, out = run([sys.executable, os.path.abspath(__file__), '--corpus', a.corpus, '--docs', str(a.docs),
-                     '--pairs', str(a.pairs), '--seed', str(a.seed), '--build-only', data, labels],
+                     '--pairs', str(a.pairs), '--seed', str(a.seed), '--build-only', data, labels] +
+                    (['--jsonl', a.jsonl] if a.jsonl else []),
                     stdout=subprocess.PIPE)
     n = int(out)
     label_rows = [json.loads(l) for l in open(labels)]
@@ -206,7 +218,8 @@ def bench(a, tmp):
                     stdout=subprocess.PIPE)
     ncpu = os.cpu_count()
     print(f'# {machine()}')
-    print(f'# corpus: {n} documents ({a.docs} + {a.pairs} planted copies), '
+    npl = len(label_rows)
+    print(f'# corpus: {n} documents ({n - npl} + {npl} planted copies{", from " + a.jsonl if a.jsonl else ""}), '
           f'{os.path.getsize(data) / 1e6:.1f} MB JSONL; num_perm {a.num_perm}, threshold {a.threshold}; '
           f'datasketch {dsv.strip()}')
 
@@ -245,7 +258,7 @@ def bench(a, tmp):
         s = summaries[name]
         rows.append(dict(tool=name, seconds=round(w, 2), docs_per_s=round(n / w), peak_rss_mb=round(rss / 1e6),
                          removed=s['removed']['exact'] + s['removed']['near'], bands=s['bands'], rows=s['rows'],
-                         bytes_per_doc=round(s['bytes_per_doc'])))
+                         bytes_per_doc=round(s['bytes_per_doc']), kernel=s.get('kernel', '')))
     w, rss = best['ds']
     rows.append(dict(tool='datasketch MinHashLSH', seconds=round(w, 2), docs_per_s=round(n / w),
                      peak_rss_mb=round(rss / 1e6), removed='', bands=ds['bands'], rows=ds['rows']))
@@ -253,7 +266,7 @@ def bench(a, tmp):
     for r in rows:
         r['vs_datasketch'] = round(ds_w / r['seconds'], 1)
     table(rows, ['tool', 'seconds', 'docs_per_s', 'vs_datasketch', 'peak_rss_mb', 'bytes_per_doc', 'removed',
-                 'bands', 'rows'])
+                 'bands', 'rows', 'kernel'])
 
     print()
     print(f'# planted pairs by exact Jaccard (5-gram sets): found by each tool, and the S-curve '
