@@ -14,6 +14,9 @@
 
 #include <pthread.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "data/unitab.h"
 #include "core/util.h"
@@ -317,6 +320,24 @@ int lmt_textnorm_next_word(const char *text, size_t n, size_t *pos, size_t *star
 	}
 	size_t s = i;
 	while (i < n) {
+#if defined(__SSE2__)
+		/* skip 16 bytes at a time to the first ASCII space (9-13, 32, as
+		 * lmt_unitab_ascii has it) or non-ASCII byte */
+		while (n - i >= 16) {
+			__m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+			__m128i ctl = _mm_cmplt_epi8(_mm_sub_epi8(v, _mm_set1_epi8(9 - 128)), _mm_set1_epi8(5 - 128));
+			__m128i stop = _mm_or_si128(_mm_or_si128(ctl, _mm_cmpeq_epi8(v, _mm_set1_epi8(' '))),
+						    _mm_cmplt_epi8(v, _mm_setzero_si128()));
+			int mask = _mm_movemask_epi8(stop);
+			if (mask) {
+				i += (size_t)__builtin_ctz((unsigned)mask);
+				break;
+			}
+			i += 16;
+		}
+		if (i >= n)
+			break;
+#endif
 		if (p[i] < 0x80) {
 			if (lmt_unitab_ascii[p[i]] & LMT_UNITAB_SPACE)
 				break;

@@ -706,6 +706,24 @@ static void test_shingles(void)
 	n = 0;
 	lmt_word_hashes("   ", 3, &w, &cap, &n);
 	tap_ok(n == 0 && lmt_shingles(w, n, 5, sh) == 0, "no words: no shingles");
+
+	/* a word hashes alike at the end of the text (its last bytes copied) and
+	 * with more text after it (read 8 at a time and masked), 1 to 24 bytes */
+	int alike = 1;
+	for (int l = 1; l <= 24; l++) {
+		char t[64];
+		uint64_t *w2 = NULL, end_h;
+		size_t cap2 = 0, n1 = 0, n3 = 0;
+		for (int i = 0; i < l; i++)
+			t[i] = (char)('a' + (i * 7 + l) % 26);
+		lmt_word_hashes(t, (size_t)l, &w2, &cap2, &n1);
+		end_h = w2[0];
+		memcpy(t + l, " tail words here, long enough", 30);
+		lmt_word_hashes(t, (size_t)l + 29, &w2, &cap2, &n3);
+		alike &= n1 == 1 && n3 == 6 && w2[0] == end_h;
+		free(w2);
+	}
+	tap_ok(alike, "a word's hash does not depend on what follows it (1 to 24 bytes)");
 	free(w);
 }
 
