@@ -927,8 +927,8 @@ static size_t junescape(const unsigned char *p, size_t n, char *out)
 		}
 		unsigned char e = p[i + 1];
 		if (e != 'u') {
-			static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-			out[k++] = to[strchr(from, e) - from];
+			out[k++] = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b'
+				 : e == 'f' ? '\f' : (char)e; /* '"', '\\' and '/' stand for themselves */
 			i += 2;
 			continue;
 		}

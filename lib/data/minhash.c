@@ -101,8 +101,18 @@ size_t lmt_shingles(const uint64_t *words, size_t nwords, int ngram, uint64_t *o
 		out[0] = lmt_ngram_hash(words, nwords);
 		return 1;
 	}
-	for (size_t i = 0; i + g <= nwords; i++)
-		out[i] = lmt_ngram_hash(words + i, g);
+	/* lmt_ngram_hash of each window, lmt_hash_bytes unrolled: each word's lane is
+	 * mixed once, not once for every window it is in; out holds the mixed lanes,
+	 * and window i overwrites lane i only when no later window needs it */
+	for (size_t i = 0; i < nwords; i++)
+		out[i] = lmt_mix64(words[i]);
+	const uint64_t h0 = SHINGLE_SEED ^ (g * sizeof *words * 0x9e3779b97f4a7c15ULL);
+	for (size_t i = 0; i + g <= nwords; i++) {
+		uint64_t h = h0;
+		for (size_t k = 0; k < g; k++)
+			h = (h ^ out[i + k]) * 0x9e3779b97f4a7c15ULL;
+		out[i] = lmt_mix64(h);
+	}
 	return nwords - g + 1;
 }
 

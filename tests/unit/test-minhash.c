@@ -696,6 +696,8 @@ static void test_shingles(void)
 	lmt_word_hashes("a b c d e f", 11, &w, &cap, &n);
 	tap_ok(n == 6 && lmt_shingles(w, n, 5, sh) == 2, "6 words: two 5-word shingles");
 	uint64_t first = sh[0];
+	tap_ok(sh[0] == lmt_ngram_hash(w, 5) && sh[1] == lmt_ngram_hash(w + 1, 5) && sh[0] != sh[1],
+	       "each shingle is lmt_ngram_hash of its window");
 	size_t n2 = 0;
 	lmt_word_hashes("a  b\tc\nd e", 10, &w, &cap, &n2);
 	lmt_shingles(w, n2, 5, sh);
