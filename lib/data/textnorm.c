@@ -146,9 +146,34 @@ size_t lmt_textnorm_apply(unsigned flags, const char *text, size_t n, char *out)
 	pthread_once(&bmp_once, bmp_init);
 	const unsigned char *map = ascii_map[flags & LMT_TEXTNORM_ALL];
 	const unsigned char *act = ascii_act[flags & LMT_TEXTNORM_ALL];
+	/* with no step that joins, drops or replaces characters (only lower and
+	 * accents), every ASCII byte maps to one byte whatever comes before it: 16 at
+	 * a time (SSE2) until a non-ASCII one */
+	const int bytewise = !(flags & (LMT_TEXTNORM_DIGITS | LMT_TEXTNORM_PUNCT | LMT_TEXTNORM_SPACE));
 	while (p < end) {
 		uint32_t cp;
 		int len, cls;
+#if defined(__SSE2__)
+		if (bytewise) {
+			const __m128i a1 = _mm_set1_epi8('A' - 1 - 128), z = _mm_set1_epi8('Z' - 128);
+			const __m128i up = _mm_set1_epi8(lower ? 32 : 0);
+			while (end - p >= 16) {
+				__m128i v = _mm_loadu_si128((const __m128i *)p);
+				if (_mm_movemask_epi8(v))
+					break;
+				/* 'A' <= v <= 'Z' by signed compares of v - 128 */
+				__m128i x = _mm_sub_epi8(v, _mm_set1_epi8(-128));
+				__m128i is_up = _mm_andnot_si128(_mm_cmpgt_epi8(x, z), _mm_cmpgt_epi8(x, a1));
+				_mm_storeu_si128((__m128i *)(out + o), _mm_add_epi8(v, _mm_and_si128(is_up, up)));
+				o += 16;
+				p += 16;
+			}
+			if (p >= end)
+				break;
+		}
+#else
+		(void)bytewise;
+#endif
 		if (*p < 0x80 && act[*p] == A_COPY) {
 			if (pending) {
 				out[o++] = ' ';

@@ -78,6 +78,11 @@ static void test_normaliser(void)
 	norm_case(LMT_TEXTNORM_DIGITS, "a1b22 333", "a0b0 0", "digits only");
 	norm_case(LMT_TEXTNORM_LOWER, "\xc3\x89T\xc3\x89", "\xc3\xa9t\xc3\xa9", "lowercase keeps accents");
 	norm_case(LMT_TEXTNORM_ACCENTS, "\xc3\x89T\xc3\x89 e\xcc\x81", "ETE e", "accents only keep case");
+	norm_case(LMT_TEXTNORM_LOWER, "The QUICK Brown Fox @[`{ Jumps OVER the lazy dog \xc3\x89T\xc3\x89 AND MORE TEXT\tHERE",
+		  "the quick brown fox @[`{ jumps over the lazy dog \xc3\xa9t\xc3\xa9 and more text\there",
+		  "lowercase 16 bytes at a time: A-Z only, not their neighbours @ [ ` {");
+	norm_case(LMT_TEXTNORM_LOWER | LMT_TEXTNORM_ACCENTS, "ABCDEFGHIJKLMNOPQRSTUVWXYZ \xc3\x80\xc3\x89 0123456789 XYZ!",
+		  "abcdefghijklmnopqrstuvwxyz ae 0123456789 xyz!", "lowercase and accents, runs of 16 and more");
 	norm_case(ALL, "\xc8\xba", "\xe2\xb1\xa5", "U+023A lowercases to a longer U+2C65");
 
 	unsigned f;
