@@ -731,6 +731,30 @@ static void test_shingles(void)
 		free(w2);
 	}
 	tap_ok(alike, "a word's hash does not depend on what follows it (1 to 24 bytes)");
+
+	/* all-ASCII texts are split 64 bytes at a time; one non-ASCII word at the end
+	 * sends the same text through lmt_textnorm_next_word: the same words before
+	 * it. Random bytes 1..127 (White_Space and the separators 0x1c..0x1f, which
+	 * are not), lengths 0 to 300 across the 64-byte blocks. */
+	int same = 1, runs = 0;
+	uint64_t rs = 99, *wa = NULL, *wb = NULL;
+	size_t capa = 0, capb = 0;
+	for (int len = 0; len <= 300; len++) {
+		char t[320];
+		for (int i = 0; i < len; i++) {
+			uint64_t r = lmt_mix64(rs++);
+			t[i] = r % 4 == 0 ? " \t\n\v\f\r\x1c\x1f"[(r >> 8) % 8] : (char)(1 + (r >> 8) % 127);
+		}
+		size_t na = 0, nb = 0;
+		lmt_word_hashes(t, (size_t)len, &wa, &capa, &na);
+		memcpy(t + len, " \xc3\xa9", 3);
+		lmt_word_hashes(t, (size_t)len + 3, &wb, &capb, &nb);
+		same &= nb == na + 1 && (na == 0 || !memcmp(wa, wb, na * sizeof *wa));
+		runs += na > 0;
+	}
+	tap_ok(same && runs > 250, "ASCII texts: the same words 64 bytes at a time as one character at a time");
+	free(wa);
+	free(wb);
 	free(w);
 }
 
