@@ -732,27 +732,50 @@ static void test_shingles(void)
 	}
 	tap_ok(alike, "a word's hash does not depend on what follows it (1 to 24 bytes)");
 
-	/* all-ASCII texts are split 64 bytes at a time; one non-ASCII word at the end
-	 * sends the same text through lmt_textnorm_next_word: the same words before
-	 * it. Random bytes 1..127 (White_Space and the separators 0x1c..0x1f, which
-	 * are not), lengths 0 to 300 across the 64-byte blocks. */
+	/* texts are split 64 bytes at a time: the same words as
+	 * lmt_textnorm_next_word finds, each hashed as a text of its own. Random
+	 * pieces: ASCII bytes 1..127 (White_Space and the separators 0x1c..0x1f,
+	 * which are not), characters of 2 to 4 bytes (White_Space U+0085, U+00A0,
+	 * U+2028, U+3000; U+180E, which is not; letters), and invalid bytes, at every
+	 * offset of the 64-byte blocks, texts of 0 to 400 bytes. */
+	static const char *const piece[] = {
+		" ", "\t", "\n", "\v", "\f", "\r", "\x1c", "\x1f", "\xc2\x85", "\xc2\xa0", "\xe2\x80\xa8",
+		"\xe3\x80\x80", "\xe1\xa0\x8e", "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "\x80",
+		"\xc3", "\xff", "\xe2\x80",
+	};
 	int same = 1, runs = 0;
 	uint64_t rs = 99, *wa = NULL, *wb = NULL;
 	size_t capa = 0, capb = 0;
-	for (int len = 0; len <= 300; len++) {
-		char t[320];
-		for (int i = 0; i < len; i++) {
+	for (int len = 0; len <= 400; len++) {
+		char t[420];
+		size_t tl = 0;
+		while (tl < (size_t)len) {
 			uint64_t r = lmt_mix64(rs++);
-			t[i] = r % 4 == 0 ? " \t\n\v\f\r\x1c\x1f"[(r >> 8) % 8] : (char)(1 + (r >> 8) % 127);
+			if (r % 3 == 0) {
+				const char *pc = piece[(r >> 8) % LMT_ARRAY_SIZE(piece)];
+				size_t pl = strlen(pc);
+				if (tl + pl > (size_t)len)
+					break;
+				memcpy(t + tl, pc, pl);
+				tl += pl;
+			} else {
+				t[tl++] = (char)(1 + (r >> 8) % 127);
+			}
 		}
-		size_t na = 0, nb = 0;
-		lmt_word_hashes(t, (size_t)len, &wa, &capa, &na);
-		memcpy(t + len, " \xc3\xa9", 3);
-		lmt_word_hashes(t, (size_t)len + 3, &wb, &capb, &nb);
-		same &= nb == na + 1 && (na == 0 || !memcmp(wa, wb, na * sizeof *wa));
+		size_t na = 0, pos = 0, st, wl;
+		lmt_word_hashes(t, tl, &wa, &capa, &na);
+		size_t i = 0;
+		while (lmt_textnorm_next_word(t, tl, &pos, &st, &wl)) {
+			size_t nb = 0;
+			lmt_word_hashes(t + st, wl, &wb, &capb, &nb);
+			same &= i < na && nb == 1 && wa[i] == wb[0];
+			i++;
+		}
+		same &= i == na;
 		runs += na > 0;
 	}
-	tap_ok(same && runs > 250, "ASCII texts: the same words 64 bytes at a time as one character at a time");
+	tap_ok(same && runs > 350, "words split 64 bytes at a time are those of lmt_textnorm_next_word, "
+	       "with other scripts, White_Space beyond ASCII and invalid bytes");
 	free(wa);
 	free(wb);
 	free(w);
