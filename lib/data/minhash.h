@@ -33,15 +33,15 @@
  * neighbouring bins along one arithmetic progression, which correlates their
  * donors: at 24 shingles the variance came out 2.4 times the formula below. With
  * the mixer the donors behave as independent draws, as the formula assumes.
- * Both documents of a
- * pair try the same bins in the same order, so an empty bin of their union takes
+ * Both documents of a pair try the same bins in the same order, so an empty bin
+ * of their union takes
  * the first bin that is not empty in the union (where one of them only has
  * shingles, the two values differ, as the union's minimum there is not shared).
  * Value j of the signature is the low 32 bits of bin j's minimum (own or
  * borrowed). Every value of a pair agrees with probability J, their Jaccard
  * similarity (plus at most 2^-32 for two different minima whose low bits
  * collide), so the fraction of equal values estimates J without bias. Its
- * variance, for a union of f shingles of which N bins of K are empty, is
+ * variance, for a union of f shingles with N of the K bins empty in both, is
  *
  *	Var = J(1-J)/K^2 * ((K + 2N + N(N-1)/(K-N)) f/(f-1) - K^2/(f-1))
  *
@@ -63,8 +63,12 @@
  *
  * LSH: the first b*r values form b bands of r rows; two documents are candidates
  * when all r values of some band agree, which happens with probability
- * 1 - (1 - J^r)^b. b and r are chosen for a threshold t by minimising
- * 0.5 * FP + 0.5 * FN (as datasketch does), with
+ * 1 - (1 - J^r)^b for independent values (classic; for OPH nearly: values
+ * of distinct bins are slightly anticorrelated, borrowed ones repeat others, and
+ * test-minhash holds the S-curve at 4 standard errors on planted pairs whose
+ * union has 200 shingles, a fifth of the bins empty in both). b and r are
+ * chosen for a threshold t by minimising 0.5 * FP + 0.5 * FN (as datasketch
+ * does), with
  *
  *	FP(b, r) = integral_0^t   1 - (1 - s^r)^b      ds
  *	FN(b, r) = integral_t^1   (1 - s^r)^b          ds

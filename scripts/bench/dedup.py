@@ -16,8 +16,9 @@ each planted pair is computed here, on the sets of word 5-grams of
 text.lower().split(). With --jsonl FILE the documents are instead the "text"
 fields of FILE as they are (whole files of real text, e.g. a few kB of source,
 manual page or changelog each; at most --docs of them), and the copies are
-planted among them in the same way: that measures the cost per shingle, where
-the synthetic 12-line documents mostly measure the cost per document.
+planted among them in the same way, and written as UTF-8 (not with \\u escapes):
+that measures the cost per shingle, where the synthetic 12-line documents
+mostly measure the cost per document.
 
 Both tools see the same JSONL file, the same shingles (word 5-grams, lowercase,
 split at white space: dedup-minhash runs with --normalize lower, which is that),
@@ -132,7 +133,8 @@ def build(corpus, out, labels, ndocs, npairs, seed, jsonl=None):
             final.append(d)
     with open(out, 'w', encoding='utf-8') as f:
         for d in final:
-            f.write(json.dumps({'text': d}) + '\n')
+            # --jsonl: UTF-8 as the source file has it (most corpora are stored so)
+            f.write(json.dumps({'text': d}, ensure_ascii=not jsonl) + '\n')
     # the same documents as text, to show what reading JSONL costs
     assert not any(SEP in d for d in final)
     with open(out[:-len('.jsonl')] + '.txt', 'w', encoding='utf-8') as f:
