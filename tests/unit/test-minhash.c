@@ -776,6 +776,11 @@ static void test_shingles(void)
 	}
 	tap_ok(same && runs > 350, "words split 64 bytes at a time are those of lmt_textnorm_next_word, "
 	       "with other scripts, White_Space beyond ASCII and invalid bytes");
+	int outside = 0;
+	for (uint32_t cp = 0x80; cp <= 0x10ffff; cp++)
+		outside += lmt_uni_is_space(cp) && !(cp == 0x85 || cp == 0xa0 || (cp >= 0x1680 && cp <= 0x3000));
+	tap_ok(outside == 0, "White_Space beyond ASCII is U+0085, U+00A0 or in U+1680..U+3000, as the "
+	       "word splitter's filter assumes (%d outside)", outside);
 	free(wa);
 	free(wb);
 	free(w);
