@@ -1,14 +1,19 @@
 /*
- * minhash.c: MinHash signatures, LSH parameters, banding and clustering, and the
- * small hash tables the deduplicator needs (see minhash.h).
+ * minhash.c: words and shingles, MinHash signatures, LSH parameters, banding and
+ * clustering, and the small hash tables the deduplicator needs (see minhash.h).
  *
- * Signing is the hot loop. With one-permutation hashing (the default) every
+ * Per shingle, signing was the hot loop; with one-permutation hashing (the
+ * default) it is a few percent of dedup-minhash's time, and splitting and hashing
+ * words is more: words are found 64 bytes at a time from a bit mask of White_Space
+ * bytes, and each word's hash is mixed once for the n shingles it is in, giving
+ * the values lmt_hash_bytes and lmt_ngram_hash give. With OPH every
  * shingle goes through one permutation: the kernels compute pi(h) and its bin for
  * 8 or 4 shingles at a time in AVX-512 or AVX2 where the CPU has them, and update
  * the bin minima one lane at a time (a scatter: two lanes may share a bin).
- * Densification is the same code for every kernel, and costs nothing for a
- * document with more shingles than bins, which has no empty bin but by a rare
- * chance. The classic method sends every shingle through every permutation (128
+ * Densification is the same code for every kernel. A document of more than
+ * about K ln K shingles rarely has an empty bin; a short one probes about K/m
+ * bins for each empty bin (m the non-empty ones): at worst, two shingles in two
+ * bins, some 8000 probes of a few ns (one shingle is a shortcut). The classic method sends every shingle through every permutation (128
  * exact products mod 2^61 - 1 per shingle by default), permutations innermost,
  * over three small arrays (a, b and the running minima), 8 or 4 at a time. The
  * kernel is chosen at run time, so one binary runs everywhere; all compute the
