@@ -38,10 +38,6 @@
 #define BAND_SEED 0x6c6d742d62616e64ULL    /* "lmt-band" */
 #define OPH_SEED 0x6c6d742d6f706831ULL     /* "lmt-oph1" */
 
-/* densification gives up on random bins after this many attempts (then takes the
- * next non-empty bin after j, the same for both documents of a pair); with two
- * non-empty bins of 1024 that happens with probability (1 - 2/1024)^16384 */
-#define DENSIFY_TRIES(k) (16u * (k))
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -504,6 +500,32 @@ int lmt_minhash_init(struct lmt_minhash *m, int num_perm, int ngram, uint64_t se
 	m->ob = draw(&t, 0);
 	m->oc = splitmix64(&t);
 	m->method = LMT_MINHASH_METHOD_OPH;
+	/* sigma_j for each bin j: a Fisher-Yates shuffle of the bins driven by
+	 * splitmix64 from mix64(c + j) (not from c + j * splitmix's own increment,
+	 * which made sigma_j+1's draws those of sigma_j shifted by one: 1.17 times the
+	 * variance at 24 shingles), index i drawn as the high word of a 64 x 64-bit
+	 * product with i + 1 (bias below 2^-53); order and rank */
+	const size_t K = (size_t)num_perm;
+	m->dorder = malloc(K * K * sizeof *m->dorder);
+	m->drank = malloc(K * K * sizeof *m->drank);
+	if (!m->dorder || !m->drank) {
+		lmt_minhash_release(m);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	for (size_t j = 0; j < K; j++) {
+		uint16_t *o = m->dorder + j * K, *r = m->drank + j * K;
+		uint64_t st = lmt_mix64(m->oc + j);
+		for (size_t i = 0; i < K; i++)
+			o[i] = (uint16_t)i;
+		for (size_t i = K - 1; i > 0; i--) {
+			size_t x = (size_t)(((unsigned __int128)splitmix64(&st) * (i + 1)) >> 64);
+			uint16_t tmp = o[i];
+			o[i] = o[x];
+			o[x] = tmp;
+		}
+		for (size_t i = 0; i < K; i++)
+			r[o[i]] = (uint16_t)i;
+	}
 	for (int k = 0; k < (int)LMT_ARRAY_SIZE(kernels); k++) {
 		if (kernel_supported(k)) {
 			m->kernel = k;
@@ -517,44 +539,55 @@ void lmt_minhash_release(struct lmt_minhash *m)
 {
 	free(m->a);
 	free(m->b);
+	free(m->dorder);
+	free(m->drank);
 	m->a = m->b = NULL;
+	m->dorder = m->drank = NULL;
 }
 
 /*
  * Optimal densification (minhash.h): an empty bin j takes the minimum of the
- * first non-empty bin among bin(u(j, 1)), bin(u(j, 2)), ... Where only one bin is
- * non-empty every probe would end there: all values are that bin's.
+ * first non-empty bin in sigma_j. With m non-empty bins that is found either by
+ * walking sigma_j (about K/m steps) or as the non-empty bin of lowest rank in
+ * sigma_j (m steps), the same bin: the cheaper way is taken, so a document costs
+ * at most about K sqrt(K) table reads (where the probes of the paper's hash cost
+ * about K^2/m hashes, 8000 for 2 shingles). Where only one bin is non-empty all
+ * values are its.
  */
 static void densify(const struct lmt_minhash *m, const uint64_t *mn, uint32_t *sig)
 {
 	const uint32_t k = (uint32_t)m->num_perm;
-	uint32_t full = 0, last = 0;
+	uint16_t full[LMT_MINHASH_MAX_PERM];
+	uint32_t nf = 0;
 	for (uint32_t j = 0; j < k; j++) {
 		if (mn[j] != LMT_MINHASH_NOBIN) {
-			full++;
-			last = j;
+			full[nf++] = (uint16_t)j;
+			sig[j] = (uint32_t)mn[j];
 		}
 	}
-	if (full == 1) {
+	if (nf == k)
+		return;
+	if (nf == 1) {
 		for (uint32_t j = 0; j < k; j++)
-			sig[j] = (uint32_t)mn[last];
+			sig[j] = (uint32_t)mn[full[0]];
 		return;
 	}
+	const int by_rank = nf * nf < k;
 	for (uint32_t j = 0; j < k; j++) {
-		if (mn[j] != LMT_MINHASH_NOBIN) {
-			sig[j] = (uint32_t)mn[j];
+		if (mn[j] != LMT_MINHASH_NOBIN)
 			continue;
+		uint32_t d;
+		if (by_rank) {
+			const uint16_t *r = m->drank + (size_t)j * k;
+			d = full[0];
+			for (uint32_t i = 1; i < nf; i++)
+				d = r[full[i]] < r[d] ? full[i] : d;
+		} else {
+			const uint16_t *o = m->dorder + (size_t)j * k;
+			while (mn[*o] == LMT_MINHASH_NOBIN)
+				o++;
+			d = *o;
 		}
-		uint32_t d = j;
-		uint64_t t;
-		for (t = 1; t <= DENSIFY_TRIES(k); t++) {
-			d = lmt_minhash_bin(lmt_mix64(((t << 10) | j) + m->oc) >> 3, k);
-			if (mn[d] != LMT_MINHASH_NOBIN)
-				break;
-		}
-		if (t > DENSIFY_TRIES(k)) /* (all but impossible) the next non-empty bin */
-			for (d = (j + 1) % k; mn[d] == LMT_MINHASH_NOBIN; d = (d + 1) % k)
-				;
 		sig[j] = (uint32_t)mn[d];
 	}
 }

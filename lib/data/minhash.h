@@ -21,22 +21,23 @@
  *
  *	bin(v) = ((v >> 29) * K) >> 32		(v = pi(h); K equal ranges of v)
  *
- * and each bin keeps the smallest v that fell into it. A bin no shingle fell into
- * borrows the minimum of another: for attempt t = 1, 2, ... it tries bin
- * bin(u(j, t)) until that one is not empty, where
- *
- *	u(j, t) = mix64(((t << 10) | j) + c) >> 3
- *
- * hashes the bin j and the attempt t with c drawn from the same PRNG and mix64
- * the multiply-xorshift mixer of core/util.h (lmt_mix64). The paper asks for a
- * 2-universal hash of (j, t); a linear one (tried: multiply-add-shift) probes
- * neighbouring bins along one arithmetic progression, which correlates their
- * donors: at 24 shingles the variance came out 2.4 times the formula below. With
- * the mixer the donors behave as independent draws, as the formula assumes.
- * Both documents of a pair try the same bins in the same order, so an empty bin
- * of their union takes
- * the first bin that is not empty in the union (where one of them only has
- * shingles, the two values differ, as the union's minimum there is not shared).
+ * and each bin keeps the smallest v that fell into it. A bin j no shingle fell
+ * into borrows the minimum of the first bin that is not empty in sigma_j, a
+ * random order of the K bins fixed by the seed (a Fisher-Yates shuffle driven by
+ * splitmix64 from mix64(c + j), c drawn after a and b, mix64 being lmt_mix64 of
+ * core/util.h). The paper
+ * probes bins drawn by a 2-universal hash of (j, attempt) until one is not
+ * empty; probing a random order instead draws without replacement, which gives
+ * each empty bin the same donor (uniform over the non-empty bins, independently
+ * of the other empty bins) and so the same estimator and variance, at a cost of
+ * table reads bounded by K sqrt(K) a document instead of about K^2/m hashes
+ * with m non-empty bins. (A linear hash of (j, attempt), tried first, probed
+ * neighbouring bins along one arithmetic progression and correlated their
+ * donors: at 24 shingles the variance came out 2.4 times the formula below.)
+ * Both documents of a pair look in the same order, so an empty bin of their
+ * union takes the first bin that is not empty in the union (where one of them
+ * only has shingles, the two values differ, as the union's minimum there is not
+ * shared).
  * Value j of the signature is the low 32 bits of bin j's minimum (own or
  * borrowed). Every value of a pair agrees with probability J, their Jaccard
  * similarity (plus at most 2^-32 for two different minima whose low bits
@@ -125,7 +126,8 @@ struct lmt_minhash {
 	uint64_t seed;
 	uint64_t *a, *b;         /* classic: npad each; a_i, b_i for i < num_perm */
 	uint64_t oa, ob;         /* OPH: the one permutation */
-	uint64_t oc;             /* OPH: the key of the densification hash u(j, t) */
+	uint64_t oc;             /* OPH: the seed of the densification orders */
+	uint16_t *dorder, *drank;   /* OPH: sigma_j as num_perm x num_perm order and rank */
 };
 
 /* num_perm 1..LMT_MINHASH_MAX_PERM, ngram >= 1. The coefficients of both methods
