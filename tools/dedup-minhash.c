@@ -48,6 +48,7 @@ enum {
 	OPT_NGRAM,
 	OPT_NGRAM_MIN,
 	OPT_NORMALIZE,
+	OPT_METHOD,
 };
 
 static const struct option longopts[] = {
@@ -55,6 +56,7 @@ static const struct option longopts[] = {
 	{ "version", no_argument, NULL, 'V' },
 	{ "threshold", required_argument, NULL, 't' },
 	{ "num-perm", required_argument, NULL, OPT_NUM_PERM },
+	{ "method", required_argument, NULL, OPT_METHOD },
 	{ "shingle", required_argument, NULL, OPT_SHINGLE },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "normalize", required_argument, NULL, OPT_NORMALIZE },
@@ -82,7 +84,9 @@ static void usage(void)
 	       "\n"
 	       "Near duplicates:\n"
 	       "  -t, --threshold T       Jaccard similarity to aim LSH at, 0.01 to 1 (0.8)\n"
-	       "      --num-perm N        MinHash permutations, 1 to 1024 (128)\n"
+	       "      --num-perm N        signature values (MinHash bins), 1 to 1024 (128)\n"
+	       "      --method M          oph (one permutation, densified) or classic\n"
+	       "                          (--num-perm permutations, slower) (oph)\n"
 	       "      --shingle N         words per shingle, 1 to 64 (5)\n"
 	       "      --seed N            seed of the permutations (1)\n"
 	       "      --normalize LIST    lower,digits,punct,space,accents (all), all or none\n"
@@ -102,7 +106,8 @@ static void usage(void)
 	       "                          (exact, near, contamination), what it duplicates,\n"
 	       "                          similarity\n"
 	       "      --summary FILE      a JSONL summary record\n"
-	       "  -j, --threads N         signing threads (all cores)\n"
+	       "  -j, --threads N         signing threads (all cores); with 2 or more, one\n"
+	       "                          more thread reads ahead\n"
 	       "  -q, --quiet             no progress or summary line on stderr\n"
 	       "\n"
 	       "Input:\n"
@@ -288,6 +293,7 @@ static void write_summary(const struct opts *o, const struct lmt_dedup *d, const
 	lmt_json_u64(&j, "bands", (uint64_t)d->bands);
 	lmt_json_u64(&j, "rows", (uint64_t)d->rows);
 	lmt_json_u64(&j, "num_perm", (uint64_t)o->p.num_perm);
+	lmt_json_str(&j, "method", lmt_minhash_method(&d->mh));
 	lmt_json_num(&j, "threshold", o->p.threshold);
 	lmt_json_u64(&j, "shingle", (uint64_t)o->p.shingle);
 	lmt_json_str(&j, "normalize", lmt_textnorm_format(o->p.norm, norm));
@@ -339,6 +345,14 @@ static void parse_options(int argc, char **argv, struct opts *o)
 		case 'V': print_version(); exit(0);
 		case 't': o->p.threshold = opt_double("threshold", optarg, 0.01, 1); break;
 		case OPT_NUM_PERM: o->p.num_perm = (int)opt_int("num-perm", optarg, 1, LMT_MINHASH_MAX_PERM); break;
+		case OPT_METHOD:
+			if (!strcmp(optarg, "oph"))
+				o->p.method = LMT_MINHASH_METHOD_OPH;
+			else if (!strcmp(optarg, "classic"))
+				o->p.method = LMT_MINHASH_METHOD_CLASSIC;
+			else
+				usage_error("option '--method': '%s', expected oph or classic", optarg);
+			break;
 		case OPT_SHINGLE: o->p.shingle = (int)opt_int("shingle", optarg, 1, 64); break;
 		case OPT_SEED: o->p.seed = (uint64_t)opt_int("seed", optarg, 0, INT64_MAX); break;
 		case OPT_NORMALIZE:

@@ -7,6 +7,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/util.h"
 
@@ -37,22 +40,106 @@ static void putc_(struct lmt_json *j, char c)
 	put(j, &c, 1);
 }
 
+/*
+ * Bytes a JSON string cannot hold as they are, or that need checking: control
+ * bytes, '"', '\\' and bytes above 0x7f. Where SSE2 is there (always on x86-64)
+ * a mask of them is made for 64 bytes at a time and kept from stop to stop, and a
+ * valid UTF-8 character does not end the run of bytes copied as they are: text
+ * with a line break every few dozen bytes or in another script costs a bit scan
+ * a stop, not a new scan and a copy.
+ */
+struct stops {
+	const unsigned char *b;  /* the 64 bytes the mask is of */
+	uint64_t m;              /* bit i: b[i] is a stop (past the end: all stops) */
+};
+
+#if defined(__SSE2__)
+static uint64_t stops64(const unsigned char *b, const unsigned char *end)
+{
+	unsigned char tmp[64];
+	if (end - b < 64) {
+		memset(tmp, 0, sizeof tmp);
+		memcpy(tmp, b, (size_t)(end - b));
+		b = tmp;
+	}
+	uint64_t m = 0;
+	for (int k = 0; k < 4; k++) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(b + 16 * k));
+		__m128i stop = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)), /* and >= 0x80 */
+					    _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+							 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+		m |= (uint64_t)(unsigned)_mm_movemask_epi8(stop) << (16 * k);
+	}
+	return m;
+}
+#endif
+
+/* The first stop at or after p <= end (end if none). */
+static const unsigned char *next_stop(struct stops *t, const unsigned char *p, const unsigned char *end)
+{
+#if defined(__SSE2__)
+	for (;;) {
+		/* a block shorter than 64 ends in stops from end on: only a full block is
+		 * ever passed whole */
+		size_t off = t->b ? (size_t)(p - t->b) : 64;
+		if (off < 64) {
+			uint64_t m = t->m & (~0ULL << off);
+			if (m)
+				return t->b + __builtin_ctzll(m);
+			p = t->b + 64;
+		}
+		if (p >= end)
+			return end;
+		t->b = p;
+		t->m = stops64(p, end);
+	}
+#else
+	(void)t;
+	while (p < end && *p >= 0x20 && *p != '"' && *p != '\\' && *p < 0x80)
+		p++;
+	return p;
+#endif
+}
+
 void lmt_json_escape(struct lmt_json *j, const char *s, size_t n)
 {
 	static const char hx[] = "0123456789abcdef";
-	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	const unsigned char *p = (const unsigned char *)s, *end = p + n, *run = p;
+	struct stops t = { NULL, 0 };
 	putc_(j, '"');
 	while (p < end) {
-		const unsigned char *run = p;
-		/* copy the longest run of bytes that need no escaping */
-		while (p < end && *p >= 0x20 && *p != '"' && *p != '\\' && *p < 0x80)
-			p++;
-		if (p > run)
-			put(j, (const char *)run, (size_t)(p - run));
+		p = next_stop(&t, p, end);
 		if (p >= end)
 			break;
 		unsigned c = *p;
-		if (c < 0x80) {
+		if (c >= 0x80) {
+			/* validate one UTF-8 sequence (RFC 3629: no overlongs, no surrogates);
+			 * a valid one stays in the run */
+			int len = 0;
+			uint32_t cp = 0;
+			if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
+			else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
+			else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
+			int ok = len > 0 && end - p >= len;
+			for (int k = 1; ok && k < len; k++) {
+				if ((p[k] & 0xc0) != 0x80)
+					ok = 0;
+				else
+					cp = cp << 6 | (p[k] & 0x3f);
+			}
+			if (ok && ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+				   (len == 4 && (cp < 0x10000 || cp > 0x10ffff))))
+				ok = 0;
+			if (ok) {
+				p += len;
+				continue;
+			}
+		}
+		if (p > run)
+			put(j, (const char *)run, (size_t)(p - run));
+		if (c >= 0x80) {
+			put(j, "\xef\xbf\xbd", 3); /* U+FFFD for one bad byte */
+		} else {
 			char e[7] = "\\u00";
 			switch (c) {
 			case '"': put(j, "\\\"", 2); break;
@@ -67,33 +154,11 @@ void lmt_json_escape(struct lmt_json *j, const char *s, size_t n)
 				e[5] = hx[c & 15];
 				put(j, e, 6);
 			}
-			p++;
-			continue;
 		}
-		/* validate one UTF-8 sequence (RFC 3629: no overlongs, no surrogates) */
-		int len = 0;
-		uint32_t cp = 0;
-		if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
-		else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
-		else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
-		int ok = len > 0 && end - p >= len;
-		for (int k = 1; ok && k < len; k++) {
-			if ((p[k] & 0xc0) != 0x80)
-				ok = 0;
-			else
-				cp = cp << 6 | (p[k] & 0x3f);
-		}
-		if (ok && ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-			   (len == 4 && (cp < 0x10000 || cp > 0x10ffff))))
-			ok = 0;
-		if (ok) {
-			put(j, (const char *)p, (size_t)len);
-			p += len;
-		} else {
-			put(j, "\xef\xbf\xbd", 3); /* U+FFFD for one bad byte */
-			p++;
-		}
+		run = ++p;
 	}
+	if (end > run)
+		put(j, (const char *)run, (size_t)(end - run));
 	putc_(j, '"');
 }
 

@@ -22,6 +22,9 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -687,15 +690,86 @@ static int jhex(int c)
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+/* The value of 4 hex digits already checked with jhex (strtoul was a tenth of
+ * dedup-minhash's time on JSONL written with \u escapes). */
+static unsigned hex4(const unsigned char *p)
+{
+	unsigned v = 0;
+	for (int i = 0; i < 4; i++)
+		v = v << 4 | (unsigned)(p[i] <= '9' ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10);
+	return v;
+}
+
+/*
+ * The string scan's stops: bytes that are not printable ASCII other than '"' and
+ * '\\' (quotes, backslashes, control and non-ASCII bytes). Where SSE2 is there
+ * (always on x86-64) a mask of them is made for 64 bytes at a time and kept
+ * from stop to stop, so that a string with an escape every line or a character
+ * of another script every few bytes is not scanned again from each (the scan
+ * was a sixth of dedup-minhash's time, a byte at a time).
+ */
+struct jstops {
+	const unsigned char *b;  /* the 64 bytes the mask is of */
+	uint64_t m;              /* bit i: b[i] is a stop (past the end: all stops) */
+};
+
+#if defined(__SSE2__)
+static uint64_t jstops64(const unsigned char *b, const unsigned char *end)
+{
+	unsigned char tmp[64];
+	if (end - b < 64) {
+		memset(tmp, 0, sizeof tmp); /* NUL is a stop: the scan stops at the end */
+		memcpy(tmp, b, (size_t)(end - b));
+		b = tmp;
+	}
+	const __m128i lo = _mm_set1_epi8(0x20), q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+	uint64_t m = 0;
+	for (int k = 0; k < 4; k++) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(b + 16 * k));
+		/* signed: bytes >= 0x80 are negative, so below 0x20 too */
+		__m128i stop = _mm_or_si128(_mm_cmplt_epi8(v, lo), _mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs)));
+		m |= (uint64_t)(unsigned)_mm_movemask_epi8(stop) << (16 * k);
+	}
+	return m;
+}
+#endif
+
+/* The first stop at or after p (end or beyond if none). */
+static const unsigned char *jnext(struct jstops *j, const unsigned char *p, const unsigned char *end)
+{
+#if defined(__SSE2__)
+	for (;;) {
+		/* p <= end always; a block shorter than 64 ends in stops from end on, so
+		 * only a full block is ever passed whole */
+		size_t off = j->b ? (size_t)(p - j->b) : 64;
+		if (off < 64) {
+			uint64_t m = j->m & (~0ULL << off);
+			if (m)
+				return j->b + __builtin_ctzll(m);
+			p = j->b + 64;
+		}
+		if (p >= end)
+			return p;
+		j->b = p;
+		j->m = jstops64(p, end);
+	}
+#else
+	(void)j;
+	while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+		p++;
+	return p;
+#endif
+}
+
 /* A string at s->p ('"'): 1 and its content span, or 0. */
 static int jstring(struct jscan *s, const unsigned char **start, size_t *len, int *escaped)
 {
 	const unsigned char *p = s->p + 1, *end = s->end;
+	struct jstops j = { NULL, 0 };
 	*escaped = 0;
 	*start = p;
 	for (;;) {
-		while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
-			p++;
+		p = jnext(&j, p, end);
 		if (p >= end || *p < 0x20)
 			return 0;
 		if (*p == '"')
@@ -708,15 +782,14 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 			if (e == 'u') {
 				if (end - p < 6 || !jhex(p[2]) || !jhex(p[3]) || !jhex(p[4]) || !jhex(p[5]))
 					return 0;
-				unsigned v = (unsigned)strtoul((const char[]){ (char)p[2], (char)p[3], (char)p[4], (char)p[5], 0 }, NULL, 16);
+				unsigned v = hex4(p + 2);
 				if (v >= 0xdc00 && v <= 0xdfff)
 					return 0; /* a lone low surrogate: jansson's message */
 				if (v >= 0xd800 && v <= 0xdbff) {
 					if (end - p < 12 || p[6] != '\\' || p[7] != 'u' || !jhex(p[8]) || !jhex(p[9]) ||
 					    !jhex(p[10]) || !jhex(p[11]))
 						return 0;
-					unsigned lo = (unsigned)strtoul((const char[]){ (char)p[8], (char)p[9], (char)p[10], (char)p[11], 0 },
-									NULL, 16);
+					unsigned lo = hex4(p + 8);
 					if (lo < 0xdc00 || lo > 0xdfff)
 						return 0;
 					p += 12;
@@ -725,7 +798,7 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 				}
 				continue;
 			}
-			if (!strchr("\"\\/bfnrt", e) || !e)
+			if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' && e != 't')
 				return 0;
 			p += 2;
 			continue;
@@ -884,22 +957,24 @@ static size_t junescape(const unsigned char *p, size_t n, char *out)
 	size_t k = 0;
 	for (size_t i = 0; i < n;) {
 		if (p[i] != '\\') {
-			out[k++] = (char)p[i++];
+			const unsigned char *bs = memchr(p + i, '\\', n - i);
+			size_t run = bs ? (size_t)(bs - (p + i)) : n - i;
+			memcpy(out + k, p + i, run);
+			k += run;
+			i += run;
 			continue;
 		}
 		unsigned char e = p[i + 1];
 		if (e != 'u') {
-			static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-			out[k++] = to[strchr(from, e) - from];
+			out[k++] = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b'
+				 : e == 'f' ? '\f' : (char)e; /* '"', '\\' and '/' stand for themselves */
 			i += 2;
 			continue;
 		}
-		char hx[5] = { (char)p[i + 2], (char)p[i + 3], (char)p[i + 4], (char)p[i + 5], 0 };
-		unsigned v = (unsigned)strtoul(hx, NULL, 16);
+		unsigned v = hex4(p + i + 2);
 		i += 6;
 		if (v >= 0xd800 && v <= 0xdbff) {
-			char lo[5] = { (char)p[i + 2], (char)p[i + 3], (char)p[i + 4], (char)p[i + 5], 0 };
-			v = 0x10000 + ((v - 0xd800) << 10) + ((unsigned)strtoul(lo, NULL, 16) - 0xdc00);
+			v = 0x10000 + ((v - 0xd800) << 10) + (hex4(p + i + 2) - 0xdc00);
 			i += 6;
 		}
 		if (v < 0x80) {

@@ -36,6 +36,7 @@
 struct lmt_dedup_params {
 	double threshold;        /* Jaccard similarity LSH aims at */
 	int num_perm, shingle;
+	int method;              /* LMT_MINHASH_METHOD_*: 0 is one-permutation hashing */
 	uint64_t seed;
 	unsigned norm;           /* LMT_TEXTNORM_* steps */
 	int verify;              /* exact Jaccard of every removed document */

@@ -1,13 +1,23 @@
 /*
- * minhash.c: MinHash signatures, LSH parameters, banding and clustering, and the
- * small hash tables the deduplicator needs (see minhash.h).
+ * minhash.c: words and shingles, MinHash signatures, LSH parameters, banding and
+ * clustering, and the small hash tables the deduplicator needs (see minhash.h).
  *
- * Signing is the hot loop: every shingle goes through every permutation, 128
- * exact products mod 2^61 - 1 per shingle by default. Permutations run
- * innermost, over three small arrays (a, b and the running minima), 8 or 4 at a
- * time in AVX-512 or AVX2 where the CPU has them (chosen at run time, so one
- * binary runs everywhere; about 3.5x the scalar speed with AVX-512). All kernels
- * compute the same exact values; test-minhash holds each to a 128-bit reference.
+ * Per shingle, signing was the hot loop; with one-permutation hashing (the
+ * default) it is a few percent of dedup-minhash's time, and splitting and hashing
+ * words is more: words are found 64 bytes at a time from a bit mask of White_Space
+ * bytes, and each word's hash is mixed once for the n shingles it is in, giving
+ * the values lmt_hash_bytes and lmt_ngram_hash give. With OPH every
+ * shingle goes through one permutation: the kernels compute pi(h) and its bin for
+ * 8 or 4 shingles at a time in AVX-512 or AVX2 where the CPU has them, and update
+ * the bin minima one lane at a time (a scatter: two lanes may share a bin).
+ * Densification is the same code for every kernel. A document of more than
+ * about K ln K shingles rarely has an empty bin; a short one probes about K/m
+ * bins for each empty bin (m the non-empty ones): at worst, two shingles in two
+ * bins, some 8000 probes of a few ns (one shingle is a shortcut). The classic method sends every shingle through every permutation (128
+ * exact products mod 2^61 - 1 per shingle by default), permutations innermost,
+ * over three small arrays (a, b and the running minima), 8 or 4 at a time. The
+ * kernel is chosen at run time, so one binary runs everywhere; all compute the
+ * same exact values, and test-minhash holds each to a 128-bit reference.
  */
 #include "data/minhash.h"
 
@@ -16,11 +26,18 @@
 #include <string.h>
 
 #include "data/textnorm.h"
+#include "core/utf8.h"
 #include "core/util.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define WORD_SEED 0x6c6d742d776f7264ULL    /* "lmt-word" */
 #define SHINGLE_SEED 0x6c6d742d73686e67ULL /* "lmt-shng" */
 #define BAND_SEED 0x6c6d742d62616e64ULL    /* "lmt-band" */
+#define OPH_SEED 0x6c6d742d6f706831ULL     /* "lmt-oph1" */
+
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -40,15 +57,126 @@ static uint64_t draw(uint64_t *s, uint64_t lo)
 	}
 }
 
+/* lmt_hash_bytes(p, l, WORD_SEED), its last partial lane read as one 8-byte load
+ * and masked where the text goes on for 8 more bytes (a word is short: the
+ * variable-length copy was most of the cost) */
+static inline uint64_t word_hash(const char *p, size_t l, size_t room)
+{
+	uint64_t h = WORD_SEED ^ (l * 0x9e3779b97f4a7c15ULL);
+	size_t r = l;
+	while (r >= 8) {
+		h = (h ^ lmt_mix64(lmt_load_u64(p))) * 0x9e3779b97f4a7c15ULL;
+		p += 8;
+		r -= 8;
+		room -= 8;
+	}
+	if (r) {
+		uint64_t t = 0;
+		if (room >= 8) /* little-endian (core/util.h): the first r bytes are the low ones */
+			t = lmt_load_u64(p) & ((1ULL << (8 * r)) - 1);
+		else
+			memcpy(&t, p, r);
+		h = (h ^ lmt_mix64(t ^ 0xff)) * 0x9e3779b97f4a7c15ULL;
+	}
+	return lmt_mix64(h);
+}
+
+#if defined(__SSE2__)
+/* bit i: byte i of the 64 at p is ASCII White_Space (9-13, 32, as lmt_unitab_ascii
+ * has it); *hi: bit i, byte i is above 0x7f */
+static uint64_t space_mask(const char *p, uint64_t *hi)
+{
+	uint64_t m = 0, h = 0;
+	for (int k = 0; k < 4; k++) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+		__m128i ctl = _mm_cmplt_epi8(_mm_sub_epi8(v, _mm_set1_epi8(9 - 128)), _mm_set1_epi8(5 - 128));
+		__m128i sp = _mm_or_si128(ctl, _mm_cmpeq_epi8(v, _mm_set1_epi8(' ')));
+		m |= (uint64_t)(unsigned)_mm_movemask_epi8(sp) << (16 * k);
+		h |= (uint64_t)(unsigned)_mm_movemask_epi8(v) << (16 * k);
+	}
+	*hi = h;
+	return m;
+}
+
+/*
+ * The words of a text 64 bytes at a time: a bit mask of the White_Space bytes
+ * (for ASCII from byte compares; each character of other bytes decoded, as
+ * lmt_textnorm_next_word decodes it, all its bytes taking its class), words the
+ * runs of zeros, their starts and ends the mask's edges. What
+ * lmt_textnorm_next_word finds, without a call and two byte loops a word (they
+ * were a fifth of dedup-minhash's time).
+ */
+static size_t block_words(const char *text, size_t len, uint64_t *out)
+{
+	const unsigned char *u = (const unsigned char *)text;
+	size_t k = 0, start = 0, owed = 0; /* owed: bytes of a character begun in the last block */
+	int owed_sp = 0;
+	uint64_t carry = 1;      /* the text begins as after a space */
+	for (size_t base = 0; base < len; base += 64) {
+		uint64_t sp, hi;
+		const size_t nb = LMT_MIN(len - base, (size_t)64);
+		if (nb == 64) {
+			sp = space_mask(text + base, &hi);
+		} else {
+			char tail[64];
+			memset(tail, ' ', sizeof tail);
+			memcpy(tail, text + base, nb);
+			sp = space_mask(tail, &hi); /* past the end: spaces, which end the last word */
+		}
+		if (owed) {
+			uint64_t m = (1ULL << owed) - 1;
+			sp = owed_sp ? sp | m : sp & ~m;
+			hi &= ~m;
+			owed = 0;
+		}
+		while (hi) {
+			size_t j = (size_t)__builtin_ctzll(hi);
+			uint32_t cp;
+			size_t l = (size_t)lmt_utf8_decode(u + base + j, len - base - j, &cp);
+			/* White_Space beyond ASCII is U+0085, U+00A0 and a few in U+1680..U+3000
+			 * (test-minhash checks the table against this filter) */
+			int is = (cp == 0x85 || cp == 0xa0 || (cp >= 0x1680 && cp <= 0x3000)) && lmt_uni_is_space(cp);
+			size_t in = LMT_MIN(l, 64 - j);
+			uint64_t m = (in == 64 ? ~0ULL : (1ULL << in) - 1) << j;
+			sp = is ? sp | m : sp & ~m;
+			hi &= ~m;
+			if (l > in) {
+				owed = l - in;
+				owed_sp = is;
+			}
+		}
+		uint64_t prev = sp << 1 | carry;
+		uint64_t edges = (~sp & prev) | (sp & ~prev); /* starts and ends alternate */
+		carry = sp >> 63;
+		while (edges) {
+			size_t at = base + (size_t)__builtin_ctzll(edges);
+			if (!(sp >> (at - base) & 1))
+				start = at;
+			else
+				out[k++] = word_hash(text + start, at - start, len - start);
+			edges &= edges - 1;
+		}
+	}
+	if (!carry) /* a word up to the end of a text of a multiple of 64 bytes */
+		out[k++] = word_hash(text + start, len - start, len - start);
+	return k;
+}
+#endif
+
 int lmt_word_hashes(const char *text, size_t len, uint64_t **v, size_t *cap, size_t *n)
 {
 	size_t k = *n, pos = 0, s, l;
-	while (lmt_textnorm_next_word(text, len, &pos, &s, &l)) {
-		if (k >= *cap && LMT_GROW(*v, *cap, k + 1))
-			return LMT_ENOMEM;
-		(*v)[k++] = lmt_hash_bytes(text + s, l, WORD_SEED);
-	}
+	/* a word and its separator take 2 bytes at least */
+	if (LMT_GROW(*v, *cap, k + len / 2 + 1))
+		return LMT_ENOMEM;
+#if defined(__SSE2__)
+	(void)pos, (void)s, (void)l;
+	*n = k + block_words(text, len, *v + k);
+#else
+	while (lmt_textnorm_next_word(text, len, &pos, &s, &l))
+		(*v)[k++] = word_hash(text + s, l, len - s);
 	*n = k;
+#endif
 	return 0;
 }
 
@@ -66,8 +194,18 @@ size_t lmt_shingles(const uint64_t *words, size_t nwords, int ngram, uint64_t *o
 		out[0] = lmt_ngram_hash(words, nwords);
 		return 1;
 	}
-	for (size_t i = 0; i + g <= nwords; i++)
-		out[i] = lmt_ngram_hash(words + i, g);
+	/* lmt_ngram_hash of each window, lmt_hash_bytes unrolled: each word's lane is
+	 * mixed once, not once for every window it is in; out holds the mixed lanes,
+	 * and window i overwrites lane i only when no later window needs it */
+	for (size_t i = 0; i < nwords; i++)
+		out[i] = lmt_mix64(words[i]);
+	const uint64_t h0 = SHINGLE_SEED ^ (g * sizeof *words * 0x9e3779b97f4a7c15ULL);
+	for (size_t i = 0; i + g <= nwords; i++) {
+		uint64_t h = h0;
+		for (size_t k = 0; k < g; k++)
+			h = (h ^ out[i + k]) * 0x9e3779b97f4a7c15ULL;
+		out[i] = lmt_mix64(h);
+	}
 	return nwords - g + 1;
 }
 
@@ -99,6 +237,33 @@ static void sign_scalar(const struct lmt_minhash *m, const uint64_t *sh, size_t 
 			uint64_t x = lmt_mod61_affine(a[j], b[j], h);
 			mn[j] = x < mn[j] ? x : mn[j];
 		}
+	}
+}
+
+/*
+ * OPH kernels: mn[0..num_perm) = the minimum of pi(h) over the shingles of each
+ * bin, LMT_MINHASH_NOBIN where none fell. The vector kernels use the same split
+ * product as the classic ones, with h in the lanes and a broadcast, and the bin
+ * ((v >> 29) * K) >> 32 with a 32 x 32 -> 64-bit multiply (v >> 29 < 2^32).
+ */
+static void oph_init(const struct lmt_minhash *m, uint64_t *mn)
+{
+	for (int j = 0; j < m->num_perm; j++)
+		mn[j] = LMT_MINHASH_NOBIN;
+}
+
+static inline void oph_put(uint64_t *mn, uint32_t bin, uint64_t v)
+{
+	mn[bin] = v < mn[bin] ? v : mn[bin];
+}
+
+static void oph_scalar(const struct lmt_minhash *m, const uint64_t *sh, size_t n, uint64_t *mn)
+{
+	const uint32_t k = (uint32_t)m->num_perm;
+	oph_init(m, mn);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = lmt_mod61_affine(m->oa, m->ob, lmt_mod61(sh[i]));
+		oph_put(mn, lmt_minhash_bin(v, k), v);
 	}
 }
 
@@ -165,17 +330,95 @@ static void sign_avx2(const struct lmt_minhash *m, const uint64_t *sh, size_t n,
 		}
 	}
 }
+
+__attribute__((target("avx512f")))
+static void oph_avx512(const struct lmt_minhash *m, const uint64_t *sh, size_t n, uint64_t *mn)
+{
+	const uint32_t k = (uint32_t)m->num_perm;
+	const __m512i p = _mm512_set1_epi64(P61), m29 = _mm512_set1_epi64((1LL << 29) - 1);
+	const __m512i a = _mm512_set1_epi64((long long)m->oa), a1 = _mm512_srli_epi64(a, 32);
+	const __m512i b = _mm512_set1_epi64((long long)m->ob), kk = _mm512_set1_epi64(k);
+	uint64_t v[8], bin[8];
+	oph_init(m, mn);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m512i h = _mm512_loadu_si512(sh + i);
+		h = _mm512_add_epi64(_mm512_and_si512(h, p), _mm512_srli_epi64(h, 61));
+		h = _mm512_min_epu64(h, _mm512_sub_epi64(h, p));
+		__m512i h1 = _mm512_srli_epi64(h, 32);
+		__m512i hh = _mm512_mul_epu32(a1, h1);
+		__m512i mid = _mm512_add_epi64(_mm512_mul_epu32(a1, h), _mm512_mul_epu32(a, h1));
+		__m512i ll = _mm512_mul_epu32(a, h);
+		__m512i s = _mm512_add_epi64(_mm512_slli_epi64(hh, 3), _mm512_srli_epi64(mid, 29));
+		s = _mm512_add_epi64(s, _mm512_slli_epi64(_mm512_and_si512(mid, m29), 32));
+		s = _mm512_add_epi64(s, _mm512_and_si512(ll, p));
+		s = _mm512_add_epi64(s, _mm512_srli_epi64(ll, 61));
+		s = _mm512_add_epi64(s, b);
+		s = _mm512_add_epi64(_mm512_and_si512(s, p), _mm512_srli_epi64(s, 61));
+		s = _mm512_min_epu64(s, _mm512_sub_epi64(s, p));
+		__m512i bn = _mm512_srli_epi64(_mm512_mul_epu32(_mm512_srli_epi64(s, 29), kk), 32);
+		_mm512_storeu_si512(v, s);
+		_mm512_storeu_si512(bin, bn);
+		for (int l = 0; l < 8; l++)
+			oph_put(mn, (uint32_t)bin[l], v[l]);
+	}
+	for (; i < n; i++) {
+		uint64_t x = lmt_mod61_affine(m->oa, m->ob, lmt_mod61(sh[i]));
+		oph_put(mn, lmt_minhash_bin(x, k), x);
+	}
+}
+
+__attribute__((target("avx2")))
+static void oph_avx2(const struct lmt_minhash *m, const uint64_t *sh, size_t n, uint64_t *mn)
+{
+	const uint32_t k = (uint32_t)m->num_perm;
+	const __m256i p = _mm256_set1_epi64x(P61), pm1 = _mm256_set1_epi64x(P61 - 1);
+	const __m256i m29 = _mm256_set1_epi64x((1LL << 29) - 1);
+	const __m256i a = _mm256_set1_epi64x((long long)m->oa), a1 = _mm256_srli_epi64(a, 32);
+	const __m256i b = _mm256_set1_epi64x((long long)m->ob), kk = _mm256_set1_epi64x(k);
+	uint64_t v[4], bin[4];
+	oph_init(m, mn);
+	size_t i = 0;
+	for (; i + 4 <= n; i += 4) {
+		__m256i h = _mm256_loadu_si256((const __m256i *)(sh + i));
+		/* h < p + 8 < 2^63 after the fold: signed compares are safe */
+		h = _mm256_add_epi64(_mm256_and_si256(h, p), _mm256_srli_epi64(h, 61));
+		h = _mm256_sub_epi64(h, _mm256_and_si256(_mm256_cmpgt_epi64(h, pm1), p));
+		__m256i h1 = _mm256_srli_epi64(h, 32);
+		__m256i hh = _mm256_mul_epu32(a1, h1);
+		__m256i mid = _mm256_add_epi64(_mm256_mul_epu32(a1, h), _mm256_mul_epu32(a, h1));
+		__m256i ll = _mm256_mul_epu32(a, h);
+		__m256i s = _mm256_add_epi64(_mm256_slli_epi64(hh, 3), _mm256_srli_epi64(mid, 29));
+		s = _mm256_add_epi64(s, _mm256_slli_epi64(_mm256_and_si256(mid, m29), 32));
+		s = _mm256_add_epi64(s, _mm256_and_si256(ll, p));
+		s = _mm256_add_epi64(s, _mm256_srli_epi64(ll, 61));
+		s = _mm256_add_epi64(s, b);
+		s = _mm256_add_epi64(_mm256_and_si256(s, p), _mm256_srli_epi64(s, 61));
+		s = _mm256_sub_epi64(s, _mm256_and_si256(_mm256_cmpgt_epi64(s, pm1), p));
+		__m256i bn = _mm256_srli_epi64(_mm256_mul_epu32(_mm256_srli_epi64(s, 29), kk), 32);
+		_mm256_storeu_si256((__m256i *)v, s);
+		_mm256_storeu_si256((__m256i *)bin, bn);
+		for (int l = 0; l < 4; l++)
+			oph_put(mn, (uint32_t)bin[l], v[l]);
+	}
+	for (; i < n; i++) {
+		uint64_t x = lmt_mod61_affine(m->oa, m->ob, lmt_mod61(sh[i]));
+		oph_put(mn, lmt_minhash_bin(x, k), x);
+	}
+}
 #endif
+
+typedef void (*kernel_fn)(const struct lmt_minhash *, const uint64_t *, size_t, uint64_t *);
 
 static const struct kernel {
 	const char *name;
-	void (*fn)(const struct lmt_minhash *, const uint64_t *, size_t, uint64_t *);
+	kernel_fn fn[2];         /* by method: OPH, classic */
 } kernels[] = {
 #if defined(__x86_64__)
-	{ "avx512", sign_avx512 },
-	{ "avx2", sign_avx2 },
+	{ "avx512", { oph_avx512, sign_avx512 } },
+	{ "avx2", { oph_avx2, sign_avx2 } },
 #endif
-	{ "scalar", sign_scalar },
+	{ "scalar", { oph_scalar, sign_scalar } },
 };
 
 static int kernel_supported(int k)
@@ -201,6 +444,24 @@ int lmt_minhash_set_kernel(struct lmt_minhash *m, const char *name)
 			if (!kernel_supported(k))
 				return -1;
 			m->kernel = k;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static const char *const method_names[] = { "oph", "classic" };
+
+const char *lmt_minhash_method(const struct lmt_minhash *m)
+{
+	return method_names[m->method];
+}
+
+int lmt_minhash_set_method(struct lmt_minhash *m, const char *name)
+{
+	for (int k = 0; k < (int)LMT_ARRAY_SIZE(method_names); k++) {
+		if (!strcmp(method_names[k], name)) {
+			m->method = k;
 			return 0;
 		}
 	}
@@ -234,6 +495,37 @@ int lmt_minhash_init(struct lmt_minhash *m, int num_perm, int ngram, uint64_t se
 	/* the padding lanes compute (1 * h + 0) mod p, which no one reads */
 	for (int i = num_perm; i < m->npad; i++)
 		m->a[i] = 1;
+	uint64_t t = seed ^ OPH_SEED;
+	m->oa = draw(&t, 1);
+	m->ob = draw(&t, 0);
+	m->oc = splitmix64(&t);
+	m->method = LMT_MINHASH_METHOD_OPH;
+	/* sigma_j for each bin j: a Fisher-Yates shuffle of the bins driven by
+	 * splitmix64 from mix64(c + j) (not from c + j * splitmix's own increment,
+	 * which made sigma_j+1's draws those of sigma_j shifted by one: 1.17 times the
+	 * variance at 24 shingles), index i drawn as the high word of a 64 x 64-bit
+	 * product with i + 1 (bias below 2^-53); order and rank */
+	const size_t K = (size_t)num_perm;
+	m->dorder = malloc(K * K * sizeof *m->dorder);
+	m->drank = malloc(K * K * sizeof *m->drank);
+	if (!m->dorder || !m->drank) {
+		lmt_minhash_release(m);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	}
+	for (size_t j = 0; j < K; j++) {
+		uint16_t *o = m->dorder + j * K, *r = m->drank + j * K;
+		uint64_t st = lmt_mix64(m->oc + j);
+		for (size_t i = 0; i < K; i++)
+			o[i] = (uint16_t)i;
+		for (size_t i = K - 1; i > 0; i--) {
+			size_t x = (size_t)(((unsigned __int128)splitmix64(&st) * (i + 1)) >> 64);
+			uint16_t tmp = o[i];
+			o[i] = o[x];
+			o[x] = tmp;
+		}
+		for (size_t i = 0; i < K; i++)
+			r[o[i]] = (uint16_t)i;
+	}
 	for (int k = 0; k < (int)LMT_ARRAY_SIZE(kernels); k++) {
 		if (kernel_supported(k)) {
 			m->kernel = k;
@@ -247,7 +539,57 @@ void lmt_minhash_release(struct lmt_minhash *m)
 {
 	free(m->a);
 	free(m->b);
+	free(m->dorder);
+	free(m->drank);
 	m->a = m->b = NULL;
+	m->dorder = m->drank = NULL;
+}
+
+/*
+ * Optimal densification (minhash.h): an empty bin j takes the minimum of the
+ * first non-empty bin in sigma_j. With m non-empty bins that is found either by
+ * walking sigma_j (about K/m steps) or as the non-empty bin of lowest rank in
+ * sigma_j (m steps), the same bin: the cheaper way is taken, so a document costs
+ * at most about K sqrt(K) table reads (where the probes of the paper's hash cost
+ * about K^2/m hashes, 8000 for 2 shingles). Where only one bin is non-empty all
+ * values are its.
+ */
+static void densify(const struct lmt_minhash *m, const uint64_t *mn, uint32_t *sig)
+{
+	const uint32_t k = (uint32_t)m->num_perm;
+	uint16_t full[LMT_MINHASH_MAX_PERM];
+	uint32_t nf = 0;
+	for (uint32_t j = 0; j < k; j++) {
+		if (mn[j] != LMT_MINHASH_NOBIN) {
+			full[nf++] = (uint16_t)j;
+			sig[j] = (uint32_t)mn[j];
+		}
+	}
+	if (nf == k)
+		return;
+	if (nf == 1) {
+		for (uint32_t j = 0; j < k; j++)
+			sig[j] = (uint32_t)mn[full[0]];
+		return;
+	}
+	const int by_rank = nf * nf < k;
+	for (uint32_t j = 0; j < k; j++) {
+		if (mn[j] != LMT_MINHASH_NOBIN)
+			continue;
+		uint32_t d;
+		if (by_rank) {
+			const uint16_t *r = m->drank + (size_t)j * k;
+			d = full[0];
+			for (uint32_t i = 1; i < nf; i++)
+				d = r[full[i]] < r[d] ? full[i] : d;
+		} else {
+			const uint16_t *o = m->dorder + (size_t)j * k;
+			while (mn[*o] == LMT_MINHASH_NOBIN)
+				o++;
+			d = *o;
+		}
+		sig[j] = (uint32_t)mn[d];
+	}
 }
 
 void lmt_minhash_sign(const struct lmt_minhash *m, const uint64_t *sh, size_t n, uint32_t *sig,
@@ -258,9 +600,13 @@ void lmt_minhash_sign(const struct lmt_minhash *m, const uint64_t *sh, size_t n,
 			sig[j] = LMT_MINHASH_EMPTY;
 		return;
 	}
-	kernels[m->kernel].fn(m, sh, n, mins);
-	for (int j = 0; j < m->num_perm; j++)
-		sig[j] = (uint32_t)mins[j];
+	kernels[m->kernel].fn[m->method](m, sh, n, mins);
+	if (m->method == LMT_MINHASH_METHOD_CLASSIC) {
+		for (int j = 0; j < m->num_perm; j++)
+			sig[j] = (uint32_t)mins[j];
+		return;
+	}
+	densify(m, mins, sig);
 }
 
 double lmt_minhash_similarity(const uint32_t *x, const uint32_t *y, int num_perm)

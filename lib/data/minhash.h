@@ -6,21 +6,70 @@
  * A document is a set of shingles: the 64-bit hashes of its word n-grams (words
  * are runs of non-White_Space characters of the normalised text; a document with
  * fewer than n words is one shingle of all its words; one with no words has no
- * shingles). Permutation i maps a shingle hash h to
+ * shingles). A permutation maps a shingle hash h to
  *
- *	pi_i(h) = (a_i * h + b_i) mod (2^61 - 1)
+ *	pi(h) = (a * (h mod p) + b) mod p,	p = 2^61 - 1
  *
- * with a_i in [1, 2^61 - 2] and b_i in [0, 2^61 - 2] drawn from a seeded PRNG
- * (splitmix64), computed exactly (the product has 125 bits). The signature keeps,
- * for each permutation, the low 32 bits of the minimum over the shingles: 4 bytes
- * a permutation. Two sets agree in one signature value with probability J (their
- * Jaccard similarity) plus at most 2^-32 for two different minima whose low bits
- * collide, so the fraction of equal values estimates J.
+ * with a in [1, p - 1] and b in [0, p - 1] drawn from a seeded PRNG
+ * (splitmix64), computed exactly (the product has 125 bits). A signature has K
+ * (--num-perm) values of 4 bytes; two methods fill them.
+ *
+ * One-permutation hashing with optimal densification (the default; Li, Owen and
+ * Zhang, "One Permutation Hashing", NIPS 2012; Shrivastava, "Optimal
+ * Densification for Fast and Accurate Minwise Hashing", ICML 2017). Each shingle
+ * is hashed once, by one permutation pi, and falls into bin
+ *
+ *	bin(v) = ((v >> 29) * K) >> 32		(v = pi(h); K equal ranges of v)
+ *
+ * and each bin keeps the smallest v that fell into it. A bin j no shingle fell
+ * into borrows the minimum of the first bin that is not empty in sigma_j, a
+ * random order of the K bins fixed by the seed (a Fisher-Yates shuffle driven by
+ * splitmix64 from mix64(c + j), c drawn after a and b, mix64 being lmt_mix64 of
+ * core/util.h). The paper
+ * probes bins drawn by a 2-universal hash of (j, attempt) until one is not
+ * empty; probing a random order instead draws without replacement, which gives
+ * each empty bin the same donor (uniform over the non-empty bins, independently
+ * of the other empty bins) and so the same estimator and variance, at a cost of
+ * table reads bounded by K sqrt(K) a document instead of about K^2/m hashes
+ * with m non-empty bins. (A linear hash of (j, attempt), tried first, probed
+ * neighbouring bins along one arithmetic progression and correlated their
+ * donors: at 24 shingles the variance came out 2.4 times the formula below.)
+ * Both documents of a pair look in the same order, so an empty bin of their
+ * union takes the first bin that is not empty in the union (where one of them
+ * only has shingles, the two values differ, as the union's minimum there is not
+ * shared).
+ * Value j of the signature is the low 32 bits of bin j's minimum (own or
+ * borrowed). Every value of a pair agrees with probability J, their Jaccard
+ * similarity (plus at most 2^-32 for two different minima whose low bits
+ * collide), so the fraction of equal values estimates J without bias. Its
+ * variance, for a union of f shingles with N of the K bins empty in both, is
+ *
+ *	Var = J(1-J)/K^2 * ((K + 2N + N(N-1)/(K-N)) f/(f-1) - K^2/(f-1))
+ *
+ * (the bin minima are a sample without replacement of the union, hence the
+ * covariance -J(1-J)/(f-1) of two bins; each empty bin repeats a uniformly chosen
+ * non-empty one, so a non-empty bin counts 1 + c times, c binomial(N, 1/(K-N))).
+ * With no empty bin (f well above K, any document of more than a few hundred
+ * words) that is J(1-J)/K * (f-K)/(f-1), at most the J(1-J)/K of K independent
+ * permutations; for smaller unions the empty bins add at most the factor
+ * (1 + 2N/K + N(N-1)/(K(K-N))). With K = 128 that comes to about 0.78 to 0.9
+ * J(1-J)/K for f of 200 to 1000, 1.03 at f = 96, 1.34 at 24 and 1.5 for a few
+ * shingles. test-minhash checks both the mean and this variance over many
+ * seeds. The cost: one permutation per shingle, not K.
+ *
+ * Classic MinHash (--method classic, for comparison; Broder 1997): K
+ * permutations pi_i with their own a_i, b_i; value i is the low 32 bits of the
+ * minimum of pi_i over the shingles, which agrees with probability J, variance
+ * J(1-J)/K. K products per shingle.
  *
  * LSH: the first b*r values form b bands of r rows; two documents are candidates
  * when all r values of some band agree, which happens with probability
- * 1 - (1 - J^r)^b. b and r are chosen for a threshold t by minimising
- * 0.5 * FP + 0.5 * FN (as datasketch does), with
+ * 1 - (1 - J^r)^b for independent values (classic; for OPH nearly: values
+ * of distinct bins are slightly anticorrelated, borrowed ones repeat others, and
+ * test-minhash holds the S-curve at 4 standard errors on planted pairs whose
+ * union has 200 shingles, a fifth of the bins empty in both). b and r are
+ * chosen for a threshold t by minimising 0.5 * FP + 0.5 * FN (as datasketch
+ * does), with
  *
  *	FP(b, r) = integral_0^t   1 - (1 - s^r)^b      ds
  *	FN(b, r) = integral_t^1   (1 - s^r)^b          ds
@@ -39,6 +88,18 @@
 #define LMT_MINHASH_PRIME 0x1fffffffffffffffULL /* 2^61 - 1, a Mersenne prime */
 #define LMT_MINHASH_MAX_PERM 1024
 #define LMT_MINHASH_EMPTY 0xffffffffu          /* every value of a shingle-less signature */
+#define LMT_MINHASH_NOBIN UINT64_MAX           /* mins[j] of a bin no shingle fell into */
+
+enum lmt_minhash_method {
+	LMT_MINHASH_METHOD_OPH,      /* one permutation, optimal densification */
+	LMT_MINHASH_METHOD_CLASSIC,  /* num_perm permutations */
+};
+
+/* The OPH bin of a permuted value v < 2^61 among k bins. */
+static inline uint32_t lmt_minhash_bin(uint64_t v, uint32_t k)
+{
+	return (uint32_t)(((v >> 29) * k) >> 32);
+}
 
 /* x mod (2^61 - 1) for any 64-bit x. */
 static inline uint64_t lmt_mod61(uint64_t x)
@@ -61,11 +122,17 @@ struct lmt_minhash {
 	int npad;                /* num_perm rounded up to a multiple of 8 */
 	int ngram;               /* words per shingle */
 	int kernel;              /* index of the signing kernel */
+	int method;              /* LMT_MINHASH_METHOD_*, OPH unless set */
 	uint64_t seed;
-	uint64_t *a, *b;         /* npad each; a_i, b_i for i < num_perm */
+	uint64_t *a, *b;         /* classic: npad each; a_i, b_i for i < num_perm */
+	uint64_t oa, ob;         /* OPH: the one permutation */
+	uint64_t oc;             /* OPH: the seed of the densification orders */
+	uint16_t *dorder, *drank;   /* OPH: sigma_j as num_perm x num_perm order and rank */
 };
 
-/* num_perm 1..LMT_MINHASH_MAX_PERM, ngram >= 1. */
+/* num_perm 1..LMT_MINHASH_MAX_PERM, ngram >= 1. The coefficients of both methods
+ * are drawn (the classic ones first, as before OPH existed, so classic signatures
+ * of a seed did not change); the method is OPH until set. */
 int lmt_minhash_init(struct lmt_minhash *m, int num_perm, int ngram, uint64_t seed,
 		     struct lmt_err *err);
 void lmt_minhash_release(struct lmt_minhash *m);
@@ -85,8 +152,9 @@ uint64_t lmt_ngram_hash(const uint64_t *words, size_t k);
 size_t lmt_shingles(const uint64_t *words, size_t nwords, int ngram, uint64_t *out);
 
 /* Signature of n shingle hashes into sig[num_perm]; all LMT_MINHASH_EMPTY for n == 0.
- * mins is scratch space of m->npad values; it is left holding the full 61-bit
- * minima of the first num_perm permutations. */
+ * mins is scratch space of m->npad values; for n > 0 it is left holding, for each
+ * j < num_perm, the full 61-bit minimum of permutation j (classic) or of bin j
+ * before densification, LMT_MINHASH_NOBIN for an empty bin (OPH). */
 void lmt_minhash_sign(const struct lmt_minhash *m, const uint64_t *sh, size_t n, uint32_t *sig,
 		      uint64_t *mins);
 
@@ -95,6 +163,10 @@ void lmt_minhash_sign(const struct lmt_minhash *m, const uint64_t *sh, size_t n,
  * by name (for tests and benchmarks) and returns -1 if the CPU cannot run it. */
 const char *lmt_minhash_kernel(const struct lmt_minhash *m);
 int lmt_minhash_set_kernel(struct lmt_minhash *m, const char *name);
+
+/* The method by name: "oph" or "classic"; set_method returns -1 for another name. */
+const char *lmt_minhash_method(const struct lmt_minhash *m);
+int lmt_minhash_set_method(struct lmt_minhash *m, const char *name);
 
 /* Fraction of equal values of two signatures. */
 double lmt_minhash_similarity(const uint32_t *x, const uint32_t *y, int num_perm);

@@ -1752,7 +1752,7 @@ static void card_md(struct lmt_runcard *c, struct lmt_runcard_files *f)
 		tpl(&b, x, "| `{/name}` | {/train_documents} | {/train_tokens} | {/val_documents} | {/val_tokens} |\n");
 	json_t *dd = lmt_jsonptr_get(R, "/data/dedup");
 	if (json_is_object(dd)) {
-		tpl(&b, dd, "\nDeduplication (dedup-minhash: MinHash of {/num_perm} permutations, Jaccard threshold "
+		tpl(&b, dd, "\nDeduplication (dedup-minhash: MinHash signatures of {/num_perm} values, Jaccard threshold "
 			    "{/threshold}): of {/documents} documents {/kept} were kept; {/removed_exact} exact and "
 			    "{/removed_near} near duplicates were removed. Decontamination: ");
 		if (json_is_null(json_object_get(dd, "decontamination_documents")))

@@ -283,13 +283,14 @@ def bench(a, kind, tmp):
         rows.append(dict(tool=name, seconds=bm(t), docs_per_s=bm(rate(n, t), 0), vs_datasketch=bm(ratio(ds_t, t), 1),
                          peak_rss_mb=round(rss[name] / 1e6),
                          removed=s['removed']['exact'] + s['removed']['near'], bands=s['bands'], rows=s['rows'],
-                         bytes_per_doc=round(s['bytes_per_doc']), seconds_all=[round(x, 3) for x in times[name]]))
+                         bytes_per_doc=round(s['bytes_per_doc']), kernel=s.get('kernel', ''),
+                         method=s.get('method', ''), seconds_all=[round(x, 3) for x in times[name]]))
     rows.append(dict(tool='datasketch MinHashLSH', seconds=bm(ds_t), docs_per_s=bm(rate(n, ds_t), 0),
                      vs_datasketch='1', peak_rss_mb=round(rss['ds'] / 1e6), removed=ds['removed'],
                      bands=ds['bands'], rows=ds['rows'], seconds_all=[round(x, 3) for x in times['ds']]))
     print(f'# seconds, docs_per_s, vs_datasketch (datasketch seconds / lmt seconds): best/median of {a.repeat}')
     table(rows, ['tool', 'seconds', 'docs_per_s', 'vs_datasketch', 'peak_rss_mb', 'bytes_per_doc', 'removed',
-                 'bands', 'rows'])
+                 'bands', 'rows', 'method', 'kernel'])
     print(load.line())
     print()
     print(f'# planted pairs by exact Jaccard (5-gram sets): found by each tool, and the S-curve '

@@ -33,6 +33,7 @@ check_fail "no input is a usage error" 2 "no input" $DM
 check_fail "a threshold above 1 is a usage error naming the option" 2 "'--threshold'" $DM -t 1.5 x
 check_fail "--num-perm 0 is a usage error" 2 "'--num-perm'" $DM --num-perm 0 x
 check_fail "--shingle x is a usage error" 2 "'--shingle'" $DM --shingle x x
+check_fail "an unknown --method is a usage error" 2 "'--method': 'minwise', expected oph or classic" $DM --method minwise x
 check_fail "an unknown normalisation step is named" 2 "unknown step 'bogus'" $DM --normalize lower,bogus x
 check_fail "--verify without --removed is a usage error" 2 "--verify" $DM --verify x
 check_fail "--against - is a usage error" 2 "not stdin" $DM --against - x
@@ -75,7 +76,8 @@ S=$T/out/sum.json
 grep -q '"documents":8,"kept":5,"removed":{"exact":2,"near":1,"contamination":0},"clusters":3,"bands":9,"rows":13,"num_perm":128' "$S" \
 	&& ok "--summary counts documents, kept, removed by reason, clusters, bands and rows" || notok "summary" "$(cat "$S")"
 grep -q '"bytes_per_doc":[0-9]' "$S" && grep -q '"docs_per_s":[0-9]' "$S" && grep -q '"threads":[0-9]' "$S" \
-	&& ok "--summary has bytes_per_doc, docs_per_s, threads" || notok "summary fields" "$(cat "$S")"
+	&& grep -q '"method":"oph"' "$S" \
+	&& ok "--summary has bytes_per_doc, docs_per_s, threads, method (oph by default)" || notok "summary fields" "$(cat "$S")"
 grep -q "8 documents, 5 kept; removed 2 exact, 1 near, 0 contaminated" "$T/.err" \
 	&& ok "a one-line summary on stderr" || notok "stderr summary" "$(cat "$T/.err")"
 check "-q is quiet" $DM -q "$T/a.jsonl"
@@ -108,6 +110,11 @@ same "kept documents do not depend on threads (1 vs 2)" "$T/k1.jsonl" "$T/k2.jso
 same "kept documents do not depend on threads (1 vs 3)" "$T/k1.jsonl" "$T/k3.jsonl"
 same "--removed does not depend on threads (1 vs 2)" "$T/out/r1.jsonl" "$T/out/r2.jsonl"
 same "--removed does not depend on threads (1 vs 3)" "$T/out/r1.jsonl" "$T/out/r3.jsonl"
+check "--method classic" $DM -q -j2 --method classic --removed "$T/out/rc.jsonl" --summary "$T/out/rc.json" "$T/gd.jsonl"
+grep -q '"method":"classic"' "$T/out/rc.json" && ok "--summary names the method" || notok "summary method" "$(cat "$T/out/rc.json")"
+[ "$(grep -c '"reason":"exact"' "$T/out/rc.jsonl")" = 30 ] && [ "$(grep -c '"reason":"near"' "$T/out/rc.jsonl")" -ge 10 ] \
+	&& ok "classic MinHash finds the same 30 exact copies and at least 10 near ones" \
+	|| notok "classic method" "$(grep -c '"near"' "$T/out/rc.jsonl") near records"
 [ "$(grep -c '"reason":"exact"' "$T/out/r1.jsonl")" = 30 ] && ok "the 30 copies with commas are exact duplicates" \
 	|| notok "planted exact copies" "$(grep -c '"exact"' "$T/out/r1.jsonl") exact records"
 [ "$(grep -c '"reason":"near"' "$T/out/r1.jsonl")" -ge 10 ] && ok "at least 10 of the 30 edited copies are near duplicates" \

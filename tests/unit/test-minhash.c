@@ -7,8 +7,11 @@
  * str.isspace less U+001C..U+001F). The permutation arithmetic is checked against
  * a slow reference that reduces the full 128-bit product with '%'. Bands and rows
  * are checked against a minimisation done here with another quadrature rule and
- * against the values datasketch 2.0.0 chooses. Statistical checks give their
- * tolerance where they make it; with the fixed seeds they are deterministic.
+ * against the values datasketch 2.0.0 chooses. One-permutation signatures are
+ * checked against a reference written from minhash.h's definition (bins,
+ * densification probes), and their estimates against the mean and variance that
+ * definition promises, over many seeds. Statistical checks give their tolerance
+ * where they make it; with the fixed seeds they are deterministic.
  */
 #include <math.h>
 #include <omp.h>
@@ -75,6 +78,11 @@ static void test_normaliser(void)
 	norm_case(LMT_TEXTNORM_DIGITS, "a1b22 333", "a0b0 0", "digits only");
 	norm_case(LMT_TEXTNORM_LOWER, "\xc3\x89T\xc3\x89", "\xc3\xa9t\xc3\xa9", "lowercase keeps accents");
 	norm_case(LMT_TEXTNORM_ACCENTS, "\xc3\x89T\xc3\x89 e\xcc\x81", "ETE e", "accents only keep case");
+	norm_case(LMT_TEXTNORM_LOWER, "The QUICK Brown Fox @[`{ Jumps OVER the lazy dog \xc3\x89T\xc3\x89 AND MORE TEXT\tHERE",
+		  "the quick brown fox @[`{ jumps over the lazy dog \xc3\xa9t\xc3\xa9 and more text\there",
+		  "lowercase 16 bytes at a time: A-Z only, not their neighbours @ [ ` {");
+	norm_case(LMT_TEXTNORM_LOWER | LMT_TEXTNORM_ACCENTS, "ABCDEFGHIJKLMNOPQRSTUVWXYZ \xc3\x80\xc3\x89 0123456789 XYZ!",
+		  "abcdefghijklmnopqrstuvwxyz ae 0123456789 xyz!", "lowercase and accents, runs of 16 and more");
 	norm_case(ALL, "\xc8\xba", "\xe2\xb1\xa5", "U+023A lowercases to a longer U+2C65");
 
 	unsigned f;
@@ -117,6 +125,79 @@ static uint64_t slow_affine(uint64_t a, uint64_t b, uint64_t h)
 	return (uint64_t)(x % LMT_MINHASH_PRIME);
 }
 
+static uint64_t ref_splitmix(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* OPH as minhash.h defines it, written out plainly: bins, minima, and for an
+ * empty bin j the first non-empty one in sigma_j, shuffled here */
+static void ref_oph(const struct lmt_minhash *m, const uint64_t *sh, size_t n, uint32_t *sig, uint64_t *mn)
+{
+	const uint64_t K = (uint64_t)m->num_perm;
+	for (uint64_t j = 0; j < K; j++)
+		mn[j] = UINT64_MAX;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = slow_affine(m->oa, m->ob, sh[i] % LMT_MINHASH_PRIME);
+		uint64_t j = ((v >> 29) * K) >> 32;
+		mn[j] = v < mn[j] ? v : mn[j];
+	}
+	for (uint64_t j = 0; j < K; j++) {
+		uint64_t sigma[136], st = lmt_mix64(m->oc + j);
+		for (uint64_t i = 0; i < K; i++)
+			sigma[i] = i;
+		for (uint64_t i = K - 1; i > 0; i--) {
+			uint64_t x = (uint64_t)(((unsigned __int128)ref_splitmix(&st) * (i + 1)) >> 64);
+			uint64_t tmp = sigma[i];
+			sigma[i] = sigma[x];
+			sigma[x] = tmp;
+		}
+		uint64_t d = j, t = 0;
+		while (mn[d] == UINT64_MAX)
+			d = sigma[t++];
+		sig[j] = (uint32_t)mn[d];
+	}
+}
+
+/* Sign 20 random documents of 1 to 300 shingles (the small ones have empty bins)
+ * with m's kernel and method; the number of values unlike the reference's. */
+static int kernel_vs_reference(const struct lmt_minhash *m, uint64_t *s)
+{
+	const uint64_t P = LMT_MINHASH_PRIME;
+	const int np = m->num_perm;
+	uint64_t sh[300], mins[136], rmins[136];
+	uint32_t sig[131], rsig[131];
+	int wrong = 0;
+	for (int doc = 0; doc < 20; doc++) {
+		size_t n = 1 + (size_t)(lmt_mix64((uint64_t)doc) % 300);
+		for (size_t i = 0; i < n; i++)
+			sh[i] = lmt_mix64((*s)++);
+		if (doc == 0)
+			sh[0] = UINT64_MAX; /* >= p: reduced first */
+		if (doc == 1)
+			sh[1] = sh[2] = sh[0]; /* repeats */
+		lmt_minhash_sign(m, sh, n, sig, mins);
+		if (m->method == LMT_MINHASH_METHOD_OPH) {
+			ref_oph(m, sh, n, rsig, rmins);
+			for (int j = 0; j < np; j++)
+				wrong += sig[j] != rsig[j] || mins[j] != rmins[j];
+			continue;
+		}
+		for (int j = 0; j < np; j++) {
+			uint64_t mn = UINT64_MAX;
+			for (size_t i = 0; i < n; i++) {
+				uint64_t v = slow_affine(m->a[j], m->b[j], sh[i] % P);
+				mn = v < mn ? v : mn;
+			}
+			wrong += sig[j] != (uint32_t)mn || mins[j] != mn;
+		}
+	}
+	return wrong;
+}
+
 static void test_arith(void)
 {
 	const uint64_t P = LMT_MINHASH_PRIME;
@@ -140,48 +221,36 @@ static void test_arith(void)
 	}
 	tap_ok(bad == 0, "(a*h+b) mod (2^61-1) equals the 128-bit reference on 2e6 cases (%d wrong)", bad);
 
-	/* every signing kernel the CPU runs gives the reference signature */
+	/* every signing kernel the CPU runs gives the reference signature, by both methods */
 	struct lmt_minhash m;
 	struct lmt_err err;
 	const char *kernels[] = { "scalar", "avx2", "avx512" };
-	for (int np = 1; np <= 131; np += 13) {
-		if (lmt_minhash_init(&m, np, 5, 7, &err)) {
-			tap_ok(0, "init %d permutations", np);
-			continue;
-		}
-		for (size_t k = 0; k < LMT_ARRAY_SIZE(kernels); k++) {
-			if (lmt_minhash_set_kernel(&m, kernels[k]))
-				continue; /* not on this CPU */
-			uint64_t sh[300], mins[136];
-			uint32_t sig[131];
-			int wrong = 0;
-			for (int doc = 0; doc < 20; doc++) {
-				size_t n = 1 + (size_t)(lmt_mix64((uint64_t)doc) % 300);
-				for (size_t i = 0; i < n; i++)
-					sh[i] = lmt_mix64(s++);
-				if (doc == 0)
-					sh[0] = UINT64_MAX; /* >= p: reduced first */
-				lmt_minhash_sign(&m, sh, n, sig, mins);
-				for (int j = 0; j < np; j++) {
-					uint64_t mn = UINT64_MAX;
-					for (size_t i = 0; i < n; i++) {
-						uint64_t v = slow_affine(m.a[j], m.b[j], sh[i] % P);
-						mn = v < mn ? v : mn;
-					}
-					wrong += sig[j] != (uint32_t)mn || mins[j] != mn;
-				}
+	int bad2 = 0;
+	for (int meth = 0; meth < 2; meth++) {
+		for (int np = 1; np <= 131; np += 13) {
+			if (lmt_minhash_init(&m, np, 5, 7, &err)) {
+				tap_ok(0, "init %d permutations", np);
+				continue;
 			}
-			if (np == 1 || np == 131 || wrong)
-				tap_ok(wrong == 0, "%s kernel, %d permutations: signatures equal the reference (%d wrong)",
-				       kernels[k], np, wrong);
-			else
-				bad += wrong;
+			m.method = meth;
+			for (size_t k = 0; k < LMT_ARRAY_SIZE(kernels); k++) {
+				if (lmt_minhash_set_kernel(&m, kernels[k]))
+					continue; /* not on this CPU */
+				int wrong = kernel_vs_reference(&m, &s);
+				if (np == 1 || np == 131 || wrong)
+					tap_ok(wrong == 0, "%s, %s kernel, %d bins: signatures equal the reference (%d wrong)",
+					       lmt_minhash_method(&m), kernels[k], np, wrong);
+				else
+					bad2 += wrong;
+			}
+			lmt_minhash_release(&m);
 		}
-		lmt_minhash_release(&m);
 	}
-	tap_ok(bad == 0, "all kernels, 1 to 131 permutations: signatures equal the reference");
+	bad = bad2;
+	tap_ok(bad == 0, "both methods, all kernels, 1 to 131 bins: signatures equal the reference");
 	lmt_minhash_init(&m, 128, 5, 1, &err);
-	tap_ok(m.a[0] >= 1 && m.a[0] < P && m.b[0] < P, "coefficients in range (a in [1,p-1], b in [0,p-1])");
+	tap_ok(m.a[0] >= 1 && m.a[0] < P && m.b[0] < P && m.oa >= 1 && m.oa < P && m.ob < P,
+	       "coefficients in range (a in [1,p-1], b in [0,p-1])");
 	struct lmt_minhash m2;
 	lmt_minhash_init(&m2, 128, 5, 1, &err);
 	tap_ok(!memcmp(m.a, m2.a, 128 * 8) && !memcmp(m.b, m2.b, 128 * 8), "the same seed gives the same permutations");
@@ -190,9 +259,17 @@ static void test_arith(void)
 	tap_ok(memcmp(m.a, m2.a, 128 * 8) != 0, "another seed gives other permutations");
 	lmt_minhash_release(&m2);
 	uint32_t sig[128];
-	uint64_t mins[128];
+	uint64_t mins[128], one = 12345;
 	lmt_minhash_sign(&m, NULL, 0, sig, mins);
 	tap_ok(sig[0] == LMT_MINHASH_EMPTY && sig[127] == LMT_MINHASH_EMPTY, "no shingles: the empty signature");
+	lmt_minhash_sign(&m, &one, 1, sig, mins);
+	int same = 1;
+	for (int j = 1; j < 128; j++)
+		same &= sig[j] == sig[0];
+	tap_ok(same && sig[0] != LMT_MINHASH_EMPTY, "one shingle: every bin borrows its one value");
+	tap_ok(!strcmp(lmt_minhash_method(&m), "oph") && lmt_minhash_set_method(&m, "classic") == 0 &&
+	       m.method == LMT_MINHASH_METHOD_CLASSIC && lmt_minhash_set_method(&m, "bogus") == -1,
+	       "the method: oph by default, classic by name, an unknown name refused");
 	lmt_minhash_release(&m);
 }
 
@@ -451,6 +528,91 @@ static void test_scurve(void)
 	lmt_minhash_release(&m);
 }
 
+/* ---- the estimator's mean and variance ---- */
+
+/*
+ * Sets A and B of known Jaccard similarity J = a/f (a shared elements, f in the
+ * union, the rest split between them), fresh random elements and a fresh seed
+ * for each of R trials. The estimates' mean must be J, and their mean squared
+ * error the variance minhash.h states for OPH with optimal densification:
+ *
+ *	V(N) = J(1-J)/K^2 * ((K + 2N + N(N-1)/(K-N)) f/(f-1) - K^2/(f-1))
+ *
+ * averaged over the trials' N (bins empty in both, read from mins), or J(1-J)/K
+ * for classic MinHash. Tolerances: 4 standard errors, of the mean (sqrt(V/R)) and
+ * of the mean squared error (the standard deviation of the squared errors over
+ * sqrt(R), measured), so each check fails by chance with probability about 6e-5.
+ * The cases span no empty bins (f = 2000, where V is 0.94 J(1-J)/K) to most bins
+ * empty (f = 24, V about 1.36 J(1-J)/K): a densification that borrowed from
+ * correlated bins or let empty bins match each other misses the variance or the
+ * mean (probing with a linear hash of (bin, attempt) gave 2.4 times V at f = 24;
+ * f = 24 and 96 take the donors by rank, f = 300 by walking the orders).
+ */
+static void variance_case(int method, int f, int a, int R)
+{
+	const int K = 128;
+	const double J = (double)a / f;
+	uint64_t *sa = malloc((size_t)f * sizeof *sa), *sb = malloc((size_t)f * sizeof *sb);
+	uint64_t ma[128], mb[128], ctr = 0x5eed0000ULL + (uint64_t)f * 1000 + (uint64_t)a;
+	uint32_t xa[128], xb[128];
+	double sum = 0, sq = 0, sq2 = 0, pred = 0, empty = 0;
+	struct lmt_err err;
+	for (int t = 0; t < R; t++) {
+		struct lmt_minhash m;
+		LMT_ASSERT(lmt_minhash_init(&m, K, 5, 1000 + (uint64_t)t, &err) == 0);
+		m.method = method;
+		size_t na = 0, nb = 0;
+		for (int i = 0; i < f; i++) {
+			uint64_t h = lmt_mix64(ctr++);
+			if (i < a) {
+				sa[na++] = h;
+				sb[nb++] = h;
+			} else if ((i - a) % 2 == 0) {
+				sa[na++] = h;
+			} else {
+				sb[nb++] = h;
+			}
+		}
+		lmt_minhash_sign(&m, sa, na, xa, ma);
+		lmt_minhash_sign(&m, sb, nb, xb, mb);
+		double e = lmt_minhash_similarity(xa, xb, K) - J;
+		sum += e;
+		sq += e * e;
+		sq2 += e * e * e * e;
+		if (method == LMT_MINHASH_METHOD_OPH) {
+			int N = 0;
+			for (int j = 0; j < K; j++)
+				N += ma[j] == LMT_MINHASH_NOBIN && mb[j] == LMT_MINHASH_NOBIN;
+			double w = K + 2.0 * N + (double)N * (N - 1) / (K - N);
+			pred += J * (1 - J) / ((double)K * K) * (w * f / (f - 1.0) - (double)K * K / (f - 1.0));
+			empty += N;
+		} else {
+			pred += J * (1 - J) / K;
+		}
+		lmt_minhash_release(&m);
+	}
+	double mean = sum / R, mse = sq / R, v = pred / R;
+	double se_mse = sqrt((sq2 / R - mse * mse) / R);
+	const char *name = method == LMT_MINHASH_METHOD_OPH ? "oph" : "classic";
+	tap_ok(fabs(mean) <= 4 * sqrt(v / R), "%s, |A u B| = %d, J = %.3f: mean estimate %.4f (tolerance %.4f)",
+	       name, f, J, J + mean, 4 * sqrt(v / R));
+	tap_ok(fabs(mse - v) <= 4 * se_mse, "%s, |A u B| = %d, J = %.3f: variance %.3g, predicted %.3g (+- %.2g), "
+	       "%.2f J(1-J)/K; %.1f bins empty in both", name, f, J, mse, v, 4 * se_mse, mse / (J * (1 - J) / K),
+	       empty / R);
+	free(sa);
+	free(sb);
+}
+
+static void test_variance(void)
+{
+	variance_case(LMT_MINHASH_METHOD_OPH, 2000, 1000, 3000);
+	variance_case(LMT_MINHASH_METHOD_OPH, 2000, 1600, 3000);
+	variance_case(LMT_MINHASH_METHOD_OPH, 300, 240, 3000);
+	variance_case(LMT_MINHASH_METHOD_OPH, 96, 48, 3000);
+	variance_case(LMT_MINHASH_METHOD_OPH, 24, 12, 3000);
+	variance_case(LMT_MINHASH_METHOD_CLASSIC, 2000, 1000, 1000);
+}
+
 /* ---- threads, union-find, sets, tables ---- */
 
 static void test_threads(void)
@@ -555,6 +717,8 @@ static void test_shingles(void)
 	lmt_word_hashes("a b c d e f", 11, &w, &cap, &n);
 	tap_ok(n == 6 && lmt_shingles(w, n, 5, sh) == 2, "6 words: two 5-word shingles");
 	uint64_t first = sh[0];
+	tap_ok(sh[0] == lmt_ngram_hash(w, 5) && sh[1] == lmt_ngram_hash(w + 1, 5) && sh[0] != sh[1],
+	       "each shingle is lmt_ngram_hash of its window");
 	size_t n2 = 0;
 	lmt_word_hashes("a  b\tc\nd e", 10, &w, &cap, &n2);
 	lmt_shingles(w, n2, 5, sh);
@@ -565,6 +729,76 @@ static void test_shingles(void)
 	n = 0;
 	lmt_word_hashes("   ", 3, &w, &cap, &n);
 	tap_ok(n == 0 && lmt_shingles(w, n, 5, sh) == 0, "no words: no shingles");
+
+	/* a word hashes alike at the end of the text (its last bytes copied) and
+	 * with more text after it (read 8 at a time and masked), 1 to 24 bytes */
+	int alike = 1;
+	for (int l = 1; l <= 24; l++) {
+		char t[64];
+		uint64_t *w2 = NULL, end_h;
+		size_t cap2 = 0, n1 = 0, n3 = 0;
+		for (int i = 0; i < l; i++)
+			t[i] = (char)('a' + (i * 7 + l) % 26);
+		lmt_word_hashes(t, (size_t)l, &w2, &cap2, &n1);
+		end_h = w2[0];
+		memcpy(t + l, " tail words here, long enough", 30);
+		lmt_word_hashes(t, (size_t)l + 29, &w2, &cap2, &n3);
+		alike &= n1 == 1 && n3 == 6 && w2[0] == end_h;
+		free(w2);
+	}
+	tap_ok(alike, "a word's hash does not depend on what follows it (1 to 24 bytes)");
+
+	/* texts are split 64 bytes at a time: the same words as
+	 * lmt_textnorm_next_word finds, each hashed as a text of its own. Random
+	 * pieces: ASCII bytes 1..127 (White_Space and the separators 0x1c..0x1f,
+	 * which are not), characters of 2 to 4 bytes (White_Space U+0085, U+00A0,
+	 * U+2028, U+3000; U+180E, which is not; letters), and invalid bytes, at every
+	 * offset of the 64-byte blocks, texts of 0 to 400 bytes. */
+	static const char *const piece[] = {
+		" ", "\t", "\n", "\v", "\f", "\r", "\x1c", "\x1f", "\xc2\x85", "\xc2\xa0", "\xe2\x80\xa8",
+		"\xe3\x80\x80", "\xe1\xa0\x8e", "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "\x80",
+		"\xc3", "\xff", "\xe2\x80",
+	};
+	int same = 1, runs = 0;
+	uint64_t rs = 99, *wa = NULL, *wb = NULL;
+	size_t capa = 0, capb = 0;
+	for (int len = 0; len <= 400; len++) {
+		char t[420];
+		size_t tl = 0;
+		while (tl < (size_t)len) {
+			uint64_t r = lmt_mix64(rs++);
+			if (r % 3 == 0) {
+				const char *pc = piece[(r >> 8) % LMT_ARRAY_SIZE(piece)];
+				size_t pl = strlen(pc);
+				if (tl + pl > (size_t)len)
+					break;
+				memcpy(t + tl, pc, pl);
+				tl += pl;
+			} else {
+				t[tl++] = (char)(1 + (r >> 8) % 127);
+			}
+		}
+		size_t na = 0, pos = 0, st, wl;
+		lmt_word_hashes(t, tl, &wa, &capa, &na);
+		size_t i = 0;
+		while (lmt_textnorm_next_word(t, tl, &pos, &st, &wl)) {
+			size_t nb = 0;
+			lmt_word_hashes(t + st, wl, &wb, &capb, &nb);
+			same &= i < na && nb == 1 && wa[i] == wb[0];
+			i++;
+		}
+		same &= i == na;
+		runs += na > 0;
+	}
+	tap_ok(same && runs > 350, "words split 64 bytes at a time are those of lmt_textnorm_next_word, "
+	       "with other scripts, White_Space beyond ASCII and invalid bytes");
+	int outside = 0;
+	for (uint32_t cp = 0x80; cp <= 0x10ffff; cp++)
+		outside += lmt_uni_is_space(cp) && !(cp == 0x85 || cp == 0xa0 || (cp >= 0x1680 && cp <= 0x3000));
+	tap_ok(outside == 0, "White_Space beyond ASCII is U+0085, U+00A0 or in U+1680..U+3000, as the "
+	       "word splitter's filter assumes (%d outside)", outside);
+	free(wa);
+	free(wb);
 	free(w);
 }
 
@@ -575,6 +809,7 @@ int main(void)
 	test_params();
 	test_shingles();
 	test_scurve();
+	test_variance();
 	test_threads();
 	return tap_done();
 }
