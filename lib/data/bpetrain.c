@@ -555,12 +555,30 @@ static inline void note(struct trainer *T, struct dbuf *db, struct scratch *S, u
  * visit exchanges its stamp first) and note the changes of the pairs next to merge
  * sites. Changes to (a, b) itself are not noted: its count is 0 after the merge.
  */
+#define PF_FAR 16
+#define PF_NEAR 8
+
 static void rewrite_words(struct trainer *T, const uint32_t *where, size_t lo, size_t hi, int t,
 			  uint32_t a, uint32_t b, uint32_t c, uint32_t step)
 {
 	struct scratch *S = &T->S[t];
 	struct dbuf *db = T->db + (size_t)t * (size_t)T->nt;
 	for (size_t wi = lo; wi < hi && !S->rc; wi++) {
+		/* The words are scattered over arrays larger than the caches, and the
+		 * claim below is a locked exchange, which lets no later load start
+		 * before it: without prefetching, each word waits for a miss on its
+		 * stamp, then one on its symbols. The where list says which words come
+		 * next, so fetch the metadata of the word PF_FAR entries ahead and the
+		 * symbols of the one PF_NEAR ahead (its woff fetched by then). */
+		if (wi + PF_FAR < hi) {
+			uint32_t f = where[wi + PF_FAR];
+			__builtin_prefetch(&T->wstamp[f], 1);
+			__builtin_prefetch(&T->woff[f]);
+			__builtin_prefetch(&T->wlen[f]);
+			__builtin_prefetch(&T->wcnt[f]);
+		}
+		if (wi + PF_NEAR < hi)
+			__builtin_prefetch(T->sym + T->woff[where[wi + PF_NEAR]], 1);
 		uint32_t w = where[wi];
 		if (__atomic_exchange_n(&T->wstamp[w], step, __ATOMIC_RELAXED) == step)
 			continue;
