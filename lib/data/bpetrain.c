@@ -14,61 +14,88 @@
 
 #define WC_MAXLEN ((1u << 24) - 1)
 
+/* the table starts at 64k slots (1.5 MiB): growing from a few from the start
+ * rehashed every word about twice on a real corpus */
+#define WC_INIT_SLOTS (1u << 16)
+
 int lmt_wordcount_init(struct lmt_wordcount *wc)
 {
 	memset(wc, 0, sizeof *wc);
-	wc->mask = 1023;
-	wc->h = calloc(wc->mask + 1, sizeof *wc->h);
-	wc->count = malloc((wc->mask + 1) * sizeof *wc->count);
-	wc->key = malloc((wc->mask + 1) * sizeof *wc->key);
-	if (!wc->h || !wc->count || !wc->key) {
-		lmt_wordcount_release(wc);
+	wc->mask = WC_INIT_SLOTS - 1;
+	wc->s = calloc(wc->mask + 1, sizeof *wc->s);
+	if (!wc->s)
 		return LMT_ENOMEM;
-	}
 	return 0;
 }
 
 void lmt_wordcount_release(struct lmt_wordcount *wc)
 {
-	free(wc->h);
-	free(wc->count);
-	free(wc->key);
+	free(wc->s);
 	free(wc->arena);
 	memset(wc, 0, sizeof *wc);
 }
 
 size_t lmt_wordcount_bytes(const struct lmt_wordcount *wc)
 {
-	return (wc->mask + 1) * 24 + wc->acap;
+	return (wc->mask + 1) * sizeof *wc->s + wc->acap;
+}
+
+/*
+ * The word hash. Most words are short, so they are read with two loads that may
+ * overlap (the bytes from the start and those up to the end) instead of a loop and
+ * a call to memcpy for the tail: up to 8 bytes the loads hold every byte, so
+ * distinct words of one length get distinct values before the final mix, which is a
+ * bijection. The hash only places words in the table; nothing else depends on it.
+ */
+static inline uint64_t wc_hash(const uint8_t *p, size_t n)
+{
+	const uint64_t K = 0x9e3779b97f4a7c15ULL;
+	uint64_t x, y;
+	if (n > 16)
+		return lmt_hash_bytes(p, n, 0);
+	if (n >= 8) {
+		x = lmt_load_u64(p);
+		y = lmt_load_u64(p + n - 8);
+		return lmt_mix64((lmt_mix64(x ^ n * K) ^ y) * K);
+	}
+	if (n >= 4) {
+		x = lmt_load_u32(p);
+		y = lmt_load_u32(p + n - 4);
+	} else {
+		x = n ? (uint64_t)p[0] << 16 | (uint64_t)p[n / 2] << 8 | p[n - 1] : 0;
+		y = 0;
+	}
+	return lmt_mix64((x << 32 | y) ^ n * K);
+}
+
+/* a[0..n) == b[0..n), the same two loads for short words */
+static inline int wc_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	if (n > 16)
+		return !memcmp(a, b, n);
+	if (n >= 8)
+		return lmt_load_u64(a) == lmt_load_u64(b) && lmt_load_u64(a + n - 8) == lmt_load_u64(b + n - 8);
+	if (n >= 4)
+		return lmt_load_u32(a) == lmt_load_u32(b) && lmt_load_u32(a + n - 4) == lmt_load_u32(b + n - 4);
+	return !n || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
 }
 
 static int wc_rehash(struct lmt_wordcount *wc)
 {
 	size_t nm = wc->mask * 2 + 1;
-	uint64_t *h = calloc(nm + 1, sizeof *h), *c = malloc((nm + 1) * sizeof *c),
-		 *k = malloc((nm + 1) * sizeof *k);
-	if (!h || !c || !k) {
-		free(h);
-		free(c);
-		free(k);
+	struct lmt_wordslot *s = calloc(nm + 1, sizeof *s);
+	if (!s)
 		return LMT_ENOMEM;
-	}
 	for (size_t i = 0; i <= wc->mask; i++) {
-		if (!wc->h[i])
+		if (!wc->s[i].h)
 			continue;
-		size_t j = wc->h[i] & nm;
-		while (h[j])
+		size_t j = wc->s[i].h & nm;
+		while (s[j].h)
 			j = (j + 1) & nm;
-		h[j] = wc->h[i];
-		c[j] = wc->count[i];
-		k[j] = wc->key[i];
+		s[j] = wc->s[i];
 	}
-	free(wc->h);
-	free(wc->count);
-	free(wc->key);
-	wc->h = h;
-	wc->count = c;
-	wc->key = k;
+	free(wc->s);
+	wc->s = s;
 	wc->mask = nm;
 	return 0;
 }
@@ -77,26 +104,24 @@ static int wc_add_hashed(struct lmt_wordcount *wc, const uint8_t *w, size_t n, u
 			 uint64_t count)
 {
 	size_t i = h & wc->mask;
+	struct lmt_wordslot *S;
 	for (;;) {
-		uint64_t e = wc->h[i];
-		if (!e)
+		S = &wc->s[i];
+		if (!S->h)
 			break;
-		if (e == h) {
-			uint64_t k = wc->key[i];
-			if ((k & WC_MAXLEN) == n && !memcmp(wc->arena + (k >> 24), w, n)) {
-				wc->count[i] += count;
-				wc->total += count;
-				return 0;
-			}
+		if (S->h == h && (S->key & WC_MAXLEN) == n && wc_eq(wc->arena + (S->key >> 24), w, n)) {
+			S->count += count;
+			wc->total += count;
+			return 0;
 		}
 		i = (i + 1) & wc->mask;
 	}
 	if (LMT_GROW(wc->arena, wc->acap, wc->alen + n))
 		return LMT_ENOMEM;
 	memcpy(wc->arena + wc->alen, w, n);
-	wc->h[i] = h;
-	wc->count[i] = count;
-	wc->key[i] = (uint64_t)wc->alen << 24 | n;
+	S->h = h;
+	S->count = count;
+	S->key = (uint64_t)wc->alen << 24 | n;
 	wc->alen += n;
 	wc->n++;
 	wc->total += count;
@@ -109,7 +134,7 @@ int lmt_wordcount_add(struct lmt_wordcount *wc, const void *w, size_t n, uint64_
 {
 	const uint8_t *p = w;
 	while (n > WC_MAXLEN) {
-		int rc = wc_add_hashed(wc, p, WC_MAXLEN, lmt_hash_bytes(p, WC_MAXLEN, 0) | 1, count);
+		int rc = wc_add_hashed(wc, p, WC_MAXLEN, wc_hash(p, WC_MAXLEN) | 1, count);
 		if (rc)
 			return rc;
 		p += WC_MAXLEN;
@@ -117,7 +142,7 @@ int lmt_wordcount_add(struct lmt_wordcount *wc, const void *w, size_t n, uint64_
 	}
 	if (n == 0)
 		return 0;
-	return wc_add_hashed(wc, p, n, lmt_hash_bytes(p, n, 0) | 1, count);
+	return wc_add_hashed(wc, p, n, wc_hash(p, n) | 1, count);
 }
 
 int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
@@ -136,11 +161,11 @@ int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
 int lmt_wordcount_merge(struct lmt_wordcount *dst, const struct lmt_wordcount *src)
 {
 	for (size_t i = 0; i <= src->mask; i++) {
-		if (!src->h[i])
+		if (!src->s[i].h)
 			continue;
-		uint64_t k = src->key[i];
-		int rc = wc_add_hashed(dst, src->arena + (k >> 24), k & WC_MAXLEN, src->h[i],
-				       src->count[i]);
+		uint64_t k = src->s[i].key;
+		int rc = wc_add_hashed(dst, src->arena + (k >> 24), k & WC_MAXLEN, src->s[i].h,
+				       src->s[i].count);
 		if (rc)
 			return rc;
 	}
@@ -245,7 +270,7 @@ static const struct lmt_wordcount *sort_wc;
 
 static int cmp_word(const void *x, const void *y)
 {
-	uint64_t a = sort_wc->key[*(const size_t *)x], b = sort_wc->key[*(const size_t *)y];
+	uint64_t a = sort_wc->s[*(const size_t *)x].key, b = sort_wc->s[*(const size_t *)y].key;
 	size_t la = a & WC_MAXLEN, lb = b & WC_MAXLEN;
 	int c = memcmp(sort_wc->arena + (a >> 24), sort_wc->arena + (b >> 24), LMT_MIN(la, lb));
 	if (c)
@@ -764,11 +789,11 @@ static void step_fill(void *ctx, uint32_t item, int worker)
 	struct trainer *T = J->T;
 	size_t lo = (size_t)item * FILL_CHUNK, hi = LMT_MIN(lo + FILL_CHUNK, T->nwords);
 	for (size_t w = lo; w < hi; w++) {
-		uint64_t key = J->wc->key[J->order[w]];
+		uint64_t key = J->wc->s[J->order[w]].key;
 		const uint8_t *s = J->wc->arena + (key >> 24);
 		uint32_t n = key & WC_MAXLEN;
 		T->wlen[w] = n;
-		T->wcnt[w] = J->wc->count[J->order[w]];
+		T->wcnt[w] = J->wc->s[J->order[w]].count;
 		T->wstamp[w] = UINT32_MAX;
 		for (uint32_t i = 0; i < n; i++)
 			T->sym[T->woff[w] + i] = s[i];
@@ -804,9 +829,9 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i <= wc->mask; i++)
-		if (wc->h[i] && (wc->key[i] & WC_MAXLEN) >= 2) {
+		if (wc->s[i].h && (wc->s[i].key & WC_MAXLEN) >= 2) {
 			order[k++] = i;
-			nsym += wc->key[i] & WC_MAXLEN;
+			nsym += wc->s[i].key & WC_MAXLEN;
 		}
 	sort_wc = wc;
 	T.nwords = k;
@@ -832,7 +857,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	size_t pos = 0;
 	for (size_t w = 0; w < k; w++) {
 		T.woff[w] = pos;
-		pos += wc->key[order[w]] & WC_MAXLEN;
+		pos += wc->s[order[w]].key & WC_MAXLEN;
 	}
 	J.order = order;
 	lmt_workpool_run(pool, step_fill, &J, (uint32_t)((k + FILL_CHUNK - 1) / FILL_CHUNK));
@@ -1027,10 +1052,10 @@ int lmt_chars_to_tokenizer(const struct lmt_wordcount *wc, uint32_t n_tokens, co
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	size_t k = 0;
 	for (size_t i = 0; i <= wc->mask; i++) {
-		if (!wc->h[i] || (wc->key[i] & WC_MAXLEN) < 2)
+		const struct lmt_wordslot *S = &wc->s[i];
+		if (!S->h || (S->key & WC_MAXLEN) < 2)
 			continue; /* single bytes are tokens already */
-		ch[k++] = (struct charent){ wc->arena + (wc->key[i] >> 24), (uint32_t)(wc->key[i] & WC_MAXLEN),
-					    wc->count[i] };
+		ch[k++] = (struct charent){ wc->arena + (S->key >> 24), (uint32_t)(S->key & WC_MAXLEN), S->count };
 	}
 	qsort(ch, k, sizeof *ch, cmp_char);
 	int rc = 0;
