@@ -145,15 +145,47 @@ int lmt_wordcount_add(struct lmt_wordcount *wc, const void *w, size_t n, uint64_
 	return wc_add_hashed(wc, p, n, wc_hash(p, n) | 1, count);
 }
 
+/* pieces hashed, and their slots prefetched, before the first of them is looked up */
+#define WC_BATCH 32
+
 int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
 			   const char *text, size_t len)
 {
+	/* A lookup in a table larger than the caches is mostly a wait for the first
+	 * slot it reads. Pieces are taken WC_BATCH at a time: each is hashed and its
+	 * slot prefetched, then all are looked up, so the misses overlap. Words are
+	 * added in text order all the same (a rehash in the middle of a batch only
+	 * makes the later prefetches useless). */
+	struct {
+		size_t st, n;
+		uint64_t h;
+	} b[WC_BATCH];
 	size_t st, n;
+	int k = 0, more = 1;
 	lmt_pretok_iter_reset(it, text, len);
-	while (lmt_pretok_next(it, &st, &n)) {
-		int rc = lmt_wordcount_add(wc, text + st, n, 1);
-		if (rc)
-			return rc;
+	while (more) {
+		more = lmt_pretok_next(it, &st, &n);
+		if (more) {
+			if (n > WC_MAXLEN) {
+				int rc = lmt_wordcount_add(wc, text + st, n, 1);
+				if (rc)
+					return rc;
+				continue;
+			}
+			uint64_t h = wc_hash((const uint8_t *)text + st, n) | 1;
+			__builtin_prefetch(&wc->s[h & wc->mask]);
+			b[k].st = st;
+			b[k].n = n;
+			b[k].h = h;
+			if (++k < WC_BATCH)
+				continue;
+		}
+		for (int j = 0; j < k; j++) {
+			int rc = wc_add_hashed(wc, (const uint8_t *)text + b[j].st, b[j].n, b[j].h, 1);
+			if (rc)
+				return rc;
+		}
+		k = 0;
 	}
 	return 0;
 }
