@@ -218,7 +218,9 @@ int lmt_wordcount_merge(struct lmt_wordcount *dst, const struct lmt_wordcount *s
  * The best pair is the best of the parts' heap tops. Counts are sums, where lists
  * are sets (order only decides which word is visited first) and the heap order is
  * total, so nothing depends on which thread rewrote which word or on the number of
- * parts: the merges are the same for any thread count. Merges with short where
+ * parts: the merges are the same for any thread count, and for any order of the
+ * words (they are taken in the count table's order, which depends on the threads
+ * that counted them). Merges with short where
  * lists (most of them) run both steps in the calling thread, where waking the
  * other threads would cost more than it saves. The steps run on a work pool
  * (core/workpool.h), not OpenMP regions, because a region waits for every thread
@@ -297,68 +299,6 @@ struct trainer {
 	/* tie ranks of the byte tokens and their inverse (merged tokens rank as their id) */
 	uint32_t rank[256], unrank[256];
 };
-
-static const struct lmt_wordcount *sort_wc;
-
-static int cmp_word(const void *x, const void *y)
-{
-	uint64_t a = sort_wc->s[*(const size_t *)x].key, b = sort_wc->s[*(const size_t *)y].key;
-	size_t la = a & WC_MAXLEN, lb = b & WC_MAXLEN;
-	int c = memcmp(sort_wc->arena + (a >> 24), sort_wc->arena + (b >> 24), LMT_MIN(la, lb));
-	if (c)
-		return c;
-	return la < lb ? -1 : la > lb;
-}
-
-struct sort_job {
-	size_t *order, *bound;
-};
-
-static void sort_run(void *ctx, uint32_t t, int worker)
-{
-	struct sort_job *J = ctx;
-	qsort(J->order + J->bound[t], J->bound[t + 1] - J->bound[t], sizeof *J->order, cmp_word);
-}
-
-/* Sort in nt runs at once, then merge the runs (the order is total: words are distinct). */
-static int sort_words(struct lmt_workpool *pool, size_t *order, size_t k, int nt)
-{
-	if (nt < 2 || k < 8192) {
-		qsort(order, k, sizeof *order, cmp_word);
-		return 0;
-	}
-	size_t *tmp = malloc(k * sizeof *tmp), *bound = malloc(((size_t)nt + 1) * sizeof *bound);
-	if (!tmp || !bound) {
-		free(tmp);
-		free(bound);
-		return LMT_ENOMEM;
-	}
-	for (int t = 0; t <= nt; t++)
-		bound[t] = k * (size_t)t / (size_t)nt;
-	struct sort_job J = { order, bound };
-	lmt_workpool_run(pool, sort_run, &J, (uint32_t)nt);
-	size_t *src = order, *dst = tmp;
-	for (int width = 1; width < nt; width *= 2) {
-		for (int t = 0; t < nt; t += 2 * width) {
-			size_t lo = bound[t], mid = bound[LMT_MIN(t + width, nt)], hi = bound[LMT_MIN(t + 2 * width, nt)];
-			size_t i = lo, j = mid, o = lo;
-			while (i < mid && j < hi)
-				dst[o++] = cmp_word(&src[i], &src[j]) <= 0 ? src[i++] : src[j++];
-			while (i < mid)
-				dst[o++] = src[i++];
-			while (j < hi)
-				dst[o++] = src[j++];
-		}
-		size_t *x = src;
-		src = dst;
-		dst = x;
-	}
-	if (src != order)
-		memcpy(order, src, k * sizeof *order);
-	free(tmp);
-	free(bound);
-	return 0;
-}
 
 static inline uint64_t pkey(uint32_t a, uint32_t b)
 {
@@ -854,7 +794,10 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	res->distinct_words = wc->n;
 	res->total_words = wc->total;
 
-	/* words, sorted by bytes; single-byte words have no pairs and are skipped */
+	/* words, in the table's order; single-byte words have no pairs and are
+	 * skipped. Nothing depends on the words' order (see the trainer's comment), so
+	 * they are not sorted: which thread counted a word first changes where it sits
+	 * in the table, and so its id here, but not the merges */
 	size_t *order = malloc((wc->n ? wc->n : 1) * sizeof *order), k = 0, nsym = 0;
 	if (!order) {
 		lmt_workpool_free(pool);
@@ -865,7 +808,6 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 			order[k++] = i;
 			nsym += wc->s[i].key & WC_MAXLEN;
 		}
-	sort_wc = wc;
 	T.nwords = k;
 	T.sym = malloc((nsym ? nsym : 1) * 4);
 	T.woff = malloc((k ? k : 1) * 8);
@@ -879,8 +821,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 		memset(T.P, 0, (size_t)nt * sizeof *T.P);
 	if (T.S)
 		memset(T.S, 0, (size_t)nt * sizeof *T.S);
-	if (!T.sym || !T.woff || !T.wlen || !T.wcnt || !T.wstamp || !T.P || !T.S || !T.db ||
-	    sort_words(pool, order, k, nt)) {
+	if (!T.sym || !T.woff || !T.wlen || !T.wcnt || !T.wstamp || !T.P || !T.S || !T.db) {
 		free(order);
 		lmt_workpool_free(pool);
 		trainer_free(&T);
