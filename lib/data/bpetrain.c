@@ -692,6 +692,16 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 	for (int t = 0; t < T->nt; t++) {
 		struct dbuf *B = &T->db[(size_t)t * (size_t)T->nt + (size_t)p];
 		for (size_t k = 0; k < B->n && !P->rc; k++) {
+			/* each change looks up a pair in tables larger than the caches: fetch
+			 * the hash slot of the change PF_FAR ahead and the pair of the one
+			 * PF_NEAR ahead (its slot fetched by then), as rewrite_words does */
+			if (k + PF_FAR < B->n)
+				__builtin_prefetch(&P->pidx[B->v[k + PF_FAR].mix & P->pmask]);
+			if (k + PF_NEAR < B->n) {
+				uint32_t v = P->pidx[B->v[k + PF_NEAR].mix & P->pmask];
+				if (v)
+					__builtin_prefetch(&P->pairs[v - 1], 1);
+			}
 			const struct delta *D = &B->v[k];
 			long q = pget(P, D->key, D->mix);
 			if (q < 0) {
