@@ -190,9 +190,18 @@ int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
 	return 0;
 }
 
+#define WC_AHEAD 16
+
 int lmt_wordcount_merge(struct lmt_wordcount *dst, const struct lmt_wordcount *src)
 {
+	/* src's slots are read in order, but each lands on a random slot of dst and
+	 * reads its word's bytes from a random place in src's arena: fetch both for
+	 * the slot WC_AHEAD on */
 	for (size_t i = 0; i <= src->mask; i++) {
+		if (i + WC_AHEAD <= src->mask && src->s[i + WC_AHEAD].h) {
+			__builtin_prefetch(&dst->s[src->s[i + WC_AHEAD].h & dst->mask]);
+			__builtin_prefetch(src->arena + (src->s[i + WC_AHEAD].key >> 24));
+		}
 		if (!src->s[i].h)
 			continue;
 		uint64_t k = src->s[i].key;
