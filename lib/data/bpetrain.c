@@ -14,61 +14,88 @@
 
 #define WC_MAXLEN ((1u << 24) - 1)
 
+/* the table starts at 64k slots (1.5 MiB): growing from a few from the start
+ * rehashed every word about twice on a real corpus */
+#define WC_INIT_SLOTS (1u << 16)
+
 int lmt_wordcount_init(struct lmt_wordcount *wc)
 {
 	memset(wc, 0, sizeof *wc);
-	wc->mask = 1023;
-	wc->h = calloc(wc->mask + 1, sizeof *wc->h);
-	wc->count = malloc((wc->mask + 1) * sizeof *wc->count);
-	wc->key = malloc((wc->mask + 1) * sizeof *wc->key);
-	if (!wc->h || !wc->count || !wc->key) {
-		lmt_wordcount_release(wc);
+	wc->mask = WC_INIT_SLOTS - 1;
+	wc->s = calloc(wc->mask + 1, sizeof *wc->s);
+	if (!wc->s)
 		return LMT_ENOMEM;
-	}
 	return 0;
 }
 
 void lmt_wordcount_release(struct lmt_wordcount *wc)
 {
-	free(wc->h);
-	free(wc->count);
-	free(wc->key);
+	free(wc->s);
 	free(wc->arena);
 	memset(wc, 0, sizeof *wc);
 }
 
 size_t lmt_wordcount_bytes(const struct lmt_wordcount *wc)
 {
-	return (wc->mask + 1) * 24 + wc->acap;
+	return (wc->mask + 1) * sizeof *wc->s + wc->acap;
+}
+
+/*
+ * The word hash. Most words are short, so they are read with two loads that may
+ * overlap (the bytes from the start and those up to the end) instead of a loop and
+ * a call to memcpy for the tail: up to 8 bytes the loads hold every byte, so
+ * distinct words of one length get distinct values before the final mix, which is a
+ * bijection. The hash only places words in the table; nothing else depends on it.
+ */
+static inline uint64_t wc_hash(const uint8_t *p, size_t n)
+{
+	const uint64_t K = 0x9e3779b97f4a7c15ULL;
+	uint64_t x, y;
+	if (n > 16)
+		return lmt_hash_bytes(p, n, 0);
+	if (n >= 8) {
+		x = lmt_load_u64(p);
+		y = lmt_load_u64(p + n - 8);
+		return lmt_mix64((lmt_mix64(x ^ n * K) ^ y) * K);
+	}
+	if (n >= 4) {
+		x = lmt_load_u32(p);
+		y = lmt_load_u32(p + n - 4);
+	} else {
+		x = n ? (uint64_t)p[0] << 16 | (uint64_t)p[n / 2] << 8 | p[n - 1] : 0;
+		y = 0;
+	}
+	return lmt_mix64((x << 32 | y) ^ n * K);
+}
+
+/* a[0..n) == b[0..n), the same two loads for short words */
+static inline int wc_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	if (n > 16)
+		return !memcmp(a, b, n);
+	if (n >= 8)
+		return lmt_load_u64(a) == lmt_load_u64(b) && lmt_load_u64(a + n - 8) == lmt_load_u64(b + n - 8);
+	if (n >= 4)
+		return lmt_load_u32(a) == lmt_load_u32(b) && lmt_load_u32(a + n - 4) == lmt_load_u32(b + n - 4);
+	return !n || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
 }
 
 static int wc_rehash(struct lmt_wordcount *wc)
 {
 	size_t nm = wc->mask * 2 + 1;
-	uint64_t *h = calloc(nm + 1, sizeof *h), *c = malloc((nm + 1) * sizeof *c),
-		 *k = malloc((nm + 1) * sizeof *k);
-	if (!h || !c || !k) {
-		free(h);
-		free(c);
-		free(k);
+	struct lmt_wordslot *s = calloc(nm + 1, sizeof *s);
+	if (!s)
 		return LMT_ENOMEM;
-	}
 	for (size_t i = 0; i <= wc->mask; i++) {
-		if (!wc->h[i])
+		if (!wc->s[i].h)
 			continue;
-		size_t j = wc->h[i] & nm;
-		while (h[j])
+		size_t j = wc->s[i].h & nm;
+		while (s[j].h)
 			j = (j + 1) & nm;
-		h[j] = wc->h[i];
-		c[j] = wc->count[i];
-		k[j] = wc->key[i];
+		s[j] = wc->s[i];
 	}
-	free(wc->h);
-	free(wc->count);
-	free(wc->key);
-	wc->h = h;
-	wc->count = c;
-	wc->key = k;
+	free(wc->s);
+	wc->s = s;
 	wc->mask = nm;
 	return 0;
 }
@@ -77,26 +104,24 @@ static int wc_add_hashed(struct lmt_wordcount *wc, const uint8_t *w, size_t n, u
 			 uint64_t count)
 {
 	size_t i = h & wc->mask;
+	struct lmt_wordslot *S;
 	for (;;) {
-		uint64_t e = wc->h[i];
-		if (!e)
+		S = &wc->s[i];
+		if (!S->h)
 			break;
-		if (e == h) {
-			uint64_t k = wc->key[i];
-			if ((k & WC_MAXLEN) == n && !memcmp(wc->arena + (k >> 24), w, n)) {
-				wc->count[i] += count;
-				wc->total += count;
-				return 0;
-			}
+		if (S->h == h && (S->key & WC_MAXLEN) == n && wc_eq(wc->arena + (S->key >> 24), w, n)) {
+			S->count += count;
+			wc->total += count;
+			return 0;
 		}
 		i = (i + 1) & wc->mask;
 	}
 	if (LMT_GROW(wc->arena, wc->acap, wc->alen + n))
 		return LMT_ENOMEM;
 	memcpy(wc->arena + wc->alen, w, n);
-	wc->h[i] = h;
-	wc->count[i] = count;
-	wc->key[i] = (uint64_t)wc->alen << 24 | n;
+	S->h = h;
+	S->count = count;
+	S->key = (uint64_t)wc->alen << 24 | n;
 	wc->alen += n;
 	wc->n++;
 	wc->total += count;
@@ -109,7 +134,7 @@ int lmt_wordcount_add(struct lmt_wordcount *wc, const void *w, size_t n, uint64_
 {
 	const uint8_t *p = w;
 	while (n > WC_MAXLEN) {
-		int rc = wc_add_hashed(wc, p, WC_MAXLEN, lmt_hash_bytes(p, WC_MAXLEN, 0) | 1, count);
+		int rc = wc_add_hashed(wc, p, WC_MAXLEN, wc_hash(p, WC_MAXLEN) | 1, count);
 		if (rc)
 			return rc;
 		p += WC_MAXLEN;
@@ -117,30 +142,71 @@ int lmt_wordcount_add(struct lmt_wordcount *wc, const void *w, size_t n, uint64_
 	}
 	if (n == 0)
 		return 0;
-	return wc_add_hashed(wc, p, n, lmt_hash_bytes(p, n, 0) | 1, count);
+	return wc_add_hashed(wc, p, n, wc_hash(p, n) | 1, count);
 }
+
+/* pieces hashed, and their slots prefetched, before the first of them is looked up */
+#define WC_BATCH 32
 
 int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
 			   const char *text, size_t len)
 {
+	/* A lookup in a table larger than the caches is mostly a wait for the first
+	 * slot it reads. Pieces are taken WC_BATCH at a time: each is hashed and its
+	 * slot prefetched, then all are looked up, so the misses overlap. Words are
+	 * added in text order all the same (a rehash in the middle of a batch only
+	 * makes the later prefetches useless). */
+	struct {
+		size_t st, n;
+		uint64_t h;
+	} b[WC_BATCH];
 	size_t st, n;
+	int k = 0, more = 1;
 	lmt_pretok_iter_reset(it, text, len);
-	while (lmt_pretok_next(it, &st, &n)) {
-		int rc = lmt_wordcount_add(wc, text + st, n, 1);
-		if (rc)
-			return rc;
+	while (more) {
+		more = lmt_pretok_next(it, &st, &n);
+		if (more) {
+			if (n > WC_MAXLEN) {
+				int rc = lmt_wordcount_add(wc, text + st, n, 1);
+				if (rc)
+					return rc;
+				continue;
+			}
+			uint64_t h = wc_hash((const uint8_t *)text + st, n) | 1;
+			__builtin_prefetch(&wc->s[h & wc->mask]);
+			b[k].st = st;
+			b[k].n = n;
+			b[k].h = h;
+			if (++k < WC_BATCH)
+				continue;
+		}
+		for (int j = 0; j < k; j++) {
+			int rc = wc_add_hashed(wc, (const uint8_t *)text + b[j].st, b[j].n, b[j].h, 1);
+			if (rc)
+				return rc;
+		}
+		k = 0;
 	}
 	return 0;
 }
 
+#define WC_AHEAD 16
+
 int lmt_wordcount_merge(struct lmt_wordcount *dst, const struct lmt_wordcount *src)
 {
+	/* src's slots are read in order, but each lands on a random slot of dst and
+	 * reads its word's bytes from a random place in src's arena: fetch both for
+	 * the slot WC_AHEAD on */
 	for (size_t i = 0; i <= src->mask; i++) {
-		if (!src->h[i])
+		if (i + WC_AHEAD <= src->mask && src->s[i + WC_AHEAD].h) {
+			__builtin_prefetch(&dst->s[src->s[i + WC_AHEAD].h & dst->mask]);
+			__builtin_prefetch(src->arena + (src->s[i + WC_AHEAD].key >> 24));
+		}
+		if (!src->s[i].h)
 			continue;
-		uint64_t k = src->key[i];
-		int rc = wc_add_hashed(dst, src->arena + (k >> 24), k & WC_MAXLEN, src->h[i],
-				       src->count[i]);
+		uint64_t k = src->s[i].key;
+		int rc = wc_add_hashed(dst, src->arena + (k >> 24), k & WC_MAXLEN, src->s[i].h,
+				       src->s[i].count);
 		if (rc)
 			return rc;
 	}
@@ -161,7 +227,9 @@ int lmt_wordcount_merge(struct lmt_wordcount *dst, const struct lmt_wordcount *s
  * The best pair is the best of the parts' heap tops. Counts are sums, where lists
  * are sets (order only decides which word is visited first) and the heap order is
  * total, so nothing depends on which thread rewrote which word or on the number of
- * parts: the merges are the same for any thread count. Merges with short where
+ * parts: the merges are the same for any thread count, and for any order of the
+ * words (ties of order_words keep the count table's order, which depends on the
+ * threads that counted them). Merges with short where
  * lists (most of them) run both steps in the calling thread, where waking the
  * other threads would cost more than it saves. The steps run on a work pool
  * (core/workpool.h), not OpenMP regions, because a region waits for every thread
@@ -241,65 +309,54 @@ struct trainer {
 	uint32_t rank[256], unrank[256];
 };
 
-static const struct lmt_wordcount *sort_wc;
-
-static int cmp_word(const void *x, const void *y)
+/*
+ * Order the words by their first 8 bytes, as bytes compare (an LSD radix sort of
+ * the big-endian prefixes, 16 bits a pass). No result depends on the words' order,
+ * but this one is faster to train on: words that share a start sit together, so
+ * the words of a pair's where list are often neighbours in memory, and rewriting
+ * them reads runs of lines rather than a line a word. The prefix gives nearly all
+ * of a full sort's locality and needs no comparisons through the table.
+ */
+static int order_words(const struct lmt_wordcount *wc, size_t *order, size_t k)
 {
-	uint64_t a = sort_wc->key[*(const size_t *)x], b = sort_wc->key[*(const size_t *)y];
-	size_t la = a & WC_MAXLEN, lb = b & WC_MAXLEN;
-	int c = memcmp(sort_wc->arena + (a >> 24), sort_wc->arena + (b >> 24), LMT_MIN(la, lb));
-	if (c)
-		return c;
-	return la < lb ? -1 : la > lb;
-}
-
-struct sort_job {
-	size_t *order, *bound;
-};
-
-static void sort_run(void *ctx, uint32_t t, int worker)
-{
-	struct sort_job *J = ctx;
-	qsort(J->order + J->bound[t], J->bound[t + 1] - J->bound[t], sizeof *J->order, cmp_word);
-}
-
-/* Sort in nt runs at once, then merge the runs (the order is total: words are distinct). */
-static int sort_words(struct lmt_workpool *pool, size_t *order, size_t k, int nt)
-{
-	if (nt < 2 || k < 8192) {
-		qsort(order, k, sizeof *order, cmp_word);
-		return 0;
-	}
-	size_t *tmp = malloc(k * sizeof *tmp), *bound = malloc(((size_t)nt + 1) * sizeof *bound);
-	if (!tmp || !bound) {
+	uint64_t *key = malloc((k ? k : 1) * 2 * sizeof *key);
+	size_t *tmp = malloc((k ? k : 1) * sizeof *tmp), *cnt = malloc(65536 * sizeof *cnt);
+	if (!key || !tmp || !cnt) {
+		free(key);
 		free(tmp);
-		free(bound);
+		free(cnt);
 		return LMT_ENOMEM;
 	}
-	for (int t = 0; t <= nt; t++)
-		bound[t] = k * (size_t)t / (size_t)nt;
-	struct sort_job J = { order, bound };
-	lmt_workpool_run(pool, sort_run, &J, (uint32_t)nt);
-	size_t *src = order, *dst = tmp;
-	for (int width = 1; width < nt; width *= 2) {
-		for (int t = 0; t < nt; t += 2 * width) {
-			size_t lo = bound[t], mid = bound[LMT_MIN(t + width, nt)], hi = bound[LMT_MIN(t + 2 * width, nt)];
-			size_t i = lo, j = mid, o = lo;
-			while (i < mid && j < hi)
-				dst[o++] = cmp_word(&src[i], &src[j]) <= 0 ? src[i++] : src[j++];
-			while (i < mid)
-				dst[o++] = src[i++];
-			while (j < hi)
-				dst[o++] = src[j++];
-		}
-		size_t *x = src;
-		src = dst;
-		dst = x;
+	uint64_t *key2 = key + k;
+	for (size_t i = 0; i < k; i++) {
+		uint64_t kk = wc->s[order[i]].key, x = 0;
+		size_t n = kk & WC_MAXLEN;
+		memcpy(&x, wc->arena + (kk >> 24), LMT_MIN(n, 8));
+		key[i] = __builtin_bswap64(x);
 	}
-	if (src != order)
-		memcpy(order, src, k * sizeof *order);
+	for (int shift = 0; shift < 64; shift += 16) {
+		memset(cnt, 0, 65536 * sizeof *cnt);
+		for (size_t i = 0; i < k; i++)
+			cnt[key[i] >> shift & 0xffff]++;
+		if (cnt[key[0] >> shift & 0xffff] == k)
+			continue; /* one digit value: this pass would not move anything */
+		size_t sum = 0;
+		for (size_t d = 0; d < 65536; d++) {
+			size_t c = cnt[d];
+			cnt[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < k; i++) {
+			size_t o = cnt[key[i] >> shift & 0xffff]++;
+			key2[o] = key[i];
+			tmp[o] = order[i];
+		}
+		memcpy(key, key2, k * sizeof *key);
+		memcpy(order, tmp, k * sizeof *order);
+	}
+	free(key);
 	free(tmp);
-	free(bound);
+	free(cnt);
 	return 0;
 }
 
@@ -555,12 +612,30 @@ static inline void note(struct trainer *T, struct dbuf *db, struct scratch *S, u
  * visit exchanges its stamp first) and note the changes of the pairs next to merge
  * sites. Changes to (a, b) itself are not noted: its count is 0 after the merge.
  */
+#define PF_FAR 16
+#define PF_NEAR 8
+
 static void rewrite_words(struct trainer *T, const uint32_t *where, size_t lo, size_t hi, int t,
 			  uint32_t a, uint32_t b, uint32_t c, uint32_t step)
 {
 	struct scratch *S = &T->S[t];
 	struct dbuf *db = T->db + (size_t)t * (size_t)T->nt;
 	for (size_t wi = lo; wi < hi && !S->rc; wi++) {
+		/* The words are scattered over arrays larger than the caches, and the
+		 * claim below is a locked exchange, which lets no later load start
+		 * before it: without prefetching, each word waits for a miss on its
+		 * stamp, then one on its symbols. The where list says which words come
+		 * next, so fetch the metadata of the word PF_FAR entries ahead and the
+		 * symbols of the one PF_NEAR ahead (its woff fetched by then). */
+		if (wi + PF_FAR < hi) {
+			uint32_t f = where[wi + PF_FAR];
+			__builtin_prefetch(&T->wstamp[f], 1);
+			__builtin_prefetch(&T->woff[f]);
+			__builtin_prefetch(&T->wlen[f]);
+			__builtin_prefetch(&T->wcnt[f]);
+		}
+		if (wi + PF_NEAR < hi)
+			__builtin_prefetch(T->sym + T->woff[where[wi + PF_NEAR]], 1);
 		uint32_t w = where[wi];
 		if (__atomic_exchange_n(&T->wstamp[w], step, __ATOMIC_RELAXED) == step)
 			continue;
@@ -626,6 +701,16 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 	for (int t = 0; t < T->nt; t++) {
 		struct dbuf *B = &T->db[(size_t)t * (size_t)T->nt + (size_t)p];
 		for (size_t k = 0; k < B->n && !P->rc; k++) {
+			/* each change looks up a pair in tables larger than the caches: fetch
+			 * the hash slot of the change PF_FAR ahead and the pair of the one
+			 * PF_NEAR ahead (its slot fetched by then), as rewrite_words does */
+			if (k + PF_FAR < B->n)
+				__builtin_prefetch(&P->pidx[B->v[k + PF_FAR].mix & P->pmask]);
+			if (k + PF_NEAR < B->n) {
+				uint32_t v = P->pidx[B->v[k + PF_NEAR].mix & P->pmask];
+				if (v)
+					__builtin_prefetch(&P->pairs[v - 1], 1);
+			}
 			const struct delta *D = &B->v[k];
 			long q = pget(P, D->key, D->mix);
 			if (q < 0) {
@@ -746,11 +831,11 @@ static void step_fill(void *ctx, uint32_t item, int worker)
 	struct trainer *T = J->T;
 	size_t lo = (size_t)item * FILL_CHUNK, hi = LMT_MIN(lo + FILL_CHUNK, T->nwords);
 	for (size_t w = lo; w < hi; w++) {
-		uint64_t key = J->wc->key[J->order[w]];
+		uint64_t key = J->wc->s[J->order[w]].key;
 		const uint8_t *s = J->wc->arena + (key >> 24);
 		uint32_t n = key & WC_MAXLEN;
 		T->wlen[w] = n;
-		T->wcnt[w] = J->wc->count[J->order[w]];
+		T->wcnt[w] = J->wc->s[J->order[w]].count;
 		T->wstamp[w] = UINT32_MAX;
 		for (uint32_t i = 0; i < n; i++)
 			T->sym[T->woff[w] + i] = s[i];
@@ -779,18 +864,19 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	res->distinct_words = wc->n;
 	res->total_words = wc->total;
 
-	/* words, sorted by bytes; single-byte words have no pairs and are skipped */
+	/* words, by their first bytes (order_words); single-byte words have no pairs
+	 * and are skipped. Ties keep the table's order, which depends on the threads
+	 * that counted the words: their ids here do, the merges do not (see above) */
 	size_t *order = malloc((wc->n ? wc->n : 1) * sizeof *order), k = 0, nsym = 0;
 	if (!order) {
 		lmt_workpool_free(pool);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i <= wc->mask; i++)
-		if (wc->h[i] && (wc->key[i] & WC_MAXLEN) >= 2) {
+		if (wc->s[i].h && (wc->s[i].key & WC_MAXLEN) >= 2) {
 			order[k++] = i;
-			nsym += wc->key[i] & WC_MAXLEN;
+			nsym += wc->s[i].key & WC_MAXLEN;
 		}
-	sort_wc = wc;
 	T.nwords = k;
 	T.sym = malloc((nsym ? nsym : 1) * 4);
 	T.woff = malloc((k ? k : 1) * 8);
@@ -805,7 +891,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	if (T.S)
 		memset(T.S, 0, (size_t)nt * sizeof *T.S);
 	if (!T.sym || !T.woff || !T.wlen || !T.wcnt || !T.wstamp || !T.P || !T.S || !T.db ||
-	    sort_words(pool, order, k, nt)) {
+	    (k && order_words(wc, order, k))) {
 		free(order);
 		lmt_workpool_free(pool);
 		trainer_free(&T);
@@ -814,7 +900,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	size_t pos = 0;
 	for (size_t w = 0; w < k; w++) {
 		T.woff[w] = pos;
-		pos += wc->key[order[w]] & WC_MAXLEN;
+		pos += wc->s[order[w]].key & WC_MAXLEN;
 	}
 	J.order = order;
 	lmt_workpool_run(pool, step_fill, &J, (uint32_t)((k + FILL_CHUNK - 1) / FILL_CHUNK));
@@ -1009,10 +1095,10 @@ int lmt_chars_to_tokenizer(const struct lmt_wordcount *wc, uint32_t n_tokens, co
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	size_t k = 0;
 	for (size_t i = 0; i <= wc->mask; i++) {
-		if (!wc->h[i] || (wc->key[i] & WC_MAXLEN) < 2)
+		const struct lmt_wordslot *S = &wc->s[i];
+		if (!S->h || (S->key & WC_MAXLEN) < 2)
 			continue; /* single bytes are tokens already */
-		ch[k++] = (struct charent){ wc->arena + (wc->key[i] >> 24), (uint32_t)(wc->key[i] & WC_MAXLEN),
-					    wc->count[i] };
+		ch[k++] = (struct charent){ wc->arena + (S->key >> 24), (uint32_t)(S->key & WC_MAXLEN), S->count };
 	}
 	qsort(ch, k, sizeof *ch, cmp_char);
 	int rc = 0;

@@ -29,6 +29,7 @@ struct lmt_pretok {
 	char *regex;         /* the PCRE2 source, NULL for none */
 	void *code;          /* pcre2_code_8 */
 	int jit;             /* JIT compilation succeeded */
+	int ascii_gpt2;      /* gpt2: pieces of ASCII text are split by hand (pretok.c) */
 };
 
 /* Compile a built-in pattern by name, or a custom regex (name "custom"). */

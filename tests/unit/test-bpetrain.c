@@ -47,15 +47,15 @@ static void ref_from_wc(struct ref *R, const struct lmt_wordcount *wc, uint32_t 
 	R->len = calloc(wc->n + 1, sizeof *R->len);
 	R->cnt = calloc(wc->n + 1, sizeof *R->cnt);
 	for (size_t i = 0; i <= wc->mask; i++) {
-		if (!wc->h[i])
+		if (!wc->s[i].h)
 			continue;
-		uint64_t k = wc->key[i];
+		uint64_t k = wc->s[i].key;
 		uint32_t n = (uint32_t)(k & 0xffffff);
 		R->w[R->nw] = malloc(n * 4 + 4);
 		for (uint32_t j = 0; j < n; j++)
 			R->w[R->nw][j] = wc->arena[(k >> 24) + j];
 		R->len[R->nw] = n;
-		R->cnt[R->nw] = wc->count[i];
+		R->cnt[R->nw] = wc->s[i].count;
 		R->nw++;
 	}
 	R->tb = calloc(maxtok + 256, sizeof *R->tb);

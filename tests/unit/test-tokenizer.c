@@ -400,9 +400,66 @@ static void check_bad_models(void)
 	lmt_tok_release(&t);
 }
 
+/* gpt2's hand split of ASCII text (pretok.c) against PCRE2 alone, on strings of
+ * pieces chosen to meet every branch: contractions, runs of each class with and
+ * without a space before them, whitespace before text, other whitespace and the
+ * end, and bytes above 0x7f (letters, digits, spaces of other scripts, symbols and
+ * invalid UTF-8) where the hand split must leave the decision to PCRE2 */
+static void check_ascii_gpt2(void)
+{
+	static const char *bits[] = { "a", "Z", "5", " ", "  ", "\n", "\t", "\r\n", "'", "'s", "'re",
+		"'ll", "'ve", "'d", "'m", "'t", "'x", "'r", "'v", "'l", "!", ".", "\x1c", "\v", "\x7f",
+		"\xc3\xa9", "\xe4\xb8\xad", "\xc2\xa0", "\xe2\x80\x83", "\xc2\x85", "\xd9\xa1", "\xff",
+		"\xc3", "\xf0\x9f\x98\x80", "-", "ab", "12" };
+	const int nb = (int)(sizeof bits / sizeof *bits);
+	struct lmt_err err;
+	struct lmt_pretok fast, ref;
+	struct lmt_pretok_iter a, b;
+	if (!tap_ok(lmt_pretok_init(&fast, "gpt2", NULL, &err) == 0 &&
+		    lmt_pretok_init(&ref, "gpt2", NULL, &err) == 0, "compile gpt2 twice"))
+		return;
+	tap_ok(fast.ascii_gpt2, "gpt2 splits ASCII by hand");
+	ref.ascii_gpt2 = 0;
+	lmt_pretok_iter_init(&a, &fast);
+	lmt_pretok_iter_init(&b, &ref);
+	uint64_t x = 12345;
+	int bad = 0, strings = 0;
+	char text[256];
+	for (; strings < 200000 && !bad; strings++) {
+		size_t n = 0;
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		int k = (int)(x >> 60);
+		for (int j = 0; j < k; j++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			const char *p = bits[(x >> 33) % (uint64_t)nb];
+			size_t l = strlen(p);
+			memcpy(text + n, p, l);
+			n += l;
+		}
+		lmt_pretok_iter_reset(&a, text, n);
+		lmt_pretok_iter_reset(&b, text, n);
+		for (;;) {
+			size_t s1 = 0, n1 = 0, s2 = 0, n2 = 0;
+			int r1 = lmt_pretok_next(&a, &s1, &n1), r2 = lmt_pretok_next(&b, &s2, &n2);
+			if (r1 != r2 || s1 != s2 || n1 != n2) {
+				tap_diag("'%.*s': piece at %zu+%zu, PCRE2 %zu+%zu", (int)n, text, s1, n1, s2, n2);
+				bad = 1;
+			}
+			if (!r1 || bad)
+				break;
+		}
+	}
+	tap_ok(!bad, "gpt2: the ASCII split equals PCRE2's on %d generated strings", strings);
+	lmt_pretok_iter_release(&a);
+	lmt_pretok_iter_release(&b);
+	lmt_pretok_release(&fast);
+	lmt_pretok_release(&ref);
+}
+
 int main(void)
 {
 	check_pretok();
+	check_ascii_gpt2();
 	check_tiktoken();
 	check_roundtrip();
 	check_batchenc();
