@@ -74,6 +74,11 @@ struct lmt_corpus {
 	int eof;
 	char *doc;
 	size_t doccap;
+	/* lmt_corpus_read_batch's batch while it reads one: the JSONL reader decodes a
+	 * text straight into it, at its end, instead of into doc (one copy of every
+	 * text less, a twentieth of dedup-minhash's time) */
+	struct lmt_docbatch *into;
+	int hashed;              /* the reader filled lmt_doc.raw_hash itself */
 };
 
 static const char *const archive_sfx[] = {
@@ -775,10 +780,11 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 		if (*p == '"')
 			break;
 		if (*p == '\\') {
-			*escaped = 1;
 			if (p + 1 >= end)
 				return 0;
 			unsigned char e = p[1];
+			/* 1: only escapes lmt_json_escape writes too; 2: \u or \/ as well */
+			*escaped = e == 'u' || e == '/' ? 2 : *escaped ? *escaped : 1;
 			if (e == 'u') {
 				if (end - p < 6 || !jhex(p[2]) || !jhex(p[3]) || !jhex(p[4]) || !jhex(p[5]))
 					return 0;
@@ -1028,16 +1034,33 @@ static int read_jsonl(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *e
 		const unsigned char *fs;
 		size_t fl;
 		int esc;
+		d->escaped = 0; /* of a line before, skipped as empty */
+		c->hashed = 0;
 		if (fast_jsonl(p, n, c->field, &fs, &fl, &esc)) {
-			if ((rc = doc_reserve(c, fl, err)))
-				return rc;
-			size_t len = esc ? junescape(fs, fl, c->doc) : fl;
-			if (!esc)
-				memcpy(c->doc, fs, fl);
+			struct lmt_docbatch *b = c->into;
+			char *dst;
+			if (b) {
+				if (LMT_GROW(b->text, b->cap, b->len + fl + 1))
+					return lmt_err_set(err, LMT_ENOMEM, "%s: document of %zu bytes: out of memory",
+							   label(c), fl);
+				dst = b->text + b->len;
+			} else {
+				if ((rc = doc_reserve(c, fl, err)))
+					return rc;
+				dst = c->doc;
+			}
+			if (c->o.raw_hash) {
+				d->raw_hash = lmt_hash_bytes(fs, fl, 0);
+				c->hashed = 1;
+			}
+			d->escaped = c->o.keep_escaped && esc != 2;
+			size_t len = esc && !d->escaped ? junescape(fs, fl, dst) : fl;
+			if (!esc || d->escaped)
+				memcpy(dst, fs, fl);
 			if (len == 0 && !c->o.keep_empty)
 				continue;
-			c->doc[len] = 0;
-			d->text = c->doc;
+			dst[len] = 0;
+			d->text = dst;
 			d->len = len;
 			d->line = c->line;
 			return 1;
@@ -1205,10 +1228,13 @@ int lmt_corpus_next(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *err
 				continue;
 		}
 		memset(d, 0, sizeof *d);
+		c->hashed = 0;
 		int rc = c->fmt == LMT_CORPUS_JSONL ? read_jsonl(c, d, err) : read_text(c, d, err);
 		if (rc < 0)
 			return rc;
 		if (rc == 1) {
+			if (c->o.raw_hash && !c->hashed)
+				d->raw_hash = lmt_hash_bytes(d->text, d->len, 0);
 			d->source = c->src;
 			d->ordinal = c->ordinal++;
 			return 1;
@@ -1271,7 +1297,11 @@ int lmt_corpus_read_batch(struct lmt_corpus *c, struct lmt_docbatch *b, size_t m
 		return 0;
 	while (b->len < max_bytes && b->n < max_docs) {
 		struct lmt_doc d;
+		c->into = b;
 		int rc = lmt_corpus_next(c, &d, err);
+		c->into = NULL;
+		/* before anything can move b->text */
+		const int inplace = rc == 1 && d.text == b->text + b->len;
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {
@@ -1289,8 +1319,10 @@ int lmt_corpus_read_batch(struct lmt_corpus *c, struct lmt_docbatch *b, size_t m
 		}
 		if (LMT_GROW(b->text, b->cap, b->len + d.len + 1) || LMT_GROW(b->docs, b->capdocs, b->n + 1))
 			return lmt_err_set(err, LMT_ENOMEM, "out of memory batching documents");
-		memcpy(b->text + b->len, d.text, d.len);
-		b->text[b->len + d.len] = 0;
+		if (!inplace) {
+			memcpy(b->text + b->len, d.text, d.len);
+			b->text[b->len + d.len] = 0;
+		}
 		d.text = (const char *)(uintptr_t)b->len; /* an offset until the batch is full */
 		b->docs[b->n++] = d;
 		b->len += d.len + 1;
