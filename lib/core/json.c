@@ -222,6 +222,14 @@ void lmt_json_strn(struct lmt_json *j, const char *key, const char *s, size_t n)
 	lmt_json_escape(j, s, n);
 }
 
+void lmt_json_str_escaped(struct lmt_json *j, const char *key, const char *s, size_t n)
+{
+	sep(j, key);
+	putc_(j, '"');
+	put(j, s, n);
+	putc_(j, '"');
+}
+
 void lmt_json_i64(struct lmt_json *j, const char *key, int64_t v)
 {
 	char b[32];
