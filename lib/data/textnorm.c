@@ -216,7 +216,7 @@ size_t lmt_textnorm_apply(unsigned flags, const char *text, size_t n, char *out)
 			continue;
 		}
 		{
-			len = lmt_utf8_decode(p, (size_t)(end - p), &cp);
+			len = lmt_utf8_decode_fast(p, (size_t)(end - p), &cp);
 			const struct bmp *e = cp < 0x10000 && !(bmp[cp].cls & B_SLOW) ? &bmp[cp] : NULL;
 			if (cp >= LMT_UTF8_BAD) {
 				cls = 0;
