@@ -658,6 +658,32 @@ static int next_line(struct lmt_corpus *c, char **p, size_t *n, struct lmt_err *
 	}
 }
 
+/*
+ * lmt_doc.raw_hash: four lanes of 8 bytes, each one multiply a lane deep, mixed
+ * at the end, then lmt_hash_bytes of the tail. It tells two reads of one input
+ * apart, nothing more; lmt_hash_bytes over the whole text was one multiply chain,
+ * 4 cycles for every 8 bytes, a twentieth of dedup-minhash's time.
+ */
+static uint64_t raw_hash(const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	uint64_t h0 = n, h1 = ~n, h2 = n * 0x9e3779b97f4a7c15ULL, h3 = 0x243f6a8885a308d3ULL;
+	const uint64_t k = 0xd6e8feb86659fd93ULL;
+	for (; n >= 32; p += 32, n -= 32) {
+		h0 = (h0 ^ lmt_load_u64(p)) * k;
+		h1 = (h1 ^ lmt_load_u64(p + 8)) * k;
+		h2 = (h2 ^ lmt_load_u64(p + 16)) * k;
+		h3 = (h3 ^ lmt_load_u64(p + 24)) * k;
+		/* a lane's high bits down, so that every byte reaches all 64 */
+		h0 ^= h0 >> 29;
+		h1 ^= h1 >> 29;
+		h2 ^= h2 >> 29;
+		h3 ^= h3 >> 29;
+	}
+	uint64_t h = lmt_mix64(h0) + 3 * lmt_mix64(h1) + 5 * lmt_mix64(h2) + 7 * lmt_mix64(h3);
+	return lmt_hash_bytes(p, n, h);
+}
+
 static int doc_reserve(struct lmt_corpus *c, size_t n, struct lmt_err *err)
 {
 	if (LMT_GROW(c->doc, c->doccap, n + 1))
@@ -1079,7 +1105,7 @@ static int read_jsonl(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *e
 				dst = c->doc;
 			}
 			if (c->o.raw_hash) {
-				d->raw_hash = lmt_hash_bytes(fs, fl, 0);
+				d->raw_hash = raw_hash(fs, fl);
 				c->hashed = 1;
 			}
 			d->escaped = c->o.keep_escaped && esc != 2;
@@ -1263,7 +1289,7 @@ int lmt_corpus_next(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *err
 			return rc;
 		if (rc == 1) {
 			if (c->o.raw_hash && !c->hashed)
-				d->raw_hash = lmt_hash_bytes(d->text, d->len, 0);
+				d->raw_hash = raw_hash(d->text, d->len);
 			d->source = c->src;
 			d->ordinal = c->ordinal++;
 			return 1;

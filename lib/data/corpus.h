@@ -101,7 +101,7 @@ struct lmt_doc {
 	 * dedup-minhash's second pass does, instead of decoding and encoding again.
 	 */
 	int escaped;
-	/* With lmt_corpus_opts.raw_hash: lmt_hash_bytes of the text as the input has it
+	/* With lmt_corpus_opts.raw_hash: a 64-bit hash of the text as the input has it
 	 * (a JSONL string undecoded where the fast reader took it; else the text), so
 	 * that two reads of one input can be compared whether or not they decoded */
 	uint64_t raw_hash;
