@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/utf8.h"
 #include "core/util.h"
 
 enum leaf_kind { LEAF_PLAIN, LEAF_COMPRESSED, LEAF_ARCHIVE, LEAF_STDIN };
@@ -787,33 +788,7 @@ static uint64_t jstops64(const unsigned char *b, const unsigned char *end)
 	}
 	if (!hi)
 		return m;
-	/*
-	 * Bytes >= 0x80, each a stop above, where each character is checked alone
-	 * (a stop, a load and a few branches a character). A block of 2- and 3-byte characters only (most scripts) is checked
-	 * whole: it starts at a character's start (the scan moves to a new block only
-	 * past a whole character), each lead byte C2-DF has one continuation byte
-	 * 80-BF after it, each E0-EF two, and no continuation byte is without its lead
-	 * (so the continuations are exactly the leads shifted); E0 is followed by
-	 * A0-BF (no overlongs), ED by 80-9F (no surrogates). Then only a character
-	 * cut by the block's end stays a stop, for the scan to check; in any other
-	 * block every byte >= 0x80 stays one (4-byte characters, bad bytes).
-	 */
-	uint64_t l2 = 0, l3 = 0, cont = 0, conthi = 0, e0 = 0, ed = 0;
-#define JRANGE(v, a, z) _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((char)(0x80 - (a)))), _mm_set1_epi8((char)((z) - (a) + 1 - 128)))
-	for (int k = 0; k < 4; k++) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(b + 16 * k));
-		l2 |= (uint64_t)(unsigned)_mm_movemask_epi8(JRANGE(v, 0xc2, 0xdf)) << (16 * k);
-		l3 |= (uint64_t)(unsigned)_mm_movemask_epi8(JRANGE(v, 0xe0, 0xef)) << (16 * k);
-		cont |= (uint64_t)(unsigned)_mm_movemask_epi8(JRANGE(v, 0x80, 0xbf)) << (16 * k);
-		conthi |= (uint64_t)(unsigned)_mm_movemask_epi8(JRANGE(v, 0xa0, 0xbf)) << (16 * k);
-		e0 |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xe0))) << (16 * k);
-		ed |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8((char)0xed))) << (16 * k);
-	}
-#undef JRANGE
-	uint64_t cut = (l2 & 1ULL << 63) | (l3 & 3ULL << 62); /* continued in the next block */
-	int ok = (hi & ~(l2 | l3 | cont)) == 0 && cont == ((l2 << 1) | (l3 << 1) | (l3 << 2)) &&
-		 ((e0 << 1) & ~conthi) == 0 && ((ed << 1) & conthi) == 0;
-	return ok ? (m & ~hi) | cut : m;
+	return (m & ~hi) | lmt_utf8_stops64(b, hi);
 }
 #endif
 
