@@ -233,7 +233,10 @@ static int on_kept(void *ctx, const struct lmt_doc *doc, const char *source, con
 	(void)err;
 	struct lmt_json *j = &((struct out *)ctx)->j;
 	lmt_json_begin(j);
-	lmt_json_strn(j, "text", doc->text, doc->len);
+	if (doc->escaped) /* the input's JSON string, already as lmt_json_escape writes it */
+		lmt_json_str_escaped(j, "text", doc->text, doc->len);
+	else
+		lmt_json_strn(j, "text", doc->text, doc->len);
 	lmt_json_str(j, "source", source);
 	lmt_json_str(j, "id", id);
 	write_line(j, stdout, "<stdout>");
@@ -333,6 +336,7 @@ static void parse_options(int argc, char **argv, struct opts *o)
 	o->p.norm = LMT_TEXTNORM_ALL;
 	o->p.against = o->against;
 	o->p.corpus = &o->corpus;
+	o->p.kept_escaped = 1; /* on_kept writes lmt_doc.escaped texts as they are */
 	static struct lmt_corpus_skips skips;
 	o->corpus.skips = &skips;
 	int c;

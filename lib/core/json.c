@@ -9,6 +9,7 @@
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#include "core/utf8.h"
 #endif
 
 #include "core/util.h"
@@ -62,15 +63,17 @@ static uint64_t stops64(const unsigned char *b, const unsigned char *end)
 		memcpy(tmp, b, (size_t)(end - b));
 		b = tmp;
 	}
-	uint64_t m = 0;
+	uint64_t m = 0, hi = 0;
 	for (int k = 0; k < 4; k++) {
 		__m128i v = _mm_loadu_si128((const __m128i *)(b + 16 * k));
 		__m128i stop = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)), /* and >= 0x80 */
 					    _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
 							 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
 		m |= (uint64_t)(unsigned)_mm_movemask_epi8(stop) << (16 * k);
+		hi |= (uint64_t)(unsigned)_mm_movemask_epi8(v) << (16 * k);
 	}
-	return m;
+	/* characters of 2 and 3 bytes, checked a block at a time, are not stops */
+	return (m & ~hi) | lmt_utf8_stops64(b, hi);
 }
 #endif
 
@@ -220,6 +223,14 @@ void lmt_json_strn(struct lmt_json *j, const char *key, const char *s, size_t n)
 {
 	sep(j, key);
 	lmt_json_escape(j, s, n);
+}
+
+void lmt_json_str_escaped(struct lmt_json *j, const char *key, const char *s, size_t n)
+{
+	sep(j, key);
+	putc_(j, '"');
+	put(j, s, n);
+	putc_(j, '"');
 }
 
 void lmt_json_i64(struct lmt_json *j, const char *key, int64_t v)

@@ -77,6 +77,9 @@ int lmt_json_end_line(struct lmt_json *j, FILE *fp);
 
 /* Append s as a JSON string literal (quotes included) to an arbitrary buffer. */
 void lmt_json_escape(struct lmt_json *j, const char *s, size_t n);
+/* A string value given already escaped, as lmt_json_escape writes it (without the
+ * quotes): copied between quotes as it is. */
+void lmt_json_str_escaped(struct lmt_json *j, const char *key, const char *s, size_t n);
 
 /* Shortest %g form that round-trips a double; buf must hold 32 bytes. */
 char *lmt_fmt_double(double v, char *buf);

@@ -468,7 +468,10 @@ int lmt_dedup_pass1(struct lmt_dedup *d, const char *const *inputs, int ninputs,
 		    const struct lmt_dedup_callbacks *cb, struct lmt_err *err)
 {
 	struct lmt_corpus *c;
-	int rc = lmt_corpus_open(&c, inputs, ninputs, d->p.corpus, err);
+	struct lmt_corpus_opts co = *d->p.corpus;
+	co.raw_hash = 1;
+	co.keep_escaped = 0;
+	int rc = lmt_corpus_open(&c, inputs, ninputs, &co, err);
 	if (rc)
 		return rc;
 	uint64_t done, total;
@@ -498,7 +501,7 @@ int lmt_dedup_pass1(struct lmt_dedup *d, const char *const *inputs, int ninputs,
 			struct lmt_dedup_scratch *s = &d->W[omp_get_thread_num()];
 			struct p1res *r = &res[i];
 			uint32_t *sig = lmt_sigstore_at(&d->sigs, base + (size_t)i);
-			r->rawhash = lmt_hash_bytes(b->docs[i].text, b->docs[i].len, 0);
+			r->rawhash = b->docs[i].raw_hash;
 			analyse(d, s, b->docs[i].text, b->docs[i].len, r->dg, sig);
 			r->empty = s->nw == 0;
 			r->method = d->p.nagainst && !s->oom ? (uint8_t)contaminated(d, s, r->dg, sig, &r->eval)
@@ -679,7 +682,7 @@ static int pass2_batch(struct pass2 *P, const struct lmt_docbatch *b, struct p2r
 	for (int i = 0; i < nd; i++) {
 		struct lmt_dedup_scratch *s = &d->W[omp_get_thread_num()];
 		size_t k = base + (size_t)i;
-		res[i].rawhash = lmt_hash_bytes(b->docs[i].text, b->docs[i].len, 0);
+		res[i].rawhash = b->docs[i].raw_hash;
 		res[i].set = NULL;
 		res[i].nset = 0;
 		int need = d->p.verify && ((d->flags[k] & F_CONTAM) || d->parent[k] != k ||
@@ -703,7 +706,13 @@ int lmt_dedup_pass2(struct lmt_dedup *d, const char *const *inputs, int ninputs,
 	struct pass2 P = { 0 };
 	P.d = d;
 	P.cb = cb;
-	int rc = lmt_corpus_open(&P.c, inputs, ninputs, d->p.corpus, err);
+	/* the input is checked against pass 1 by the hashes of the texts as they stand
+	 * in it, so a kept text already in JSON's escaped form need not be decoded only
+	 * to be encoded again (--verify needs every text decoded, to shingle it) */
+	struct lmt_corpus_opts co = *d->p.corpus;
+	co.raw_hash = 1;
+	co.keep_escaped = d->p.kept_escaped && !d->p.verify;
+	int rc = lmt_corpus_open(&P.c, inputs, ninputs, &co, err);
 	if (rc)
 		return rc;
 	struct reader q = { 0 };

@@ -45,6 +45,8 @@ struct lmt_dedup_params {
 	int nagainst;
 	int ngram, ngram_min;    /* decontamination n-grams, 1..LMT_DEDUP_MAX_NGRAM */
 	const struct lmt_corpus_opts *corpus;
+	int kept_escaped;        /* pass 2 may hand kept documents back undecoded
+				  * (lmt_doc.escaped; never with verify) */
 };
 
 enum lmt_dedup_reason {

@@ -132,7 +132,7 @@ static size_t block_words(const char *text, size_t len, uint64_t *out)
 		while (hi) {
 			size_t j = (size_t)__builtin_ctzll(hi);
 			uint32_t cp;
-			size_t l = (size_t)lmt_utf8_decode(u + base + j, len - base - j, &cp);
+			size_t l = (size_t)lmt_utf8_decode_fast(u + base + j, len - base - j, &cp);
 			/* White_Space beyond ASCII is U+0085, U+00A0 and a few in U+1680..U+3000
 			 * (test-minhash checks the table against this filter) */
 			int is = (cp == 0x85 || cp == 0xa0 || (cp >= 0x1680 && cp <= 0x3000)) && lmt_uni_is_space(cp);

@@ -159,12 +159,22 @@ size_t lmt_textnorm_apply(unsigned flags, const char *text, size_t n, char *out)
 			const __m128i up = _mm_set1_epi8(lower ? 32 : 0);
 			while (end - p >= 16) {
 				__m128i v = _mm_loadu_si128((const __m128i *)p);
-				if (_mm_movemask_epi8(v))
-					break;
+				unsigned hi = (unsigned)_mm_movemask_epi8(v);
 				/* 'A' <= v <= 'Z' by signed compares of v - 128 */
 				__m128i x = _mm_sub_epi8(v, _mm_set1_epi8(-128));
 				__m128i is_up = _mm_andnot_si128(_mm_cmpgt_epi8(x, z), _mm_cmpgt_epi8(x, a1));
+				/* 16 bytes stored even where some are not ASCII: out has room for
+				 * them (2 bytes of bound for each input byte from p on) and the
+				 * ones past the ASCII are written over next */
 				_mm_storeu_si128((__m128i *)(out + o), _mm_add_epi8(v, _mm_and_si128(is_up, up)));
+				if (hi) {
+					/* the ASCII before the first other byte, not copied again a
+					 * byte at a time below; that character is taken below */
+					unsigned k = (unsigned)__builtin_ctz(hi);
+					o += k;
+					p += k;
+					break;
+				}
 				o += 16;
 				p += 16;
 			}
@@ -206,7 +216,7 @@ size_t lmt_textnorm_apply(unsigned flags, const char *text, size_t n, char *out)
 			continue;
 		}
 		{
-			len = lmt_utf8_decode(p, (size_t)(end - p), &cp);
+			len = lmt_utf8_decode_fast(p, (size_t)(end - p), &cp);
 			const struct bmp *e = cp < 0x10000 && !(bmp[cp].cls & B_SLOW) ? &bmp[cp] : NULL;
 			if (cp >= LMT_UTF8_BAD) {
 				cls = 0;

@@ -228,6 +228,22 @@ check_fail "a --summary that is a directory exits 1" 1 "out/z.json': rename into
 nothing_left "no --removed file after the --summary rename fails" "$T/out" z.jsonl
 check_fail "kept documents into a full stdout name it and the errno" 1 "'<stdout>': write: No space left on device" \
 	sh -c '"$@" > /dev/full' sh $DM "$T/a.jsonl"
+# kept texts already in the escaped form lmt writes are copied as they stand, the
+# others decoded and encoded again: the same bytes out as with --verify, which
+# decodes every text
+{
+	printf '{"text":"%s \\"q\\" back\\\\slash\\nnew\\tline \\b\\f\\r caf\303\251"}\n' "$(words 30 11)"
+	printf '{"id":1,"text":"%s \\u00e9 \\/ \\u0001 \\ud83d\\ude00 \\u0041"}\n' "$(words 30 12)"
+	printf '{"text":"%s"}\n' "$(words 30 13)"
+} > "$T/esc.jsonl"
+check "escaped texts run" $DM -q -j1 "$T/esc.jsonl"
+cp "$T/.out" "$T/esc-kept.jsonl"
+$DM -q -j1 --verify --removed "$T/esc-rm.jsonl" "$T/esc.jsonl" > "$T/esc-verify.jsonl"
+same "kept texts copied undecoded are what decoding and encoding gives" "$T/esc-kept.jsonl" "$T/esc-verify.jsonl"
+grep -qF '\"q\" back\\slash\nnew\tline \b\f\r caf'"$(printf '\303\251')"'","source"' "$T/esc-kept.jsonl" &&
+	ok "a text in lmt's escaped form comes out as it went in" || notok "escaped form kept"
+grep -qF ' '"$(printf '\303\251')"' / \u0001 '"$(printf '\360\237\230\200')"' A","source"' "$T/esc-kept.jsonl" &&
+	ok "\\u and \\/ escapes are decoded and written as lmt writes them" || notok "\\u escapes"
 # the edges of the documented ranges: each end runs (exit 0), just outside is a
 # usage error naming the option (exit 2)
 while read -r opt lo hi below above with; do

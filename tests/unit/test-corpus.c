@@ -143,6 +143,10 @@ static void expect_error(const char *what, const char *const *names, int n, cons
 	free(got);
 }
 
+/* four Cyrillic letters (2 bytes each), four CJK ones (3 bytes each) */
+#define CYR4 "\xd0\x96\xd0\xb6\xd1\x88\xd0\xb0"
+#define CJK4 "\xe4\xb8\xad\xe6\x96\x87\xe5\xad\x97\xe7\xac\xa6"
+
 /* The JSONL fast path must agree with jansson on every line, valid or not. */
 static void check_jsonl_agrees(void)
 {
@@ -170,6 +174,20 @@ static void check_jsonl_agrees(void)
 		"{\"t\\u0065xt\": \"escaped key\"}",
 		"{\"text\": \"ctrl \x01 byte\"}",
 		"  {\"text\":\"spaces around\"}  \r",
+		/* texts of more than one 64-byte block of 2- and 3-byte characters, which
+		 * the scan checks a block at a time, at three alignments (characters cut
+		 * by a block's end), and with a bad sequence or a 4-byte one among them */
+		"{\"text\": \"" CYR4 CYR4 " " CJK4 CJK4 CJK4 "\"}",
+		"{\"text\": \"a" CJK4 CJK4 CJK4 CJK4 CYR4 "\"}",
+		"{\"text\": \"ab" CJK4 CJK4 CJK4 CJK4 CYR4 "\"}",
+		"{\"text\": \"" CYR4 CYR4 "\xed\xa0\x80" CJK4 CJK4 "\"}",
+		"{\"text\": \"" CYR4 CYR4 "\xed\x9f\xbf\xe0\xa0\x80" CJK4 CJK4 "\"}",
+		"{\"text\": \"" CYR4 CYR4 "\xe0\x9f\xbf" CJK4 CJK4 "\"}",
+		"{\"text\": \"" CYR4 CJK4 "\x80" CYR4 CJK4 "\"}",
+		"{\"text\": \"" CYR4 CJK4 "\xc3" CYR4 CJK4 "\"}",
+		"{\"text\": \"" CYR4 CJK4 "\xe4\xb8 " CYR4 CJK4 "\"}",
+		"{\"text\": \"" CYR4 CJK4 "\xf0\x9f\x98\x80" CYR4 CJK4 "\"}",
+		"{\"text\": \"" CYR4 CJK4 "\xc1\xbf" CYR4 CJK4 "\"}",
 	};
 	uint64_t r = 99;
 	int mismatch = 0, tried = 0;

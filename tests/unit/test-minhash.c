@@ -84,6 +84,10 @@ static void test_normaliser(void)
 	norm_case(LMT_TEXTNORM_LOWER | LMT_TEXTNORM_ACCENTS, "ABCDEFGHIJKLMNOPQRSTUVWXYZ \xc3\x80\xc3\x89 0123456789 XYZ!",
 		  "abcdefghijklmnopqrstuvwxyz ae 0123456789 xyz!", "lowercase and accents, runs of 16 and more");
 	norm_case(ALL, "\xc8\xba", "\xe2\xb1\xa5", "U+023A lowercases to a longer U+2C65");
+	norm_case(LMT_TEXTNORM_LOWER,
+		  "ABCDEFG\xc8\xba" "HIJKLMNOPQRSTUVWXYZ\xc8\xba\xc3\x89" "AB \xe4\xb8\xad" "CDEFGHIJKLMNOPQRS\xc3\x89TUVWXYZ0123456789!",
+		  "abcdefg\xe2\xb1\xa5hijklmnopqrstuvwxyz\xe2\xb1\xa5\xc3\xa9" "ab \xe4\xb8\xad" "cdefghijklmnopqrs\xc3\xa9tuvwxyz0123456789!",
+		  "lowercase 16 bytes at a time up to a character of another script, longer or not");
 
 	unsigned f;
 	const char *bad;
