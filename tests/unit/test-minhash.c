@@ -18,7 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "data/dedup.h"
 #include "data/minhash.h"
 #include "tap.h"
 #include "data/textnorm.h"
@@ -806,8 +808,98 @@ static void test_shingles(void)
 	free(w);
 }
 
+/*
+ * dedup's second pass hands documents back only if the input is what pass 1 read:
+ * it compares a hash of every text as it stands in the file (still escaped, since
+ * kept texts in lmt's own escaping are copied through). A file rewritten between
+ * the passes with one byte changed, in a plain text, in a text with escapes, or
+ * with a document more, must be refused; the same file unchanged must not.
+ */
+static int ignore_kept(void *ctx, const struct lmt_doc *doc, const char *source, const char *id,
+		       struct lmt_err *err)
+{
+	(void)doc, (void)source, (void)id, (void)err;
+	++*(int *)ctx;
+	return 0;
+}
+
+static int two_passes(const char *path, const char *first, const char *second, int *kept, struct lmt_err *err)
+{
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(first, f) < 0 || fclose(f))
+		return lmt_err_set(err, LMT_EIO, "%s: cannot write", path);
+	struct lmt_corpus_opts co = { .format = LMT_CORPUS_JSONL };
+	struct lmt_dedup_params p = { .threshold = 0.8, .num_perm = 64, .shingle = 3, .seed = 1,
+				      .norm = LMT_TEXTNORM_LOWER, .threads = 1, .corpus = &co, .kept_escaped = 1 };
+	struct lmt_dedup d;
+	struct lmt_dedup_callbacks cb = { .ctx = kept, .kept = ignore_kept };
+	const char *in[] = { path };
+	int rc = lmt_dedup_init(&d, &p, err);
+	if (!rc)
+		rc = lmt_dedup_pass1(&d, in, 1, &cb, err);
+	if (!rc)
+		rc = lmt_dedup_cluster(&d, err);
+	if (!rc) {
+		f = fopen(path, "w");
+		if (!f || fputs(second, f) < 0 || fclose(f))
+			rc = lmt_err_set(err, LMT_EIO, "%s: cannot write", path);
+		else
+			rc = lmt_dedup_pass2(&d, in, 1, &cb, err);
+	}
+	lmt_dedup_release(&d);
+	return rc;
+}
+
+static void test_changed_input(void)
+{
+	char path[] = "/tmp/lmt-test-minhash-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		tap_ok(0, "mkstemp");
+		return;
+	}
+	close(fd);
+	const char *orig = "{\"text\":\"one two three four five six\"}\n"
+			   "{\"text\":\"a line\\nand a tab\\there, seven eight\"}\n"
+			   "{\"text\":\"caf\\u00e9 au lait, nine ten eleven\"}\n";
+	static const struct {
+		const char *what, *second;
+	} cases[] = {
+		{ "one byte of a plain text", "{\"text\":\"one two three four fivE six\"}\n"
+					      "{\"text\":\"a line\\nand a tab\\there, seven eight\"}\n"
+					      "{\"text\":\"caf\\u00e9 au lait, nine ten eleven\"}\n" },
+		{ "an escape of a text kept as escaped (\\t for \\n)",
+		  "{\"text\":\"one two three four five six\"}\n"
+		  "{\"text\":\"a line\\tand a tab\\there, seven eight\"}\n"
+		  "{\"text\":\"caf\\u00e9 au lait, nine ten eleven\"}\n" },
+		{ "a \\u escape (e9 for e8)", "{\"text\":\"one two three four five six\"}\n"
+					      "{\"text\":\"a line\\nand a tab\\there, seven eight\"}\n"
+					      "{\"text\":\"caf\\u00e8 au lait, nine ten eleven\"}\n" },
+	};
+	struct lmt_err err = { 0 };
+	int kept = 0;
+	int rc = two_passes(path, orig, orig, &kept, &err);
+	tap_ok(rc == 0 && kept == 3, "dedup: the same input twice: both passes agree, 3 documents kept (%d, %s)", kept,
+	       rc ? err.msg : "ok");
+	for (size_t i = 0; i < LMT_ARRAY_SIZE(cases); i++) {
+		struct lmt_err e = { 0 };
+		kept = 0;
+		rc = two_passes(path, orig, cases[i].second, &kept, &e);
+		tap_ok(rc == LMT_EFORMAT && strstr(e.msg, "input changed between the two passes"),
+		       "dedup: %s changed between the passes is refused (%s)", cases[i].what, e.msg);
+	}
+	struct lmt_err e = { 0 };
+	char more[512];
+	snprintf(more, sizeof more, "%s{\"text\":\"one more\"}\n", orig);
+	rc = two_passes(path, orig, more, &kept, &e);
+	tap_ok(rc == LMT_EFORMAT && strstr(e.msg, "input changed between the two passes"),
+	       "dedup: a document more in pass 2 is refused (%s)", e.msg);
+	unlink(path);
+}
+
 int main(void)
 {
+	test_changed_input();
 	test_normaliser();
 	test_arith();
 	test_params();
