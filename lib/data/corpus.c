@@ -1373,7 +1373,7 @@ int lmt_corpus_read_batch(struct lmt_corpus *c, struct lmt_docbatch *b, size_t m
 		int rc = lmt_corpus_next(c, &d, err);
 		c->into = NULL;
 		/* before anything can move b->text */
-		const int inplace = rc == 1 && d.text == b->text + b->len;
+		const int inplace = rc == 1 && b->text && d.text == b->text + b->len;
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {
