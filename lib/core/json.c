@@ -7,11 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#include "core/utf8.h"
-#endif
-
+#include "core/jsonscan.h"
 #include "core/util.h"
 
 void lmt_json_init(struct lmt_json *j)
@@ -41,77 +37,14 @@ static void putc_(struct lmt_json *j, char c)
 	put(j, &c, 1);
 }
 
-/*
- * Bytes a JSON string cannot hold as they are, or that need checking: control
- * bytes, '"', '\\' and bytes above 0x7f. Where SSE2 is there (always on x86-64)
- * a mask of them is made for 64 bytes at a time and kept from stop to stop, and a
- * valid UTF-8 character does not end the run of bytes copied as they are: text
- * with a line break every few dozen bytes or in another script costs a bit scan
- * a stop, not a new scan and a copy.
- */
-struct stops {
-	const unsigned char *b;  /* the 64 bytes the mask is of */
-	uint64_t m;              /* bit i: b[i] is a stop (past the end: all stops) */
-};
-
-#if defined(__SSE2__)
-static uint64_t stops64(const unsigned char *b, const unsigned char *end)
-{
-	unsigned char tmp[64];
-	if (end - b < 64) {
-		memset(tmp, 0, sizeof tmp);
-		memcpy(tmp, b, (size_t)(end - b));
-		b = tmp;
-	}
-	uint64_t m = 0, hi = 0;
-	for (int k = 0; k < 4; k++) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(b + 16 * k));
-		__m128i stop = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)), /* and >= 0x80 */
-					    _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-							 _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
-		m |= (uint64_t)(unsigned)_mm_movemask_epi8(stop) << (16 * k);
-		hi |= (uint64_t)(unsigned)_mm_movemask_epi8(v) << (16 * k);
-	}
-	/* characters of 2 and 3 bytes, checked a block at a time, are not stops */
-	return (m & ~hi) | lmt_utf8_stops64(b, hi);
-}
-#endif
-
-/* The first stop at or after p <= end (end if none). */
-static const unsigned char *next_stop(struct stops *t, const unsigned char *p, const unsigned char *end)
-{
-#if defined(__SSE2__)
-	for (;;) {
-		/* a block shorter than 64 ends in stops from end on: only a full block is
-		 * ever passed whole */
-		size_t off = t->b ? (size_t)(p - t->b) : 64;
-		if (off < 64) {
-			uint64_t m = t->m & (~0ULL << off);
-			if (m)
-				return t->b + __builtin_ctzll(m);
-			p = t->b + 64;
-		}
-		if (p >= end)
-			return end;
-		t->b = p;
-		t->m = stops64(p, end);
-	}
-#else
-	(void)t;
-	while (p < end && *p >= 0x20 && *p != '"' && *p != '\\' && *p < 0x80)
-		p++;
-	return p;
-#endif
-}
-
 void lmt_json_escape(struct lmt_json *j, const char *s, size_t n)
 {
 	static const char hx[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)s, *end = p + n, *run = p;
-	struct stops t = { NULL, 0 };
+	struct lmt_jsonstops t = { NULL, 0 };
 	putc_(j, '"');
 	while (p < end) {
-		p = next_stop(&t, p, end);
+		p = lmt_json_next_stop(&t, p, end);
 		if (p >= end)
 			break;
 		unsigned c = *p;

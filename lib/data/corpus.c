@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/jsonscan.h"
 #include "core/utf8.h"
 #include "core/util.h"
 
@@ -755,79 +756,15 @@ static unsigned hex4(const unsigned char *p)
 	return (unsigned)hex4_checked(p);
 }
 
-/*
- * The string scan's stops: bytes that are not printable ASCII other than '"' and
- * '\\' (quotes, backslashes, control and non-ASCII bytes). Where SSE2 is there
- * (always on x86-64) a mask of them is made for 64 bytes at a time and kept
- * from stop to stop, so that a string with an escape every line or a character
- * of another script every few bytes is not scanned again from each (the scan
- * was a sixth of dedup-minhash's time, a byte at a time).
- */
-struct jstops {
-	const unsigned char *b;  /* the 64 bytes the mask is of */
-	uint64_t m;              /* bit i: b[i] is a stop (past the end: all stops) */
-};
-
-#if defined(__SSE2__)
-static uint64_t jstops64(const unsigned char *b, const unsigned char *end)
-{
-	unsigned char tmp[64];
-	if (end - b < 64) {
-		memset(tmp, 0, sizeof tmp); /* NUL is a stop: the scan stops at the end */
-		memcpy(tmp, b, (size_t)(end - b));
-		b = tmp;
-	}
-	const __m128i lo = _mm_set1_epi8(0x20), q = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
-	uint64_t m = 0, hi = 0;
-	for (int k = 0; k < 4; k++) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(b + 16 * k));
-		/* signed: bytes >= 0x80 are negative, so below 0x20 too */
-		__m128i stop = _mm_or_si128(_mm_cmplt_epi8(v, lo), _mm_or_si128(_mm_cmpeq_epi8(v, q), _mm_cmpeq_epi8(v, bs)));
-		m |= (uint64_t)(unsigned)_mm_movemask_epi8(stop) << (16 * k);
-		hi |= (uint64_t)(unsigned)_mm_movemask_epi8(v) << (16 * k);
-	}
-	if (!hi)
-		return m;
-	return (m & ~hi) | lmt_utf8_stops64(b, hi);
-}
-#endif
-
-/* The first stop at or after p (end or beyond if none). */
-static const unsigned char *jnext(struct jstops *j, const unsigned char *p, const unsigned char *end)
-{
-#if defined(__SSE2__)
-	for (;;) {
-		/* p <= end always; a block shorter than 64 ends in stops from end on, so
-		 * only a full block is ever passed whole */
-		size_t off = j->b ? (size_t)(p - j->b) : 64;
-		if (off < 64) {
-			uint64_t m = j->m & (~0ULL << off);
-			if (m)
-				return j->b + __builtin_ctzll(m);
-			p = j->b + 64;
-		}
-		if (p >= end)
-			return p;
-		j->b = p;
-		j->m = jstops64(p, end);
-	}
-#else
-	(void)j;
-	while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
-		p++;
-	return p;
-#endif
-}
-
 /* A string at s->p ('"'): 1 and its content span, or 0. */
 static int jstring(struct jscan *s, const unsigned char **start, size_t *len, int *escaped)
 {
 	const unsigned char *p = s->p + 1, *end = s->end;
-	struct jstops j = { NULL, 0 };
+	struct lmt_jsonstops j = { NULL, 0 };
 	*escaped = 0;
 	*start = p;
 	for (;;) {
-		p = jnext(&j, p, end);
+		p = lmt_json_next_stop(&j, p, end);
 		if (p >= end || *p < 0x20)
 			return 0;
 		if (*p == '"')
