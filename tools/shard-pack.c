@@ -41,6 +41,7 @@ enum {
 	OPT_PAD_ID,
 	OPT_FORCE,
 	OPT_VERIFY,
+	OPT_CHUNK_BYTES,
 };
 
 static const struct option longopts[] = {
@@ -54,6 +55,7 @@ static const struct option longopts[] = {
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "eos", required_argument, NULL, OPT_EOS },
 	{ "shard-tokens", required_argument, NULL, OPT_SHARD_TOKENS },
+	{ "chunk-bytes", required_argument, NULL, OPT_CHUNK_BYTES },
 	{ "tokenizer", required_argument, NULL, 't' },
 	{ "pad-id", required_argument, NULL, OPT_PAD_ID },
 	{ "force", no_argument, NULL, OPT_FORCE },
@@ -84,6 +86,9 @@ static void usage(void)
 	       "      --eos E             add: end every document with EOS (default; the\n"
 	       "                          stream's own EOS counts), none: as they are\n"
 	       "      --shard-tokens N    at most N tokens per shard (64Mi)\n"
+	       "      --chunk-bytes N     list the SHA-256 of every N bytes of each shard in\n"
+	       "                          the manifest, so --verify splits a shard among its\n"
+	       "                          threads (4Mi; 0: the whole-shard SHA-256 alone)\n"
 	       "  -t, --tokenizer FILE    check that the stream was made with this tokenizer\n"
 	       "                          and take its PAD token\n"
 	       "      --pad-id N          the token written at padding positions (default:\n"
@@ -103,7 +108,7 @@ struct opts {
 	uint32_t seq_len;
 	int pad_mode, tail_pad, tail_given, eos_none, force, threads, pack_opt;
 	double frac[3];
-	uint64_t seed, shard_tokens;
+	uint64_t seed, shard_tokens, chunk_bytes;
 	int64_t pad_id;
 };
 
@@ -256,6 +261,7 @@ static int pack(const struct opts *o, const char *in)
 	memcpy(pp.frac, o->frac, sizeof pp.frac);
 	pp.seed = o->seed;
 	pp.shard_tokens = o->shard_tokens;
+	pp.chunk_bytes = o->chunk_bytes;
 	struct lmt_pack pk;
 	if (lmt_pack_init(&pk, &pp, staging, &r, &err))
 		die_err(&err);
@@ -356,6 +362,7 @@ int main(int argc, char **argv)
 	o.frac[LMT_SPLIT_VAL] = 0.01;
 	o.frac[LMT_SPLIT_TRAIN] = 0.99;
 	o.shard_tokens = 64ull << 20;
+	o.chunk_bytes = 4ull << 20;
 	o.pad_id = -1;
 	tool_init("shard-pack");
 	int c;
@@ -393,6 +400,13 @@ int main(int argc, char **argv)
 				usage_error("option '--eos': '%s' is not add or none", optarg);
 			break;
 		case OPT_SHARD_TOKENS: o.shard_tokens = opt_size("shard-tokens", optarg); o.pack_opt = 1; break;
+		case OPT_CHUNK_BYTES:
+			o.chunk_bytes = opt_size("chunk-bytes", optarg);
+			if (o.chunk_bytes && o.chunk_bytes < 4096)
+				usage_error("option '--chunk-bytes': %llu is below 4Ki (0 lists no chunks)",
+					    (unsigned long long)o.chunk_bytes);
+			o.pack_opt = 1;
+			break;
 		case 't': o.tokenizer = optarg; o.pack_opt = 1; break;
 		case OPT_PAD_ID: o.pad_id = opt_int("pad-id", optarg, 0, UINT32_MAX - 1); o.pack_opt = 1; break;
 		case OPT_FORCE: o.force = 1; o.pack_opt = 1; break;

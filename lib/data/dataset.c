@@ -32,6 +32,29 @@ static int get_u64(json_t *o, const char *key, uint64_t *v)
 	return 0;
 }
 
+/* A shard's optional chunk digests: chunk_bytes and chunk_sha256, both or neither. */
+static int get_chunks(json_t *x, struct lmt_dataset_shard *s, const char *path, size_t i, struct lmt_err *err)
+{
+	json_t *cs = json_object_get(x, "chunk_sha256");
+	if (!cs && !json_object_get(x, "chunk_bytes"))
+		return 0;
+	size_t n = json_array_size(cs);
+	if (get_u64(x, "chunk_bytes", &s->chunk_bytes) || s->chunk_bytes == 0 || !json_is_array(cs) ||
+	    n - 1 > s->bytes / s->chunk_bytes)
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': shards[%zu]: chunk_bytes or chunk_sha256 is missing or invalid",
+				   path, i);
+	if (!(s->chunk_sha = malloc(n * LMT_SHA256_LEN + 1)))
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	s->nchunks = n;
+	for (size_t k = 0; k < n; k++) {
+		json_t *h = json_array_get(cs, k);
+		if (!json_is_string(h) || lmt_sha256_parse(json_string_value(h), s->chunk_sha + k * LMT_SHA256_LEN))
+			return lmt_err_set(err, LMT_EFORMAT, "'%s': shards[%zu].chunk_sha256[%zu] is not a SHA-256",
+					   path, i, k);
+	}
+	return 0;
+}
+
 int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err)
 {
 	memset(d, 0, sizeof *d);
@@ -102,6 +125,8 @@ int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err
 			rc = lmt_err_set(err, LMT_EFORMAT, "'%s': shards[%zu] is incomplete or inconsistent", path, i);
 			goto out;
 		}
+		if ((rc = get_chunks(x, s, path, i, err)))
+			goto out;
 		if (i && s->split < d->shards[i - 1].split) {
 			rc = lmt_err_set(err, LMT_EFORMAT, "'%s': shards are not listed train, val, test", path);
 			goto out;
@@ -132,6 +157,7 @@ void lmt_dataset_close(struct lmt_dataset *d)
 			lmt_shard_close(&d->shards[i].sh);
 		free(d->shards[i].name);
 		free(d->shards[i].path);
+		free(d->shards[i].chunk_sha);
 	}
 	free(d->shards);
 	free(d->dir);
@@ -181,11 +207,75 @@ int lmt_dataset_shard(struct lmt_dataset *d, size_t i, const struct lmt_shard **
 	return rc;
 }
 
+/* Chunk digests checked by the threads of a pool: the first bad chunk is kept. */
+struct chunk_job {
+	const struct lmt_dataset_shard *s;
+	struct lmt_workpool *pool;
+	const uint8_t *p;
+	uint64_t n;
+	uint64_t base;           /* the chunk of item 0 in this run */
+	uint64_t bad;            /* the first chunk whose digest differs (UINT64_MAX: none) */
+};
+
+static void chunk_item(void *ctx, uint32_t item, int worker)
+{
+	struct chunk_job *J = ctx;
+	uint64_t k = J->base + item, cb = J->s->chunk_bytes, off = k * cb;
+	uint8_t d[LMT_SHA256_LEN];
+	size_t len = (size_t)(J->n - off < cb ? J->n - off : cb);
+	(void)worker;
+	lmt_sha256(J->p + off, len, d);
+	if (!LMT_FUZZING && memcmp(d, J->s->chunk_sha + k * LMT_SHA256_LEN, LMT_SHA256_LEN)) { /* LMT_FUZZING: skipped in the fuzz build */
+		uint64_t b = __atomic_load_n(&J->bad, __ATOMIC_RELAXED);
+		while (k < b && !__atomic_compare_exchange_n(&J->bad, &b, k, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+	}
+}
+
+/* lmt_shard_check_fn: the payload against the manifest's chunk digests, chunks in
+ * parallel. Size and the header's whole-payload SHA-256 first, with the messages
+ * check_against gives them. */
+static int check_chunks(void *ctx, const struct lmt_binreader *f, struct lmt_err *err)
+{
+	struct chunk_job *J = ctx;
+	const struct lmt_dataset_shard *s = J->s;
+	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
+	if (f->size != s->bytes)
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': %zu bytes, the manifest says %llu", s->path, f->size,
+				   (unsigned long long)s->bytes);
+	if (!LMT_FUZZING && memcmp(f->hdr.payload_sha256, s->sha256, 32)) /* LMT_FUZZING: skipped in the fuzz build */
+		return lmt_err_set(err, LMT_ECHECKSUM, "'%s': payload sha256 %s, the manifest says %s", s->path,
+				   lmt_sha256_hex(f->hdr.payload_sha256, a), lmt_sha256_hex(s->sha256, b));
+	J->p = f->payload;
+	J->n = f->payload_size;
+	uint64_t cb = s->chunk_bytes, nch = J->n ? (J->n - 1) / cb + 1 : 0;
+	if (nch != s->nchunks)
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': %llu payload bytes are %llu chunks of %llu, the manifest lists %zu",
+				   s->path, (unsigned long long)J->n, (unsigned long long)nch, (unsigned long long)cb,
+				   s->nchunks);
+	J->bad = UINT64_MAX;
+	for (J->base = 0; J->base < nch && J->bad == UINT64_MAX; J->base += LMT_WORKPOOL_MAX_ITEMS) {
+		uint64_t m = nch - J->base;
+		lmt_workpool_run(J->pool, chunk_item, J, (uint32_t)(m < LMT_WORKPOOL_MAX_ITEMS ? m : LMT_WORKPOOL_MAX_ITEMS));
+	}
+	if (J->bad == UINT64_MAX)
+		return 0;
+	uint64_t off = J->bad * cb, len = J->n - off < cb ? J->n - off : cb;
+	uint8_t d[LMT_SHA256_LEN];
+	lmt_sha256(J->p + off, (size_t)len, d);
+	return lmt_err_set(err, LMT_ECHECKSUM, "'%s': payload sha256 of bytes %llu-%llu (chunk %llu of %llu) is %s, "
+			   "the manifest says %s", s->path, (unsigned long long)off, (unsigned long long)(off + len - 1),
+			   (unsigned long long)J->bad + 1, (unsigned long long)nch, lmt_sha256_hex(d, a),
+			   lmt_sha256_hex(s->chunk_sha + J->bad * LMT_SHA256_LEN, b));
+}
+
 static int verify_shard_pool(struct lmt_dataset *d, size_t i, struct lmt_workpool *pool, struct lmt_err *err)
 {
 	struct lmt_shard sh;
 	const struct lmt_dataset_shard *s = &d->shards[i];
-	int rc = lmt_shard_open_pool(&sh, s->path, 1, pool, err);
+	struct chunk_job J = { .s = s, .pool = pool };
+	int rc = s->chunk_bytes ? lmt_shard_open_check(&sh, s->path, check_chunks, &J, err)
+				: lmt_shard_open_pool(&sh, s->path, 1, pool, err);
 	if (rc)
 		return rc;
 	rc = check_against(d, s, &sh, err);
@@ -208,10 +298,14 @@ int lmt_dataset_verify(struct lmt_dataset *d, int nt, lmt_dataset_report_fn repo
 		nbad = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (nt > 1 && d->nshards < (size_t)nt) {
-		/* threads would idle: the shards one after another, each in two threads
-		 * (a shard has one SHA-256, which one thread must hash in order) */
-		struct lmt_workpool *pool = lmt_workpool_new(2);
+	int chunked = 1;
+	for (size_t i = 0; i < d->nshards; i++)
+		chunked &= d->shards[i].chunk_bytes != 0;
+	if (nt > 1 && (chunked || d->nshards < (size_t)nt)) {
+		/* the shards one after another, each in nt threads by its chunks or
+		 * (fewer shards than threads, and a shard has one SHA-256, which one
+		 * thread must hash in order) in two */
+		struct lmt_workpool *pool = lmt_workpool_new(chunked ? nt : 2);
 		for (size_t i = 0; i < d->nshards; i++)
 			bad[i] = verify_shard_pool(d, i, pool, &errs[i]) != 0;
 		lmt_workpool_free(pool);

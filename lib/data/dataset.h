@@ -30,6 +30,9 @@ struct lmt_dataset_shard {
 	uint32_t index;          /* position within its split */
 	uint64_t bytes, tokens, seqs, segments;
 	uint8_t sha256[LMT_SHA256_LEN];   /* of the payload, as in the shard header */
+	uint64_t chunk_bytes;    /* 0, or the manifest lists the SHA-256 of each chunk of */
+	uint8_t *chunk_sha;      /* this many payload bytes: nchunks digests */
+	size_t nchunks;
 	struct lmt_shard sh;
 	int open;
 };
@@ -50,11 +53,15 @@ int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err
 void lmt_dataset_close(struct lmt_dataset *d);
 /* Map shard i if not yet (thread-safe), verifying it against the manifest. */
 int lmt_dataset_shard(struct lmt_dataset *d, size_t i, const struct lmt_shard **out, struct lmt_err *err);
-/* Re-read shard i from disk: size, header, payload SHA-256 against the manifest. */
+/* Re-read shard i from disk: size, header, payload SHA-256 against the manifest
+ * (where the manifest lists chunk digests, each chunk's, in place of the whole
+ * payload's). */
 int lmt_dataset_verify_shard(struct lmt_dataset *d, size_t i, struct lmt_err *err);
 /*
- * Verify every shard (lmt_dataset_verify_shard, in nt threads; with fewer shards
- * than threads, one shard at a time in two: lmt_binreader_verify), then report each,
+ * Verify every shard (lmt_dataset_verify_shard) in nt threads: where the manifest
+ * lists chunk digests, one shard at a time, its chunks hashed in parallel; else
+ * shards in parallel (with fewer shards than threads, one at a time in two:
+ * lmt_binreader_verify). Then report each,
  * in manifest order, through report: problem is NULL for a sound shard, else what
  * is wrong with it. The library finds, the caller prints. Returns the number of
  * bad shards, or a negative code (LMT_ENOMEM, or what report returned).

@@ -147,6 +147,8 @@ void lmt_pack_release(struct lmt_pack *pk)
 		free(pk->S[s].freq);
 	}
 	free(pk->sources);
+	for (size_t i = 0; i < pk->nshards; i++)
+		free(pk->shards[i].chunk_sha);
 	free(pk->shards);
 	memset(pk, 0, sizeof *pk);
 }
@@ -168,6 +170,7 @@ static int emit(struct lmt_pack *pk, struct lmt_pack_split *p, struct lmt_err *e
 				   p->shard_no)) ||
 		    (rc = lmt_shardw_open(&p->w, path, &info, err)))
 			return rc;
+		lmt_shardw_chunks(&p->w, pk->p.chunk_bytes);
 		p->open = 1;
 	}
 	for (uint32_t i = p->fill; i < n; i++)
@@ -198,6 +201,9 @@ static int close_shard(struct lmt_pack *pk, struct lmt_pack_split *p, struct lmt
 	int rc = lmt_shardw_finish(&p->w, r->sha, &r->bytes, err);
 	if (rc)
 		return rc;
+	r->chunk_sha = p->w.chunk_sha;
+	r->nchunks = p->w.nchunks;
+	p->w.chunk_sha = NULL;
 	p->shard_no++;
 	return 0;
 }
@@ -414,6 +420,13 @@ static void manifest_lists(struct lmt_json *j, const struct lmt_pack *pk, const 
 		lmt_json_u64(j, "sequences", s->seqs);
 		lmt_json_u64(j, "segments", s->segments);
 		lmt_json_str(j, "payload_sha256", lmt_sha256_hex(s->sha, hex));
+		if (pk->p.chunk_bytes) {
+			lmt_json_u64(j, "chunk_bytes", pk->p.chunk_bytes);
+			lmt_json_arr(j, "chunk_sha256");
+			for (size_t k = 0; k < s->nchunks; k++)
+				lmt_json_str(j, NULL, lmt_sha256_hex(s->chunk_sha + k * LMT_SHA256_LEN, hex));
+			lmt_json_arr_end(j);
+		}
 		lmt_json_obj_end(j);
 	}
 	lmt_json_arr_end(j);

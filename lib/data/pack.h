@@ -39,6 +39,8 @@ struct lmt_pack_params {
 	double frac[3];          /* of documents per split (LMT_SPLIT_*); they sum to 1 */
 	uint64_t seed;           /* of the split */
 	uint64_t shard_tokens;   /* at most this many tokens per shard (at least one sequence) */
+	uint64_t chunk_bytes;    /* the manifest lists the SHA-256 of every chunk_bytes of each
+	                          * shard's payload (0: none) */
 };
 
 /* One shard written, as the manifest records it. */
@@ -47,6 +49,8 @@ struct lmt_pack_shard {
 	char name[64];           /* relative to the dataset directory */
 	uint64_t bytes, tokens, seqs, segments;
 	uint8_t sha[32];         /* of the payload */
+	uint8_t *chunk_sha;      /* nchunks digests of its chunks of chunk_bytes */
+	size_t nchunks;
 };
 
 /* One split being packed, and its accounting. */

@@ -37,6 +37,40 @@ int lmt_shardw_open(struct lmt_shardw *w, const char *path, const struct lmt_sha
 	return rc;
 }
 
+void lmt_shardw_chunks(struct lmt_shardw *w, uint64_t chunk_bytes)
+{
+	w->chunk_bytes = chunk_bytes;
+}
+
+/* Finish the chunk being hashed: its digest joins the list. */
+static int chunk_end(struct lmt_shardw *w, struct lmt_err *err)
+{
+	if (LMT_GROW(w->chunk_sha, w->chunk_cap, (w->nchunks + 1) * LMT_SHA256_LEN))
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	lmt_sha256_final(&w->chunk, w->chunk_sha + w->nchunks++ * LMT_SHA256_LEN);
+	w->chunk_fill = 0;
+	return 0;
+}
+
+/* Payload bytes: to the file, and through the chunk hashes. */
+static int put(struct lmt_shardw *w, const void *data, size_t n, struct lmt_err *err)
+{
+	int rc = lmt_binwriter_write(&w->w, data, n, err);
+	const uint8_t *p = data;
+	while (!rc && w->chunk_bytes && n) {
+		if (w->chunk_fill == 0 && lmt_sha256_init(&w->chunk))
+			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		uint64_t k = w->chunk_bytes - w->chunk_fill < n ? w->chunk_bytes - w->chunk_fill : n;
+		lmt_sha256_update(&w->chunk, p, (size_t)k);
+		w->chunk_fill += k;
+		p += k;
+		n -= (size_t)k;
+		if (w->chunk_fill == w->chunk_bytes)
+			rc = chunk_end(w, err);
+	}
+	return rc;
+}
+
 int lmt_shardw_add(struct lmt_shardw *w, const uint32_t *toks, const struct lmt_segment *segs,
 		   uint32_t nseg, struct lmt_err *err)
 {
@@ -47,9 +81,9 @@ int lmt_shardw_add(struct lmt_shardw *w, const uint32_t *toks, const struct lmt_
 			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		for (size_t i = 0; i < n; i++)
 			lmt_store_u16(w->conv + 2 * i, (uint16_t)toks[i]);
-		rc = lmt_binwriter_write(&w->w, w->conv, n * 2, err);
+		rc = put(w, w->conv, n * 2, err);
 	} else {
-		rc = lmt_binwriter_write(&w->w, toks, n * 4, err);
+		rc = put(w, toks, n * 4, err);
 	}
 	if (rc)
 		return rc;
@@ -74,15 +108,17 @@ int lmt_shardw_finish(struct lmt_shardw *w, uint8_t sha_out[32], uint64_t *bytes
 	static const uint8_t zero[8];
 	uint64_t tb = w->info.n_seqs * ((uint64_t)w->info.seq_len + 1) * w->info.token_bytes;
 	size_t pad = (size_t)((8 - tb % 8) % 8);
-	int rc = lmt_binwriter_write(&w->w, zero, pad, err);
+	int rc = put(w, zero, pad, err);
 	uint64_t si_off = tb + pad, seg_off = si_off + (w->info.n_seqs + 1) * 8;
 	for (uint64_t i = 0; !rc && i <= w->info.n_seqs; i++) {
 		uint8_t b[8];
 		lmt_store_u64(b, w->seg_index[i]);
-		rc = lmt_binwriter_write(&w->w, b, 8, err);
+		rc = put(w, b, 8, err);
 	}
 	if (!rc)
-		rc = lmt_binwriter_write(&w->w, w->segs, w->seg_len, err);
+		rc = put(w, w->segs, w->seg_len, err);
+	if (!rc && w->chunk_fill)
+		rc = chunk_end(w, err);
 	if (rc) {
 		lmt_shardw_abort(w);
 		return rc;
@@ -103,6 +139,11 @@ int lmt_shardw_finish(struct lmt_shardw *w, uint8_t sha_out[32], uint64_t *bytes
 	rc = lmt_binwriter_finish(&w->w, ext, NULL, err);
 	if (!rc && sha_out)
 		memcpy(sha_out, w->w.payload_sha256, 32);
+	if (rc) {
+		free(w->chunk_sha);
+		w->chunk_sha = NULL;
+		w->nchunks = 0;
+	}
 	free(w->seg_index);
 	free(w->segs);
 	free(w->conv);
@@ -114,6 +155,12 @@ int lmt_shardw_finish(struct lmt_shardw *w, uint8_t sha_out[32], uint64_t *bytes
 void lmt_shardw_abort(struct lmt_shardw *w)
 {
 	lmt_binwriter_abort(&w->w);
+	if (w->chunk_fill)
+		lmt_sha256_release(&w->chunk);
+	free(w->chunk_sha);
+	w->chunk_sha = NULL;
+	w->chunk_fill = 0;
+	w->nchunks = 0;
 	free(w->seg_index);
 	free(w->segs);
 	free(w->conv);
@@ -126,16 +173,38 @@ int lmt_shard_open(struct lmt_shard *s, const char *path, int verify, struct lmt
 	return lmt_shard_open_pool(s, path, verify, NULL, err);
 }
 
+static int open_fields(struct lmt_shard *s, const char *path, int flags, lmt_shard_check_fn check, void *ctx,
+		       struct lmt_err *err);
+
+static int check_pool(void *pool, const struct lmt_binreader *f, struct lmt_err *err)
+{
+	return lmt_binreader_verify(f, pool, err);
+}
+
 int lmt_shard_open_pool(struct lmt_shard *s, const char *path, int verify, struct lmt_workpool *pool,
 			struct lmt_err *err)
 {
+	if (verify && pool)
+		return lmt_shard_open_check(s, path, check_pool, pool, err);
+	return open_fields(s, path, verify ? LMT_BIN_VERIFY : 0, NULL, NULL, err);
+}
+
+int lmt_shard_open_check(struct lmt_shard *s, const char *path, lmt_shard_check_fn check, void *ctx,
+			 struct lmt_err *err)
+{
+	return open_fields(s, path, 0, check, ctx, err);
+}
+
+static int open_fields(struct lmt_shard *s, const char *path, int flags, lmt_shard_check_fn check, void *ctx,
+		       struct lmt_err *err)
+{
 	memset(s, 0, sizeof *s);
-	int rc = lmt_binreader_open(&s->f, path, &lmt_format_shard, verify && !pool ? LMT_BIN_VERIFY : 0, err);
+	int rc = lmt_binreader_open(&s->f, path, &lmt_format_shard, flags, err);
 	if (rc)
 		return rc;
 	/* the payload before the fields, as LMT_BIN_VERIFY does, so the same damage
 	 * draws the same message */
-	if (verify && pool && (rc = lmt_binreader_verify(&s->f, pool, err)))
+	if (check && (rc = check(ctx, &s->f, err)))
 		goto fail;
 	const uint8_t *e = s->f.ext;
 	struct lmt_shard_info *in = &s->info;

@@ -66,6 +66,11 @@ struct lmt_shardw {
 	size_t seg_len, seg_cap;
 	uint8_t *conv;
 	size_t conv_cap;
+	/* lmt_shardw_chunks: the SHA-256 of every chunk_bytes of the payload */
+	uint64_t chunk_bytes, chunk_fill;
+	struct lmt_sha256 chunk;
+	uint8_t *chunk_sha;      /* nchunks digests of 32 bytes; after finish, the caller's */
+	size_t nchunks, chunk_cap;
 };
 
 int lmt_shardw_open(struct lmt_shardw *w, const char *path, const struct lmt_shard_info *info,
@@ -73,7 +78,13 @@ int lmt_shardw_open(struct lmt_shardw *w, const char *path, const struct lmt_sha
 /* toks: seq_len + 1 tokens; segs: nseg segments in position order. */
 int lmt_shardw_add(struct lmt_shardw *w, const uint32_t *toks, const struct lmt_segment *segs,
 		   uint32_t nseg, struct lmt_err *err);
-/* Finish and commit; sha_out receives the payload SHA-256, *bytes the file size. */
+/* Also hash the payload in chunks of chunk_bytes (the last one shorter), for a
+ * manifest that lets one shard be verified by several threads; call before the
+ * first lmt_shardw_add. */
+void lmt_shardw_chunks(struct lmt_shardw *w, uint64_t chunk_bytes);
+/* Finish and commit; sha_out receives the payload SHA-256, *bytes the file size.
+ * With chunks, w->chunk_sha (w->nchunks digests, malloc'd) is then the caller's
+ * to free (after a failure, nothing is). */
 int lmt_shardw_finish(struct lmt_shardw *w, uint8_t sha_out[32], uint64_t *bytes, struct lmt_err *err);
 void lmt_shardw_abort(struct lmt_shardw *w);
 
@@ -92,6 +103,11 @@ int lmt_shard_open(struct lmt_shard *s, const char *path, int verify, struct lmt
 struct lmt_workpool;
 int lmt_shard_open_pool(struct lmt_shard *s, const char *path, int verify, struct lmt_workpool *pool,
 			struct lmt_err *err);
+/* The same, the payload checked by check (called once the header is read, before
+ * any field of the payload is believed) instead of by its SHA-256. */
+typedef int (*lmt_shard_check_fn)(void *ctx, const struct lmt_binreader *f, struct lmt_err *err);
+int lmt_shard_open_check(struct lmt_shard *s, const char *path, lmt_shard_check_fn check, void *ctx,
+			 struct lmt_err *err);
 void lmt_shard_close(struct lmt_shard *s);
 /* Copy sequence i's tokens (seq_len + 1) to out. */
 void lmt_shard_tokens(const struct lmt_shard *s, uint64_t i, uint32_t *out);

@@ -11,7 +11,9 @@ figures compare the work done per byte, not the disk. Each figure is best/median
 of --repeat runs, the commands taking turns.
 
   pack:    shard-pack -o DIR STREAM      vs  cat STREAM > /dev/null, sha256sum STREAM
-  verify:  shard-pack --verify DIR (-j1 and all cores)  vs  cat / sha256sum of the shards
+           (and with --chunk-bytes 0: the cost of the chunk digests the manifest lists)
+  verify:  shard-pack --verify DIR (-j1 and all cores)  vs  cat / sha256sum of the shards,
+           and all cores against one (vs_j1)
 """
 import argparse
 import glob
@@ -42,9 +44,9 @@ def bench(a, kind, tmp, tok):
     n = os.cpu_count()
     sh = ['sh', '-c']
 
-    def pack():
-        shutil.rmtree(out, ignore_errors=True)
-        return run([f'{BIN}/shard-pack', '-q', '-L', str(a.seq_len), '-o', out, stream])[0]
+    def pack(extra=(), where=out):
+        shutil.rmtree(where, ignore_errors=True)
+        return run([f'{BIN}/shard-pack', '-q', '-L', str(a.seq_len), *extra, '-o', where, stream])[0]
     run(sh + [f'cat {stream} > /dev/null'])
     pack()
     shards = sorted(glob.glob(f'{out}/*.lmshard'))
@@ -54,6 +56,7 @@ def bench(a, kind, tmp, tok):
         'cat stream': lambda: run(sh + [f'cat {stream} > /dev/null'])[0],
         'sha256sum stream': lambda: run(['sha256sum', stream])[0],
         'pack': pack,
+        'pack0': lambda: pack(['--chunk-bytes', '0'], f'{tmp}/d0'),
         'cat shards': lambda: run(sh + [f'cat {files} > /dev/null'])[0],
         'sha256sum shards': lambda: run(['sha256sum'] + shards)[0],
         'verify1': lambda: run([f'{BIN}/shard-pack', '-q', '-j1', '--verify', out])[0],
@@ -75,17 +78,20 @@ def bench(a, kind, tmp, tok):
         dict(command='sha256sum stream', mb_s=mb(size, 'sha256sum stream')),
         dict(command='shard-pack (pack)', mb_s=mb(size, 'pack'), vs_cat=vs('cat stream', 'pack'),
              vs_sha256sum=vs('sha256sum stream', 'pack')),
+        dict(command='shard-pack --chunk-bytes 0 (pack)', mb_s=mb(size, 'pack0'), vs_cat=vs('cat stream', 'pack0'),
+             vs_sha256sum=vs('sha256sum stream', 'pack0')),
         dict(command='cat shards', mb_s=mb(dsize, 'cat shards')),
         dict(command='sha256sum shards', mb_s=mb(dsize, 'sha256sum shards')),
         dict(command='shard-pack --verify -j1', mb_s=mb(dsize, 'verify1'), vs_cat=vs('cat shards', 'verify1'),
              vs_sha256sum=vs('sha256sum shards', 'verify1')),
         dict(command=f'shard-pack --verify -j{n}', mb_s=mb(dsize, 'verifyn'), vs_cat=vs('cat shards', 'verifyn'),
-             vs_sha256sum=vs('sha256sum shards', 'verifyn')),
+             vs_sha256sum=vs('sha256sum shards', 'verifyn'), vs_j1=vs('verify1', 'verifyn')),
     ]
-    table(rows, ['command', 'mb_s', 'vs_cat', 'vs_sha256sum'])
+    table(rows, ['command', 'mb_s', 'vs_cat', 'vs_sha256sum', 'vs_j1'])
     print(load.line())
     print()
     shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(f'{tmp}/d0', ignore_errors=True)
     return dict(corpus=kind, file=path, stats=st, stream_mb=size / 1e6, dataset_mb=dsize / 1e6, load=load.result,
                 rows=rows, seconds_all={k: [round(x, 4) for x in v] for k, v in t.items()})
 

@@ -60,6 +60,66 @@ for at in 200 $((size / 2)) $((size - 3)); do
 	done
 done
 
+# chunk digests: the manifest lists the SHA-256 of every --chunk-bytes of each
+# shard's payload, so --verify splits one shard among its threads; each digest is
+# that of the bytes dd cuts out of the file, and damage anywhere is named by its
+# chunk, the same for any thread count
+check "pack into one shard with 4Ki chunks" $SP -q -L 64 --split val=0 --chunk-bytes 4Ki -o "$T/ch" "$T/s.lmtoks"
+f="$T/ch/train-00000.lmshard"
+size=$(wc -c < "$f")
+hs=$(od -An -t u4 -j 12 -N 4 "$f" | tr -d ' ')
+nch=$(( (size - hs + 4095) / 4096 ))
+[ "$(jq '.shards[0].chunk_sha256 | length' "$T/ch/manifest.json")" = "$nch" ] && [ "$nch" -gt 2 ] &&
+	[ "$(jq '.shards[0].chunk_bytes' "$T/ch/manifest.json")" = 4096 ] &&
+	ok "the manifest lists $nch chunk digests for a $((size - hs))-byte payload" || notok "chunk count" "$nch"
+good=1
+for k in 0 1 $((nch - 1)); do
+	want=$(jq -r ".shards[0].chunk_sha256[$k]" "$T/ch/manifest.json")
+	got=$(tail -c +$((hs + k * 4096 + 1)) "$f" | head -c 4096 | sha256sum | cut -c1-64)
+	[ "$want" = "$got" ] || good=0
+done
+[ $good = 1 ] && ok "chunks 1, 2 and $nch: the SHA-256 of their bytes in the file" || notok "chunk digests"
+[ "$(jq -r .shards[0].payload_sha256 "$T/ch/manifest.json")" = "$(jq -r .shards[0].payload_sha256 "$T/one/manifest.json")" ] &&
+	ok "the shard and its whole-payload SHA-256 are those of a pack without chunks" || notok "chunks changed the shard"
+cmp -s "$f" "$T/one/train-00000.lmshard" && ok "... byte for byte" || notok "chunked shard differs"
+for j in 1 2 3; do
+	check "verify the chunked shard with -j$j" $SP --verify "$T/ch" -j$j
+	strip_run < "$T/.out" > "$T/ch-j$j.out"
+done
+same "chunks: the same records with -j1 and -j3" "$T/ch-j1.out" "$T/ch-j3.out"
+cp -r "$T/ch" "$T/chbad"
+for at in $hs $((hs + 4096 * (nch / 2) + 17)) $((size - 1)); do
+	cp "$f" "$T/chbad/train-00000.lmshard"
+	orig=$(od -An -t u1 -j "$at" -N 1 "$f" | tr -d ' ')
+	printf "\\$(printf '%03o' $(( (orig + 1) % 256 )))" | dd of="$T/chbad/train-00000.lmshard" bs=1 seek="$at" conv=notrunc 2>/dev/null
+	k=$(( (at - hs) / 4096 ))
+	lo=$((k * 4096)); hi=$(( (k + 1) * 4096 - 1 )); [ $hi -lt $((size - hs)) ] || hi=$((size - hs - 1))
+	for j in 1 3; do
+		check_fail "chunks: byte $at of $size changed, -j$j names bytes $lo-$hi of the payload" 1 \
+			"train-00000.lmshard': payload sha256 of bytes $lo-$hi (chunk $((k + 1)) of $nch) is" $SP --verify "$T/chbad" -j$j
+	done
+done
+cp "$f" "$T/chbad/train-00000.lmshard"
+jq -c '.shards[0].chunk_sha256 |= .[1:]' "$T/ch/manifest.json" > "$T/chbad/manifest.json"
+reseal "$T/chbad/manifest.json"
+check_fail "a manifest with a chunk digest too few (re-sealed) is refused, naming the shard" 1 \
+	"train-00000.lmshard': $((size - hs)) payload bytes are $nch chunks of 4096, the manifest lists $((nch - 1))" $SP --verify "$T/chbad" -j2
+jq -c '.shards[0].chunk_sha256[1] = .shards[0].chunk_sha256[0]' "$T/ch/manifest.json" > "$T/chbad/manifest.json"
+reseal "$T/chbad/manifest.json"
+check_fail "a manifest with a wrong chunk digest (re-sealed) is refused, naming the chunk" 1 \
+	"train-00000.lmshard': payload sha256 of bytes 4096-8191 (chunk 2 of $nch)" $SP --verify "$T/chbad" -j2
+jq -c 'del(.shards[0].chunk_bytes)' "$T/ch/manifest.json" > "$T/chbad/manifest.json"
+reseal "$T/chbad/manifest.json"
+check_fail "a manifest with chunk digests and no chunk_bytes is refused" 1 \
+	"manifest.json': shards[0]: chunk_bytes or chunk_sha256 is missing or invalid" $SP --verify "$T/chbad"
+check_fail "--chunk-bytes below 4Ki is a usage error" 2 "below 4Ki" $SP --chunk-bytes 100 -o "$T/x" "$T/s.lmtoks"
+check "--chunk-bytes 0 lists no chunks" $SP -q -L 64 --split val=0 --chunk-bytes 0 -o "$T/ch0" "$T/s.lmtoks"
+[ "$(jq '[.shards[] | has("chunk_sha256")] | any' "$T/ch0/manifest.json")" = false ] && ok "... none in the manifest" ||
+	notok "chunk-bytes 0"
+check "... and the dataset verifies by whole shards" $SP --verify "$T/ch0" -j2
+[ "$(jq '.shards[0] | (.chunk_sha256 | length) == 1 and .chunk_bytes == 4194304' "$T/one/manifest.json")" = true ] &&
+	ok "by default (4Mi), a small shard's manifest entry lists one chunk" || notok "default chunks"
+
 # corrupt payload, truncated shard, missing shard, edited manifest
 cp -r "$T/d" "$T/bad1"
 printf 'Z' | dd of="$T/bad1/train-00001.lmshard" bs=1 seek=300 conv=notrunc 2>/dev/null
