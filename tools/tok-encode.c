@@ -200,7 +200,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	lmt_corpus_progress(c, &done, &total);
 	lmt_progress_init(&bar, "encoding", "B", total, tool_quiet);
 	double t0 = lmt_now();
-	struct lmt_batchq *q = lmt_batchq_start(c, 8u << 20, 1u << 15, NULL, NULL);
+	struct lmt_batchq *q = lmt_batchq_start(c, 8u << 20, 1u << 15, NULL, NULL, nt > 1);
 	struct lmt_docbatch *b;
 	if (!q)
 		die("cannot start the reader thread");

@@ -32,6 +32,7 @@ struct lmt_batchenc {
 	size_t *ntok;                /* per document of the batch */
 	size_t ncap;
 	/* per thread */
+	struct lmt_workpool *pool;   /* threads - 1 helpers (NULL with one thread) */
 	struct lmt_tok_state **st;
 	struct lmt_batchenc_vec *vec;
 	struct lmt_batchenc_rec *recs;

@@ -22,7 +22,7 @@ int lmt_wordcount_init(struct lmt_wordcount *wc)
 {
 	memset(wc, 0, sizeof *wc);
 	wc->mask = WC_INIT_SLOTS - 1;
-	wc->s = calloc(wc->mask + 1, sizeof *wc->s);
+	wc->s = lmt_zalloc(wc->mask + 1, sizeof *wc->s);
 	if (!wc->s)
 		return LMT_ENOMEM;
 	return 0;
@@ -83,7 +83,7 @@ static inline int wc_eq(const uint8_t *a, const uint8_t *b, size_t n)
 static int wc_rehash(struct lmt_wordcount *wc)
 {
 	size_t nm = wc->mask * 2 + 1;
-	struct lmt_wordslot *s = calloc(nm + 1, sizeof *s);
+	struct lmt_wordslot *s = lmt_zalloc(nm + 1, sizeof *s);
 	if (!s)
 		return LMT_ENOMEM;
 	for (size_t i = 0; i <= wc->mask; i++) {
@@ -447,7 +447,7 @@ static inline size_t pslot(const struct part *P, uint64_t key, uint64_t mix)
 static int prehash(struct part *P)
 {
 	size_t nm = P->pmask * 2 + 1;
-	uint32_t *p = calloc(nm + 1, sizeof *p);
+	uint32_t *p = lmt_zalloc(nm + 1, sizeof *p);
 	if (!p)
 		return LMT_ENOMEM;
 	free(P->pidx);
@@ -749,7 +749,7 @@ static void count_part(struct trainer *T, int p, uint32_t maxlen)
 {
 	struct part *P = &T->P[p];
 	P->pmask = 1023;
-	if (!(P->pidx = calloc(P->pmask + 1, sizeof *P->pidx))) {
+	if (!(P->pidx = lmt_zalloc(P->pmask + 1, sizeof *P->pidx))) {
 		P->rc = LMT_ENOMEM;
 		return;
 	}
@@ -910,7 +910,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	T.tmask = 1;
 	while (T.tmask + 1 < 2 * (size_t)(target + 256))
 		T.tmask = T.tmask * 2 + 1;
-	T.th = calloc(T.tmask + 1, sizeof *T.th);
+	T.th = lmt_zalloc(T.tmask + 1, sizeof *T.th);
 	T.tid = malloc((T.tmask + 1) * sizeof *T.tid);
 	if (!T.th || !T.tid || LMT_GROW(T.tb, T.tbcap, 256) || LMT_GROW(T.toff, T.toffcap, 257)) {
 		lmt_workpool_free(pool);

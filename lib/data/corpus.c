@@ -1364,6 +1364,7 @@ struct lmt_batchq {
 	int count[2];            /* documents in the slot */
 	int fill, take;          /* next slot to fill / to take */
 	int done, stop, rc;
+	int ahead;               /* 0: no thread, lmt_batchq_get reads into slot[0] */
 	struct lmt_err err;
 };
 
@@ -1400,7 +1401,7 @@ static void *batchq_main(void *arg)
 }
 
 struct lmt_batchq *lmt_batchq_start(struct lmt_corpus *c, size_t max_bytes, size_t max_docs,
-				    int (*keep)(void *ctx, const struct lmt_doc *d), void *ctx)
+				    int (*keep)(void *ctx, const struct lmt_doc *d), void *ctx, int ahead)
 {
 	struct lmt_batchq *q = calloc(1, sizeof *q);
 	if (!q)
@@ -1410,6 +1411,9 @@ struct lmt_batchq *lmt_batchq_start(struct lmt_corpus *c, size_t max_bytes, size
 	q->max_docs = max_docs;
 	q->keep = keep;
 	q->ctx = ctx;
+	q->ahead = ahead;
+	if (!ahead)
+		return q;
 	pthread_mutex_init(&q->mu, NULL);
 	pthread_cond_init(&q->cv, NULL);
 	if (pthread_create(&q->th, NULL, batchq_main, q)) {
@@ -1423,6 +1427,13 @@ struct lmt_batchq *lmt_batchq_start(struct lmt_corpus *c, size_t max_bytes, size
 
 int lmt_batchq_get(struct lmt_batchq *q, struct lmt_docbatch **b, struct lmt_err *err)
 {
+	if (!q->ahead) {
+		int n = q->done ? 0 : lmt_corpus_read_batch(q->c, &q->slot[0], q->max_bytes, q->max_docs, q->keep,
+							    q->ctx, err);
+		q->done = n <= 0;
+		*b = n > 0 ? &q->slot[0] : NULL;
+		return n > 0 ? 1 : n;
+	}
 	pthread_mutex_lock(&q->mu);
 	while (!q->full[q->take] && !q->done)
 		pthread_cond_wait(&q->cv, &q->mu);
@@ -1446,6 +1457,8 @@ int lmt_batchq_get(struct lmt_batchq *q, struct lmt_docbatch **b, struct lmt_err
 
 void lmt_batchq_put(struct lmt_batchq *q, struct lmt_docbatch *b)
 {
+	if (!q->ahead)
+		return;
 	pthread_mutex_lock(&q->mu);
 	q->busy[b == &q->slot[1]] = 0;
 	pthread_cond_broadcast(&q->cv);
@@ -1456,13 +1469,15 @@ void lmt_batchq_stop(struct lmt_batchq *q)
 {
 	if (!q)
 		return;
-	pthread_mutex_lock(&q->mu);
-	q->stop = 1;
-	pthread_cond_broadcast(&q->cv);
-	pthread_mutex_unlock(&q->mu);
-	pthread_join(q->th, NULL);
-	pthread_mutex_destroy(&q->mu);
-	pthread_cond_destroy(&q->cv);
+	if (q->ahead) {
+		pthread_mutex_lock(&q->mu);
+		q->stop = 1;
+		pthread_cond_broadcast(&q->cv);
+		pthread_mutex_unlock(&q->mu);
+		pthread_join(q->th, NULL);
+		pthread_mutex_destroy(&q->mu);
+		pthread_cond_destroy(&q->cv);
+	}
 	lmt_docbatch_release(&q->slot[0]);
 	lmt_docbatch_release(&q->slot[1]);
 	free(q);

@@ -150,16 +150,18 @@ void lmt_docbatch_release(struct lmt_docbatch *b);
 /*
  * Read-ahead: a thread fills the next batch while the caller works on the current
  * one, so reading and decompressing overlap with encoding. Batches come in input
- * order. The corpus must not be used directly while the queue runs.
+ * order. The corpus must not be used directly while the queue runs. With ahead 0
+ * there is no thread: lmt_batchq_get reads the batch itself, so that a tool asked
+ * for one thread (-j1) runs on one core; the same batches come either way.
  *
- *	struct lmt_batchq *q = lmt_batchq_start(c, 8 << 20, 1 << 15, keep, ctx);
+ *	struct lmt_batchq *q = lmt_batchq_start(c, 8 << 20, 1 << 15, keep, ctx, threads > 1);
  *	struct lmt_docbatch *b;
  *	while ((rc = lmt_batchq_get(q, &b, &err)) > 0) { ...; lmt_batchq_put(q, b); }
  *	lmt_batchq_stop(q);
  */
 struct lmt_batchq;
 struct lmt_batchq *lmt_batchq_start(struct lmt_corpus *c, size_t max_bytes, size_t max_docs,
-				    int (*keep)(void *ctx, const struct lmt_doc *d), void *ctx);
+				    int (*keep)(void *ctx, const struct lmt_doc *d), void *ctx, int ahead);
 /* 1: *b holds a batch; 0: end of input; < 0: the reader's error (in err). */
 int lmt_batchq_get(struct lmt_batchq *q, struct lmt_docbatch **b, struct lmt_err *err);
 void lmt_batchq_put(struct lmt_batchq *q, struct lmt_docbatch *b);

@@ -153,48 +153,15 @@ double lmt_dedup_bytes_per_doc(const struct lmt_dedup *d)
 	       (d->n ? 4.0 * (double)d->tcap / (double)d->n : 0);
 }
 
-/* ---- the input in batches: read ahead in a thread, or here with one thread ---- */
-
+/* the input in batches: read ahead in a thread, or here with one thread */
 #define BATCH_BYTES (8u << 20)
 #define BATCH_DOCS (1u << 15)
 
-struct reader {
-	struct lmt_batchq *q;
-	struct lmt_corpus *c;
-	struct lmt_docbatch b;
-};
-
-static int reader_start(struct reader *r, struct lmt_corpus *c, int threads, struct lmt_err *err)
+static int reader_start(struct lmt_batchq **q, struct lmt_corpus *c, int threads, struct lmt_err *err)
 {
-	memset(r, 0, sizeof *r);
-	r->c = c;
-	if (threads > 1 && !(r->q = lmt_batchq_start(c, BATCH_BYTES, BATCH_DOCS, NULL, NULL)))
+	if (!(*q = lmt_batchq_start(c, BATCH_BYTES, BATCH_DOCS, NULL, NULL, threads > 1)))
 		return lmt_err_set(err, LMT_ENOMEM, "cannot start the reader thread");
 	return 0;
-}
-
-/* 1: *b holds a batch; 0: end of input; < 0: error */
-static int reader_get(struct reader *r, struct lmt_docbatch **b, struct lmt_err *err)
-{
-	if (r->q)
-		return lmt_batchq_get(r->q, b, err);
-	int n = lmt_corpus_read_batch(r->c, &r->b, BATCH_BYTES, BATCH_DOCS, NULL, NULL, err);
-	*b = n > 0 ? &r->b : NULL;
-	return n > 0 ? 1 : n;
-}
-
-static void reader_put(struct reader *r, struct lmt_docbatch *b)
-{
-	if (r->q)
-		lmt_batchq_put(r->q, b);
-}
-
-static void reader_stop(struct reader *r)
-{
-	if (r->q)
-		lmt_batchq_stop(r->q);
-	lmt_docbatch_release(&r->b);
-	r->q = NULL;
 }
 
 /* ---- one document: normalise, hash, shingle, sign ---- */
@@ -478,7 +445,7 @@ int lmt_dedup_pass1(struct lmt_dedup *d, const char *const *inputs, int ninputs,
 	lmt_corpus_progress(c, &done, &total);
 	if (cb->progress)
 		cb->progress(cb->ctx, 0, total);
-	struct reader q;
+	struct lmt_batchq *q;
 	if ((rc = reader_start(&q, c, d->p.threads, err))) {
 		lmt_corpus_close(c);
 		return rc;
@@ -486,7 +453,7 @@ int lmt_dedup_pass1(struct lmt_dedup *d, const char *const *inputs, int ninputs,
 	struct lmt_docbatch *b;
 	struct p1res *res = NULL;
 	size_t rescap = 0;
-	while ((rc = reader_get(&q, &b, err)) > 0) {
+	while ((rc = lmt_batchq_get(q, &b, err)) > 0) {
 		const int nd = (int)b->n;
 		const size_t base = d->n;
 		if (LMT_GROW(res, rescap, (size_t)nd)) {
@@ -512,12 +479,12 @@ int lmt_dedup_pass1(struct lmt_dedup *d, const char *const *inputs, int ninputs,
 			rc = oom(err);
 			break;
 		}
-		reader_put(&q, b);
+		lmt_batchq_put(q, b);
 		lmt_corpus_progress(c, &done, &total);
 		if (cb->progress)
 			cb->progress(cb->ctx, done, total);
 	}
-	reader_stop(&q);
+	lmt_batchq_stop(q);
 	lmt_corpus_close(c);
 	free(res);
 	return rc < 0 ? rc : 0;
@@ -715,7 +682,7 @@ int lmt_dedup_pass2(struct lmt_dedup *d, const char *const *inputs, int ninputs,
 	int rc = lmt_corpus_open(&P.c, inputs, ninputs, &co, err);
 	if (rc)
 		return rc;
-	struct reader q = { 0 };
+	struct lmt_batchq *q = NULL;
 	struct lmt_docbatch *b;
 	struct p2res *res = NULL;
 	size_t rescap = 0;
@@ -727,18 +694,18 @@ int lmt_dedup_pass2(struct lmt_dedup *d, const char *const *inputs, int ninputs,
 		cb->progress(cb->ctx, 0, d->n);
 	if ((rc = reader_start(&q, P.c, d->p.threads, err)))
 		goto out;
-	while ((rc = reader_get(&q, &b, err)) > 0) {
+	while ((rc = lmt_batchq_get(q, &b, err)) > 0) {
 		if (LMT_GROW(res, rescap, b->n)) {
 			rc = oom(err);
 			break;
 		}
 		if ((rc = pass2_batch(&P, b, res, err)) || (cb->batch_done && (rc = cb->batch_done(cb->ctx, err))))
 			break;
-		reader_put(&q, b);
+		lmt_batchq_put(q, b);
 		if (cb->progress)
 			cb->progress(cb->ctx, P.x, d->n);
 	}
-	reader_stop(&q);
+	lmt_batchq_stop(q);
 	if (rc == 0 && (P.x != d->n || P.inhash != d->inhash))
 		rc = lmt_err_set(err, LMT_EFORMAT, "'%s': input changed between the two passes (%s)", inputs[0],
 				 P.x != d->n ? "fewer documents" : "different text");

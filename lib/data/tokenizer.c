@@ -593,7 +593,7 @@ struct lmt_tok_state *lmt_tok_state_new(const struct lmt_tokenizer *t)
 		return NULL;
 	memset(s, 0, sz);
 	s->t = t;
-	s->ent = calloc((size_t)1 << CACHE_BITS, sizeof *s->ent);
+	s->ent = lmt_zalloc((size_t)1 << CACHE_BITS, sizeof *s->ent);
 	if (!s->ent || lmt_pretok_iter_init(&s->it, &t->pt)) {
 		lmt_tok_state_free(s);
 		return NULL;

@@ -1,10 +1,10 @@
 /*
  * toktrain.c: the tokenizer training driver of toktrain.h.
  *
- * A reader thread selects documents (lmt_batchq applies the selection, so
- * --max-bytes stops the reading itself); OpenMP threads pre-tokenize and count
- * each batch into tables of their own, merged once at the end, so counting needs
- * no locks. The selection depends only on a document's source name, ordinal and
+ * A reader thread (with more than one thread) selects documents (lmt_batchq
+ * applies the selection, so --max-bytes stops the reading itself); the threads of
+ * a work pool pre-tokenize and count each batch into tables of their own, merged
+ * once at the end, so counting needs no locks. The selection depends only on a document's source name, ordinal and
  * the seed, never on the thread that counts it, so the same inputs always give
  * the same counts and the same tokenizer.
  */
@@ -17,6 +17,7 @@
 #include "core/atomicfile.h"
 #include "core/digest.h"
 #include "core/util.h"
+#include "core/workpool.h"
 #include "data/toktrain.h"
 
 /* what each counting thread owns, a cache line apart (they update it per word) */
@@ -105,6 +106,23 @@ static int count_doc(struct lmt_wordcount *wc, struct lmt_pretok_iter *it, const
 	return 0;
 }
 
+/* one document of a batch, in the worker's own table */
+struct count_job {
+	struct lmt_toktrain *t;
+	const struct lmt_docbatch *b;
+	size_t base;             /* the document of item 0 */
+	int failed;
+};
+
+static void count_item(void *ctx, uint32_t item, int worker)
+{
+	struct count_job *J = ctx;
+	const struct lmt_doc *d = &J->b->docs[J->base + item];
+	struct lmt_toktrain_worker *W = &J->t->W[worker];
+	if (count_doc(&W->wc, &W->it, d->text, d->len, &J->t->p))
+		__atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
+}
+
 int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ninputs,
 		       void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx,
 		       struct lmt_err *err)
@@ -121,21 +139,22 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 	lmt_corpus_progress(c, &done, &total);
 	if (progress)
 		progress(ctx, 0, total);
-	/* the reader thread applies keep_doc; sel is read only after it stops */
-	struct lmt_batchq *q = lmt_batchq_start(c, 16u << 20, 1u << 16, keep_doc, &sel);
+	/* the reader (a thread of its own with more than one thread) applies
+	 * keep_doc; sel is read only after it stops */
+	struct lmt_batchq *q = lmt_batchq_start(c, 16u << 20, 1u << 16, keep_doc, &sel, nt > 1);
 	struct lmt_docbatch *bp;
 	if (!q) {
 		lmt_corpus_close(c);
-		return lmt_err_set(err, LMT_ENOMEM, "cannot start the reader thread");
+		return lmt_err_set(err, LMT_ENOMEM, "cannot start the reader");
 	}
+	struct count_job J = { t, NULL, 0, 0 };
+	struct lmt_workpool *pool = lmt_workpool_new(nt);
 	while ((rc = lmt_batchq_get(q, &bp, err)) > 0) {
-		int failed = 0, nd = (int)bp->n;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) reduction(| : failed)
-		for (int i = 0; i < nd; i++) {
-			int tid = omp_get_thread_num();
-			failed |= count_doc(&W[tid].wc, &W[tid].it, bp->docs[i].text, bp->docs[i].len, &t->p) != 0;
-		}
-		if (failed) {
+		J.b = bp;
+		for (J.base = 0; J.base < bp->n; J.base += LMT_WORKPOOL_MAX_ITEMS)
+			lmt_workpool_run(pool, count_item, &J,
+					 (uint32_t)LMT_MIN(bp->n - J.base, (size_t)LMT_WORKPOOL_MAX_ITEMS));
+		if (J.failed) {
 			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory counting words");
 			break;
 		}
@@ -145,6 +164,7 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 			progress(ctx, done, total);
 	}
 	lmt_batchq_stop(q);
+	lmt_workpool_free(pool);
 	lmt_corpus_close(c);
 	if (rc < 0)
 		return rc;
