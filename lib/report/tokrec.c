@@ -43,6 +43,9 @@ void lmt_tokrec_trained(struct lmt_json *j, const struct lmt_toktrain *t, int ch
 	lmt_json_num(j, "count_seconds", t->count_seconds);
 	lmt_json_num(j, "merge_seconds", t->merge_seconds);
 	if (!chars) {
+		/* the rule that ordered pairs of equal count: with the merges, it
+		 * says which trainer's vocabulary this one should equal */
+		lmt_json_str(j, "ties", t->p.ties == LMT_BPE_TIES_HF ? "hf" : "id");
 		lmt_json_u64(j, "word_table_bytes", lmt_wordcount_bytes(t->wc));
 		lmt_json_u64(j, "trainer_peak_bytes", t->trainer_peak_bytes);
 	}

@@ -41,6 +41,11 @@ for j in 1 3; do
 	check "--ties hf with $j threads" $TT -q -j$j --ties hf -v 600 -o "$T/thf$j.lmtok" "$DATA/text"
 done
 same "--ties hf: the same tokenizer with 1 and 3 threads" "$T/thf1.lmtok" "$T/thf3.lmtok"
+grep -q '"event":"trained",.*"ties":"hf"' "$T/.out" && ok "the trained record says ties hf" ||
+	notok "trained record ties" "$(grep trained "$T/.out")"
+check "default ties, JSONL" $TT -q -v 600 -o "$T/tdef.lmtok" "$DATA/text"
+grep -q '"event":"trained",.*"ties":"id"' "$T/.out" && ok "... and id by default" ||
+	notok "trained record default ties" "$(grep trained "$T/.out")"
 cmp -s "$T/a.lmtok" "$T/thf1.lmtok" && notok "--ties hf changes the merge order on these texts" \
 	|| ok "--ties hf changes the merge order on these texts"
 check_fail "--ties takes id or hf" 2 "--ties 'bytes': expected id or hf" $TT -q --ties bytes -v 600 -o "$T/x.lmtok" "$DATA/text"
