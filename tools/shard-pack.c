@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/atomicfile.h"
@@ -302,12 +303,12 @@ static int pack(const struct opts *o, const char *in)
 	return 0;
 }
 
-static int report_shard(void *ctx, const struct lmt_dataset_shard *s, const struct lmt_err *problem)
+static int report_file(void *ctx, const char *path, const struct lmt_err *problem)
 {
 	struct lmt_json *j = ctx;
 	lmt_json_begin(j);
 	lmt_json_str(j, "event", "verify");
-	lmt_json_str(j, "path", s->path);
+	lmt_json_str(j, "path", path);
 	lmt_json_bool(j, "ok", !problem);
 	if (problem) {
 		lmt_json_str(j, "error", problem->msg);
@@ -327,11 +328,15 @@ static int verify(const struct opts *o)
 		die_err(&err);
 	int nt = tool_threads(o->threads);
 	uint64_t bytes = 0;
+	size_t nfiles = d.nshards + (d.docs_path != NULL);
+	struct stat st;
 	for (size_t i = 0; i < d.nshards; i++)
 		bytes += d.shards[i].bytes;
+	if (d.docs_path && stat(d.docs_path, &st) == 0)
+		bytes += (uint64_t)st.st_size;
 	struct lmt_json j;
 	lmt_json_init(&j);
-	int nbad = lmt_dataset_verify(&d, nt, report_shard, &j, &err);
+	int nbad = lmt_dataset_verify(&d, nt, report_file, &j, &err);
 	if (nbad < 0)
 		die_err(&err);
 	double secs = lmt_now() - t0;
@@ -339,6 +344,7 @@ static int verify(const struct opts *o)
 	lmt_json_str(&j, "event", "verify-summary");
 	lmt_json_str(&j, "dataset", o->verify);
 	lmt_json_u64(&j, "shards", d.nshards);
+	lmt_json_u64(&j, "files", nfiles);
 	lmt_json_u64(&j, "bad", (uint64_t)nbad);
 	lmt_json_u64(&j, "bytes", bytes);
 	lmt_json_num(&j, "seconds", secs);
@@ -348,8 +354,9 @@ static int verify(const struct opts *o)
 		die_write("<stdout>");
 	lmt_json_release(&j);
 	if (nbad)
-		die("'%s': %d of %zu shards failed verification", o->verify, nbad, d.nshards);
-	info("'%s': %zu shards, %.1f MB verified in %.2f s", o->verify, d.nshards, bytes / 1e6, secs);
+		die("'%s': %d of %zu files failed verification", o->verify, nbad, nfiles);
+	info("'%s': %zu shards%s, %.1f MB verified in %.2f s", o->verify, d.nshards,
+	     d.docs_path ? " and the documents table" : "", bytes / 1e6, secs);
 	lmt_dataset_close(&d);
 	return 0;
 }

@@ -2,7 +2,6 @@
  * binformat.c: reading, checking and writing the common lmt binary header.
  */
 #include "core/binformat.h"
-#include "core/workpool.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -165,72 +164,6 @@ static int check_payload(const struct lmt_hdr *h, const uint8_t *payload, const 
 	uint8_t d[32];
 	lmt_sha256(payload, h->payload_size, d);
 	return check_digest(h, d, path, err);
-}
-
-#define VERIFY_CHUNK (1u << 20)
-#define PAGE 4096
-#define POPULATE (4u << 20)
-
-struct verify_job {
-	const uint8_t *p;
-	size_t n;
-	size_t hashed;          /* bytes hashed so far (atomic) */
-	uint8_t d[32];
-	int rc;
-};
-
-static void verify_item(void *ctx, uint32_t item, int worker)
-{
-	struct verify_job *J = ctx;
-	if (item == 0) {
-		struct lmt_sha256 s;
-		if (lmt_sha256_init(&s)) {
-			J->rc = LMT_ENOMEM;
-			__atomic_store_n(&J->hashed, J->n, __ATOMIC_RELEASE);
-			return;
-		}
-		for (size_t off = 0; off < J->n; off += VERIFY_CHUNK) {
-			size_t k = J->n - off < VERIFY_CHUNK ? J->n - off : VERIFY_CHUNK;
-			lmt_sha256_update(&s, J->p + off, k);
-			__atomic_store_n(&J->hashed, off + k, __ATOMIC_RELEASE);
-		}
-		lmt_sha256_final(&s, J->d);
-		lmt_sha256_release(&s);
-		return;
-	}
-	/* map pages ahead of the hashing thread, a window at a time; skip what it
-	 * has passed */
-	uintptr_t base = (uintptr_t)J->p & ~(uintptr_t)(PAGE - 1);
-	for (size_t off = 0; off < J->n; off += POPULATE) {
-		size_t h = __atomic_load_n(&J->hashed, __ATOMIC_ACQUIRE);
-		if (h >= J->n)
-			break;
-		if (off < h + VERIFY_CHUNK)
-			off = (h + VERIFY_CHUNK) & ~(size_t)(PAGE - 1);
-		if (off >= J->n)
-			break;
-		size_t k = J->n - off < POPULATE ? J->n - off : POPULATE;
-		uintptr_t a = ((uintptr_t)J->p + off) & ~(uintptr_t)(PAGE - 1);
-#ifdef MADV_POPULATE_READ
-		if (madvise((void *)a, (uintptr_t)J->p + off + k - a, MADV_POPULATE_READ) == 0)
-			continue;
-#endif
-		volatile uint8_t sink = 0;
-		for (size_t x = off; x < off + k; x += PAGE)
-			sink ^= J->p[x];
-		(void)sink;
-	}
-	(void)base;
-}
-
-int lmt_binreader_verify(const struct lmt_binreader *f, struct lmt_workpool *pool, struct lmt_err *err)
-{
-	struct verify_job J = { .p = f->payload, .n = (size_t)f->payload_size };
-	/* item 0 first: the caller hashes; a helper, if one is awake, takes item 1 */
-	lmt_workpool_run(pool, verify_item, &J, pool ? 2 : 1);
-	if (J.rc)
-		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
-	return check_digest(&f->hdr, J.d, f->path ? f->path : "?", err);
 }
 
 int lmt_binreader_open(struct lmt_binreader *f, const char *path, const struct lmt_format *fmt,

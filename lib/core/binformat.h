@@ -81,18 +81,6 @@ int lmt_binreader_open(struct lmt_binreader *f, const char *path, const struct l
 		     int flags, struct lmt_err *err);
 void lmt_binreader_close(struct lmt_binreader *f);
 
-/*
- * The payload SHA-256 check of LMT_BIN_VERIFY, for a reader opened without it, in
- * two threads of pool (core/workpool.h; NULL: the caller alone). SHA-256 is one
- * chain through the whole payload, so one thread hashes it in order; the other
- * maps the pages ahead of it (reads one byte a page), so that the page faults,
- * about a fifth of a cold verify's time, are taken off the hashing thread. The
- * hashing thread never waits for the other: if that one is not running, it maps
- * its pages itself. Same messages as lmt_binreader_open.
- */
-struct lmt_workpool;
-int lmt_binreader_verify(const struct lmt_binreader *f, struct lmt_workpool *pool, struct lmt_err *err);
-
 /* Check a header already in memory (avail bytes of it); fills *h. */
 int lmt_hdr_parse(struct lmt_hdr *h, const uint8_t *buf, size_t avail, const char *path,
 		  const struct lmt_format *fmt, struct lmt_err *err);

@@ -9,7 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/atomicfile.h"
 #include "core/jsonseal.h"
@@ -52,6 +58,25 @@ static int get_chunks(json_t *x, struct lmt_dataset_shard *s, const char *path, 
 			return lmt_err_set(err, LMT_EFORMAT, "'%s': shards[%zu].chunk_sha256[%zu] is not a SHA-256",
 					   path, i, k);
 	}
+	return 0;
+}
+
+/* The documents table, if listed: a file of the directory, its SHA-256 and lines. */
+static int get_documents(struct lmt_dataset *d, json_t *m, const char *dir, const char *path, struct lmt_err *err)
+{
+	json_t *dj = json_object_get(m, "documents"), *name = json_object_get(dj, "path"),
+	       *sha = json_object_get(dj, "sha256");
+	if (!dj)
+		return 0;
+	const char *n = json_string_value(name);
+	if (!n || !*n || strchr(n, '/') || !strcmp(n, "..") || !strcmp(n, ".") || !json_is_string(sha) ||
+	    lmt_sha256_parse(json_string_value(sha), d->docs_sha256) || get_u64(dj, "count", &d->docs_count))
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': documents is incomplete or names no file of the dataset",
+				   path);
+	size_t pl = strlen(dir) + strlen(n) + 2;
+	if (!(d->docs_path = malloc(pl)))
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	snprintf(d->docs_path, pl, "%s/%s", dir, n);
 	return 0;
 }
 
@@ -142,6 +167,7 @@ int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err
 		s->index = d->split_shards[s->split]++;
 		d->split_seqs[s->split] += s->seqs;
 	}
+	rc = get_documents(d, m, dir, path, err);
 out:
 	free(text);
 	json_decref(m);
@@ -160,6 +186,7 @@ void lmt_dataset_close(struct lmt_dataset *d)
 		free(d->shards[i].chunk_sha);
 	}
 	free(d->shards);
+	free(d->docs_path);
 	free(d->dir);
 	pthread_mutex_destroy(&d->mu);
 	memset(d, 0, sizeof *d);
@@ -207,123 +234,293 @@ int lmt_dataset_shard(struct lmt_dataset *d, size_t i, const struct lmt_shard **
 	return rc;
 }
 
-/* Chunk digests checked by the threads of a pool: the first bad chunk is kept. */
-struct chunk_job {
+/* ---- verification: the shards' payloads and the documents table, hashed in
+ * pieces by the threads of a work pool ---- */
+
+/* at most this much payload, or this many shards, mapped at once */
+#define WINDOW_BYTES (1ull << 30)
+#define WINDOW_SHARDS 64
+
+/* One file being verified: a shard (its payload in the manifest's chunks, or
+ * whole against its header where the manifest lists none) or, with s NULL, the
+ * documents table (whole, read). */
+struct vfile {
 	const struct lmt_dataset_shard *s;
-	struct lmt_workpool *pool;
-	const uint8_t *p;
-	uint64_t n;
-	uint64_t base;           /* the chunk of item 0 in this run */
-	uint64_t bad;            /* the first chunk whose digest differs (UINT64_MAX: none) */
+	struct lmt_binreader f;
+	int mapped;
+	const uint8_t *want;     /* npieces digests */
+	uint64_t piece, npieces; /* bytes a piece (the last one shorter) */
+	uint64_t bad;            /* the first piece whose digest differs (UINT64_MAX: none) */
+	uint64_t lines;          /* the documents table's */
+	uint8_t got[LMT_SHA256_LEN];
+	int failed;              /* err says what is wrong */
+	struct lmt_err err;
 };
 
-static void chunk_item(void *ctx, uint32_t item, int worker)
+struct vitem {
+	uint32_t file;
+	uint64_t piece;
+};
+
+struct vjob {
+	const struct lmt_dataset *d;
+	struct vfile *F;
+	const struct vitem *it;
+	size_t base;             /* the item of run item 0 */
+};
+
+/* Newlines in p[0, n). */
+static uint64_t count_lines(const unsigned char *p, size_t n)
 {
-	struct chunk_job *J = ctx;
-	uint64_t k = J->base + item, cb = J->s->chunk_bytes, off = k * cb;
-	uint8_t d[LMT_SHA256_LEN];
-	size_t len = (size_t)(J->n - off < cb ? J->n - off : cb);
+	uint64_t k = 0;
+	size_t i = 0;
+#if defined(__SSE2__)
+	const __m128i nl = _mm_set1_epi8('\n');
+	for (; i + 16 <= n; i += 16)
+		k += (uint64_t)__builtin_popcount((unsigned)_mm_movemask_epi8(
+			_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + i)), nl)));
+#endif
+	for (; i < n; i++)
+		k += p[i] == '\n';
+	return k;
+}
+
+/* The documents table: its SHA-256 and its lines, a mapped MiB at a time (so the
+ * count reads what the hash has just brought into the cache). */
+static void hash_documents(const struct lmt_dataset *d, struct vfile *v)
+{
+	struct lmt_sha256 h;
+	struct stat st;
+	const unsigned char *p = NULL;
+	int fd = open(d->docs_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0 ||
+	    (st.st_size && (p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)) {
+		lmt_err_errno(&v->err, "'%s'", d->docs_path);
+		v->failed = 1;
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	size_t n = (size_t)st.st_size;
+	if (lmt_sha256_init(&h)) {
+		lmt_err_set(&v->err, LMT_ENOMEM, "out of memory");
+		v->failed = 1;
+	} else {
+		for (size_t off = 0; off < n; off += 1u << 20) {
+			size_t k = n - off < (1u << 20) ? n - off : 1u << 20;
+			lmt_sha256_update(&h, p + off, k);
+			v->lines += count_lines(p + off, k);
+		}
+		lmt_sha256_final(&h, v->got);
+	}
+	if (n)
+		munmap((void *)p, n);
+}
+
+static void verify_item(void *ctx, uint32_t item, int worker)
+{
+	struct vjob *J = ctx;
+	const struct vitem *x = &J->it[J->base + item];
+	struct vfile *v = &J->F[x->file];
 	(void)worker;
-	lmt_sha256(J->p + off, len, d);
-	if (!LMT_FUZZING && memcmp(d, J->s->chunk_sha + k * LMT_SHA256_LEN, LMT_SHA256_LEN)) { /* LMT_FUZZING: skipped in the fuzz build */
-		uint64_t b = __atomic_load_n(&J->bad, __ATOMIC_RELAXED);
-		while (k < b && !__atomic_compare_exchange_n(&J->bad, &b, k, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	if (!v->s) {
+		hash_documents(J->d, v);
+		return;
+	}
+	uint64_t off = x->piece * v->piece, n = v->f.payload_size - off < v->piece ? v->f.payload_size - off : v->piece;
+	uint8_t got[LMT_SHA256_LEN];
+	lmt_sha256(v->f.payload + off, (size_t)n, got);
+	if (!LMT_FUZZING && memcmp(got, v->want + x->piece * LMT_SHA256_LEN, LMT_SHA256_LEN)) { /* LMT_FUZZING: skipped in the fuzz build */
+		uint64_t b = __atomic_load_n(&v->bad, __ATOMIC_RELAXED);
+		while (x->piece < b && !__atomic_compare_exchange_n(&v->bad, &b, x->piece, 0, __ATOMIC_RELAXED,
+								    __ATOMIC_RELAXED))
 			;
 	}
 }
 
-/* lmt_shard_check_fn: the payload against the manifest's chunk digests, chunks in
- * parallel. Size and the header's whole-payload SHA-256 first, with the messages
- * check_against gives them. */
-static int check_chunks(void *ctx, const struct lmt_binreader *f, struct lmt_err *err)
+/* Map shard s and check what can be checked before hashing: its header (by the
+ * reader), its size and the header's payload SHA-256 against the manifest (as
+ * check_against words them), the number of chunks. 0, or v->failed set. */
+static int open_vfile(struct vfile *v, const struct lmt_dataset_shard *s)
 {
-	struct chunk_job *J = ctx;
-	const struct lmt_dataset_shard *s = J->s;
 	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
-	if (f->size != s->bytes)
-		return lmt_err_set(err, LMT_EFORMAT, "'%s': %zu bytes, the manifest says %llu", s->path, f->size,
-				   (unsigned long long)s->bytes);
-	if (!LMT_FUZZING && memcmp(f->hdr.payload_sha256, s->sha256, 32)) /* LMT_FUZZING: skipped in the fuzz build */
-		return lmt_err_set(err, LMT_ECHECKSUM, "'%s': payload sha256 %s, the manifest says %s", s->path,
-				   lmt_sha256_hex(f->hdr.payload_sha256, a), lmt_sha256_hex(s->sha256, b));
-	J->p = f->payload;
-	J->n = f->payload_size;
-	uint64_t cb = s->chunk_bytes, nch = J->n ? (J->n - 1) / cb + 1 : 0;
-	if (nch != s->nchunks)
-		return lmt_err_set(err, LMT_EFORMAT, "'%s': %llu payload bytes are %llu chunks of %llu, the manifest lists %zu",
-				   s->path, (unsigned long long)J->n, (unsigned long long)nch, (unsigned long long)cb,
-				   s->nchunks);
-	J->bad = UINT64_MAX;
-	for (J->base = 0; J->base < nch && J->bad == UINT64_MAX; J->base += LMT_WORKPOOL_MAX_ITEMS) {
-		uint64_t m = nch - J->base;
-		lmt_workpool_run(J->pool, chunk_item, J, (uint32_t)(m < LMT_WORKPOOL_MAX_ITEMS ? m : LMT_WORKPOOL_MAX_ITEMS));
-	}
-	if (J->bad == UINT64_MAX)
+	memset(v, 0, sizeof *v);
+	v->s = s;
+	v->bad = UINT64_MAX;
+	if (lmt_binreader_open(&v->f, s->path, &lmt_format_shard, 0, &v->err))
+		return v->failed = 1;
+	v->mapped = 1;
+	uint64_t n = v->f.payload_size;
+	if (v->f.size != s->bytes)
+		lmt_err_set(&v->err, LMT_EFORMAT, "'%s': %zu bytes, the manifest says %llu", s->path, v->f.size,
+			    (unsigned long long)s->bytes);
+	else if (!LMT_FUZZING && memcmp(v->f.hdr.payload_sha256, s->sha256, 32)) /* LMT_FUZZING: skipped in the fuzz build */
+		lmt_err_set(&v->err, LMT_ECHECKSUM, "'%s': payload sha256 %s, the manifest says %s", s->path,
+			    lmt_sha256_hex(v->f.hdr.payload_sha256, a), lmt_sha256_hex(s->sha256, b));
+	else if (s->chunk_bytes && (n ? (n - 1) / s->chunk_bytes + 1 : 0) != s->nchunks)
+		lmt_err_set(&v->err, LMT_EFORMAT, "'%s': %llu payload bytes are %llu chunks of %llu, the manifest lists %zu",
+			    s->path, (unsigned long long)n, (unsigned long long)(n ? (n - 1) / s->chunk_bytes + 1 : 0),
+			    (unsigned long long)s->chunk_bytes, s->nchunks);
+	else if (s->chunk_bytes) {
+		v->piece = s->chunk_bytes;
+		v->npieces = s->nchunks;
+		v->want = s->chunk_sha;
 		return 0;
-	uint64_t off = J->bad * cb, len = J->n - off < cb ? J->n - off : cb;
-	uint8_t d[LMT_SHA256_LEN];
-	lmt_sha256(J->p + off, (size_t)len, d);
-	return lmt_err_set(err, LMT_ECHECKSUM, "'%s': payload sha256 of bytes %llu-%llu (chunk %llu of %llu) is %s, "
-			   "the manifest says %s", s->path, (unsigned long long)off, (unsigned long long)(off + len - 1),
-			   (unsigned long long)J->bad + 1, (unsigned long long)nch, lmt_sha256_hex(d, a),
-			   lmt_sha256_hex(s->chunk_sha + J->bad * LMT_SHA256_LEN, b));
+	} else {
+		v->piece = n ? n : 1;
+		v->npieces = 1;
+		v->want = v->f.hdr.payload_sha256;
+		return 0;
+	}
+	return v->failed = 1;
 }
 
-static int verify_shard_pool(struct lmt_dataset *d, size_t i, struct lmt_workpool *pool, struct lmt_err *err)
+/* After hashing: a bad piece, then the shard's fields and the rest of the manifest's
+ * checks; the shard unmapped. */
+static void finish_vfile(const struct lmt_dataset *d, struct vfile *v)
 {
-	struct lmt_shard sh;
-	const struct lmt_dataset_shard *s = &d->shards[i];
-	struct chunk_job J = { .s = s, .pool = pool };
-	int rc = s->chunk_bytes ? lmt_shard_open_check(&sh, s->path, check_chunks, &J, err)
-				: lmt_shard_open_pool(&sh, s->path, 1, pool, err);
-	if (rc)
-		return rc;
-	rc = check_against(d, s, &sh, err);
-	lmt_shard_close(&sh);
-	return rc;
+	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
+	const struct lmt_dataset_shard *s = v->s;
+	if (!v->failed && v->bad != UINT64_MAX) {
+		uint64_t off = v->bad * v->piece, n = v->f.payload_size - off < v->piece ? v->f.payload_size - off : v->piece;
+		uint8_t got[LMT_SHA256_LEN];
+		lmt_sha256(v->f.payload + off, (size_t)n, got);
+		if (s->chunk_bytes)
+			lmt_err_set(&v->err, LMT_ECHECKSUM,
+				    "'%s': payload sha256 of bytes %llu-%llu (chunk %llu of %llu) is %s, the manifest says %s",
+				    s->path, (unsigned long long)off, (unsigned long long)(off + n - 1),
+				    (unsigned long long)v->bad + 1, (unsigned long long)v->npieces, lmt_sha256_hex(got, a),
+				    lmt_sha256_hex(v->want + v->bad * LMT_SHA256_LEN, b));
+		else
+			lmt_err_set(&v->err, LMT_ECHECKSUM,
+				    "'%s': payload sha256 %s does not match the header's %s (payload corrupted)", s->path,
+				    lmt_sha256_hex(got, a), lmt_sha256_hex(v->want, b));
+		v->failed = 1;
+	}
+	if (!v->failed) {
+		struct lmt_shard sh;
+		v->mapped = 0; /* the shard owns the mapping now, and closes it */
+		v->failed = lmt_shard_adopt(&sh, &v->f, &v->err) || check_against(d, s, &sh, &v->err);
+		if (!v->failed || sh.f.map)
+			lmt_shard_close(&sh);
+	}
+	if (v->mapped)
+		lmt_binreader_close(&v->f);
+	v->mapped = 0;
+}
+
+/* Hash the items of F in the pool (NULL: here), in runs of at most the pool's limit. */
+static void run_items(const struct lmt_dataset *d, struct lmt_workpool *pool, struct vfile *F, const struct vitem *it,
+		      size_t n)
+{
+	struct vjob J = { d, F, it, 0 };
+	for (J.base = 0; J.base < n; J.base += LMT_WORKPOOL_MAX_ITEMS)
+		lmt_workpool_run(pool, verify_item, &J, (uint32_t)LMT_MIN(n - J.base, (size_t)LMT_WORKPOOL_MAX_ITEMS));
+}
+
+/*
+ * Verify shards [lo, hi) of d into F[lo..hi) (and, with docs, the documents table
+ * into F[d->nshards]), a window of them mapped at a time: every piece of every
+ * mapped file is an item of one run, the documents table first, so the threads
+ * stay busy across shard boundaries and on datasets of one shard.
+ */
+static int verify_files(const struct lmt_dataset *d, struct lmt_workpool *pool, struct vfile *F, size_t lo, size_t hi,
+			int docs, struct lmt_err *err)
+{
+	struct vitem *it = NULL;
+	size_t cap = 0;
+	while (lo < hi || docs) {
+		size_t n = 0, w = lo;
+		if (docs) {
+			struct vfile *v = &F[d->nshards];
+			memset(v, 0, sizeof *v);
+			if (LMT_GROW(it, cap, 1))
+				goto oom;
+			it[n++] = (struct vitem){ (uint32_t)d->nshards, 0 };
+			docs = 0;
+		}
+		for (uint64_t bytes = 0; w < hi && w - lo < WINDOW_SHARDS && bytes < WINDOW_BYTES; w++) {
+			struct vfile *v = &F[w];
+			if (open_vfile(v, &d->shards[w]))
+				continue;
+			bytes += v->f.payload_size;
+			if (LMT_GROW(it, cap, n + v->npieces))
+				goto oom;
+			for (uint64_t k = 0; k < v->npieces; k++)
+				it[n++] = (struct vitem){ (uint32_t)w, k };
+		}
+		run_items(d, pool, F, it, n);
+		for (size_t i = lo; i < w; i++)
+			finish_vfile(d, &F[i]);
+		lo = w;
+	}
+	free(it);
+	return 0;
+oom:
+	for (size_t i = lo; i < hi; i++)
+		if (F[i].mapped)
+			lmt_binreader_close(&F[i].f);
+	free(it);
+	return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+}
+
+/* The documents table's digest and lines against the manifest's. */
+static void finish_documents(const struct lmt_dataset *d, struct vfile *v)
+{
+	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
+	if (v->failed)
+		return;
+	if (!LMT_FUZZING && memcmp(v->got, d->docs_sha256, LMT_SHA256_LEN)) /* LMT_FUZZING: skipped in the fuzz build */
+		lmt_err_set(&v->err, LMT_ECHECKSUM, "'%s': sha256 %s, the manifest says %s", d->docs_path,
+			    lmt_sha256_hex(v->got, a), lmt_sha256_hex(d->docs_sha256, b));
+	else if (v->lines != d->docs_count)
+		lmt_err_set(&v->err, LMT_EFORMAT, "'%s': %llu lines, the manifest counts %llu documents", d->docs_path,
+			    (unsigned long long)v->lines, (unsigned long long)d->docs_count);
+	else
+		return;
+	v->failed = 1;
 }
 
 int lmt_dataset_verify_shard(struct lmt_dataset *d, size_t i, struct lmt_err *err)
 {
-	return verify_shard_pool(d, i, NULL, err);
+	struct vfile *F = calloc(d->nshards + 1, sizeof *F);
+	if (!F)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	int rc = verify_files(d, NULL, F, i, i + 1, 0, err);
+	if (!rc && F[i].failed) {
+		*err = F[i].err;
+		rc = err->code ? err->code : LMT_EFORMAT;
+	}
+	free(F);
+	return rc;
 }
 
 int lmt_dataset_verify(struct lmt_dataset *d, int nt, lmt_dataset_report_fn report, void *ctx,
 		       struct lmt_err *err)
 {
-	struct lmt_err *errs = calloc(d->nshards ? d->nshards : 1, sizeof *errs);
-	int *bad = calloc(d->nshards ? d->nshards : 1, sizeof *bad);
-	int nbad = 0;
-	if (!errs || !bad) {
-		nbad = lmt_err_set(err, LMT_ENOMEM, "out of memory");
-		goto out;
+	size_t nf = d->nshards + (d->docs_path != NULL);
+	struct vfile *F = calloc(nf + 1, sizeof *F);
+	if (!F)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	struct lmt_workpool *pool = lmt_workpool_new(nt);
+	int nbad = verify_files(d, pool, F, 0, d->nshards, d->docs_path != NULL, err);
+	lmt_workpool_free(pool);
+	if (nbad) {
+		free(F);
+		return nbad;
 	}
-	int chunked = 1;
-	for (size_t i = 0; i < d->nshards; i++)
-		chunked &= d->shards[i].chunk_bytes != 0;
-	if (nt > 1 && (chunked || d->nshards < (size_t)nt)) {
-		/* the shards one after another, each in nt threads by its chunks or
-		 * (fewer shards than threads, and a shard has one SHA-256, which one
-		 * thread must hash in order) in two */
-		struct lmt_workpool *pool = lmt_workpool_new(chunked ? nt : 2);
-		for (size_t i = 0; i < d->nshards; i++)
-			bad[i] = verify_shard_pool(d, i, pool, &errs[i]) != 0;
-		lmt_workpool_free(pool);
-	} else {
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
-		for (size_t i = 0; i < d->nshards; i++)
-			bad[i] = lmt_dataset_verify_shard(d, i, &errs[i]) != 0;
-	}
-	for (size_t i = 0; i < d->nshards; i++) {
-		nbad += bad[i];
-		int rc = report ? report(ctx, &d->shards[i], bad[i] ? &errs[i] : NULL) : 0;
+	if (d->docs_path)
+		finish_documents(d, &F[d->nshards]);
+	for (size_t i = 0; i < nf; i++) {
+		nbad += F[i].failed;
+		int rc = report ? report(ctx, i < d->nshards ? d->shards[i].path : d->docs_path,
+					 F[i].failed ? &F[i].err : NULL) : 0;
 		if (rc < 0) {
 			nbad = rc;
 			break;
 		}
 	}
-out:
-	free(errs);
-	free(bad);
+	free(F);
 	return nbad;
 }

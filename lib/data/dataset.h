@@ -46,6 +46,10 @@ struct lmt_dataset {
 	uint32_t split_shards[3];
 	struct lmt_dataset_shard *shards;
 	size_t nshards;
+	/* the documents table (documents.jsonl), if the manifest lists one */
+	char *docs_path;         /* directory + name, or NULL */
+	uint8_t docs_sha256[LMT_SHA256_LEN];
+	uint64_t docs_count;     /* its lines */
 	pthread_mutex_t mu;      /* guards opening shards */
 };
 
@@ -55,19 +59,19 @@ void lmt_dataset_close(struct lmt_dataset *d);
 int lmt_dataset_shard(struct lmt_dataset *d, size_t i, const struct lmt_shard **out, struct lmt_err *err);
 /* Re-read shard i from disk: size, header, payload SHA-256 against the manifest
  * (where the manifest lists chunk digests, each chunk's, in place of the whole
- * payload's). */
+ * payload's), then its fields as lmt_dataset_shard checks them. */
 int lmt_dataset_verify_shard(struct lmt_dataset *d, size_t i, struct lmt_err *err);
 /*
- * Verify every shard (lmt_dataset_verify_shard) in nt threads: where the manifest
- * lists chunk digests, one shard at a time, its chunks hashed in parallel; else
- * shards in parallel (with fewer shards than threads, one at a time in two:
- * lmt_binreader_verify). Then report each,
- * in manifest order, through report: problem is NULL for a sound shard, else what
- * is wrong with it. The library finds, the caller prints. Returns the number of
- * bad shards, or a negative code (LMT_ENOMEM, or what report returned).
+ * Verify every shard as lmt_dataset_verify_shard does, and the documents table
+ * (its SHA-256 and its lines against the manifest), in nt threads: each shard's
+ * chunks (or, without chunk digests, its whole payload) and the documents table
+ * are items of a work pool, a window of shards mapped at a time. Then report each
+ * file, the shards in manifest order and the documents table last, through
+ * report: problem is NULL for a sound file, else what is wrong with it. The
+ * library finds, the caller prints. Returns the number of bad files, or a
+ * negative code (LMT_ENOMEM, or what report returned).
  */
-typedef int (*lmt_dataset_report_fn)(void *ctx, const struct lmt_dataset_shard *s,
-				     const struct lmt_err *problem);
+typedef int (*lmt_dataset_report_fn)(void *ctx, const char *path, const struct lmt_err *problem);
 int lmt_dataset_verify(struct lmt_dataset *d, int nt, lmt_dataset_report_fn report, void *ctx,
 		       struct lmt_err *err);
 int lmt_split_parse(const char *s);

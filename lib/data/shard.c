@@ -170,42 +170,22 @@ void lmt_shardw_abort(struct lmt_shardw *w)
 
 int lmt_shard_open(struct lmt_shard *s, const char *path, int verify, struct lmt_err *err)
 {
-	return lmt_shard_open_pool(s, path, verify, NULL, err);
-}
-
-static int open_fields(struct lmt_shard *s, const char *path, int flags, lmt_shard_check_fn check, void *ctx,
-		       struct lmt_err *err);
-
-static int check_pool(void *pool, const struct lmt_binreader *f, struct lmt_err *err)
-{
-	return lmt_binreader_verify(f, pool, err);
-}
-
-int lmt_shard_open_pool(struct lmt_shard *s, const char *path, int verify, struct lmt_workpool *pool,
-			struct lmt_err *err)
-{
-	if (verify && pool)
-		return lmt_shard_open_check(s, path, check_pool, pool, err);
-	return open_fields(s, path, verify ? LMT_BIN_VERIFY : 0, NULL, NULL, err);
-}
-
-int lmt_shard_open_check(struct lmt_shard *s, const char *path, lmt_shard_check_fn check, void *ctx,
-			 struct lmt_err *err)
-{
-	return open_fields(s, path, 0, check, ctx, err);
-}
-
-static int open_fields(struct lmt_shard *s, const char *path, int flags, lmt_shard_check_fn check, void *ctx,
-		       struct lmt_err *err)
-{
-	memset(s, 0, sizeof *s);
-	int rc = lmt_binreader_open(&s->f, path, &lmt_format_shard, flags, err);
-	if (rc)
+	struct lmt_binreader f;
+	int rc = lmt_binreader_open(&f, path, &lmt_format_shard, verify ? LMT_BIN_VERIFY : 0, err);
+	if (rc) {
+		memset(s, 0, sizeof *s);
 		return rc;
-	/* the payload before the fields, as LMT_BIN_VERIFY does, so the same damage
-	 * draws the same message */
-	if (check && (rc = check(ctx, &s->f, err)))
-		goto fail;
+	}
+	return lmt_shard_adopt(s, &f, err);
+}
+
+int lmt_shard_adopt(struct lmt_shard *s, struct lmt_binreader *f, struct lmt_err *err)
+{
+	int rc;
+	const char *path = f->path;
+	memset(s, 0, sizeof *s);
+	s->f = *f;
+	memset(f, 0, sizeof *f);
 	const uint8_t *e = s->f.ext;
 	struct lmt_shard_info *in = &s->info;
 	in->token_bytes = lmt_load_u32(e);

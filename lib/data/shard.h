@@ -99,15 +99,9 @@ struct lmt_shard {
 };
 
 int lmt_shard_open(struct lmt_shard *s, const char *path, int verify, struct lmt_err *err);
-/* The same, the SHA-256 check in two threads of pool (lmt_binreader_verify). */
-struct lmt_workpool;
-int lmt_shard_open_pool(struct lmt_shard *s, const char *path, int verify, struct lmt_workpool *pool,
-			struct lmt_err *err);
-/* The same, the payload checked by check (called once the header is read, before
- * any field of the payload is believed) instead of by its SHA-256. */
-typedef int (*lmt_shard_check_fn)(void *ctx, const struct lmt_binreader *f, struct lmt_err *err);
-int lmt_shard_open_check(struct lmt_shard *s, const char *path, lmt_shard_check_fn check, void *ctx,
-			 struct lmt_err *err);
+/* The same checks but the payload's, of a shard the caller has mapped and checked
+ * as it saw fit: s takes f over (f is left empty), and is closed on failure. */
+int lmt_shard_adopt(struct lmt_shard *s, struct lmt_binreader *f, struct lmt_err *err);
 void lmt_shard_close(struct lmt_shard *s);
 /* Copy sequence i's tokens (seq_len + 1) to out. */
 void lmt_shard_tokens(const struct lmt_shard *s, uint64_t i, uint32_t *out);

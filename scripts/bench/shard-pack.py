@@ -12,7 +12,8 @@ of --repeat runs, the commands taking turns.
 
   pack:    shard-pack -o DIR STREAM      vs  cat STREAM > /dev/null, sha256sum STREAM
            (and with --chunk-bytes 0: the cost of the chunk digests the manifest lists)
-  verify:  shard-pack --verify DIR (-j1 and all cores)  vs  cat / sha256sum of the shards,
+  verify:  shard-pack --verify DIR (-j1 and all cores)  vs  cat / sha256sum of the files it
+           checks (the shards and the documents table),
            and all cores against one (vs_j1)
 """
 import argparse
@@ -49,7 +50,8 @@ def bench(a, kind, tmp, tok):
         return run([f'{BIN}/shard-pack', '-q', '-L', str(a.seq_len), *extra, '-o', where, stream])[0]
     run(sh + [f'cat {stream} > /dev/null'])
     pack()
-    shards = sorted(glob.glob(f'{out}/*.lmshard'))
+    # what --verify reads: the shards and the documents table
+    shards = sorted(glob.glob(f'{out}/*.lmshard')) + [f'{out}/documents.jsonl']
     dsize = sum(os.path.getsize(f) for f in shards)
     files = ' '.join(shards)
     cmds = {
@@ -71,7 +73,8 @@ def bench(a, kind, tmp, tok):
     T = {k: best_median(v) for k, v in t.items()}
     mb = lambda b, k: bm(rate(b / 1e6, T[k]), 0)
     vs = lambda peer, k: bm(ratio(T[peer], T[k]))
-    print(f'# dataset {dsize / 1e6:.1f} MB in {len(shards)} shards; sequences of {a.seq_len + 1} tokens; '
+    print(f'# dataset {dsize / 1e6:.1f} MB in {len(shards) - 1} shards and the documents table; '
+          f'sequences of {a.seq_len + 1} tokens; '
           f'MB/s and vs_ (peer seconds / lmt seconds): best/median of {a.repeat}')
     rows = [
         dict(command='cat stream', mb_s=mb(size, 'cat stream')),

@@ -117,6 +117,36 @@ check "--chunk-bytes 0 lists no chunks" $SP -q -L 64 --split val=0 --chunk-bytes
 [ "$(jq '[.shards[] | has("chunk_sha256")] | any' "$T/ch0/manifest.json")" = false ] && ok "... none in the manifest" ||
 	notok "chunk-bytes 0"
 check "... and the dataset verifies by whole shards" $SP --verify "$T/ch0" -j2
+cp -r "$T/ch0" "$T/ch0bad"
+printf 'Z' | dd of="$T/ch0bad/train-00000.lmshard" bs=1 seek=300 conv=notrunc 2>/dev/null
+for j in 1 2; do
+	check_fail "no chunks, a byte changed: -j$j names the shard against its header" 1 \
+		"train-00000.lmshard': payload sha256 " $SP --verify "$T/ch0bad" -j$j
+	grep -q "does not match the header's" "$T/.err" && ok "... the whole payload's digest, -j$j" || notok "ch0 message" "$(cat "$T/.err")"
+done
+
+# the documents table (documents.jsonl, which evalppl reads for bits per byte) is
+# checked too: its SHA-256 and its lines against the manifest, a record of its own
+check "verify: a record for the documents table" $SP --verify "$T/ch" -j2
+grep -q '"event":"verify","path":"[^"]*ch/documents.jsonl","ok":true' "$T/.out" && ok "... ok:true" ||
+	notok "documents record" "$(cat "$T/.out")"
+[ "$(jq -s '.[-1] | .files == .shards + 1' "$T/.out")" = true ] && ok "the summary counts it among the files" ||
+	notok "files count" "$(tail -1 "$T/.out")"
+cp -r "$T/ch" "$T/docbad"
+sed '1s/"tokens":/"tokens":1/' "$T/ch/documents.jsonl" > "$T/docbad/documents.jsonl"
+for j in 1 2; do
+	check_fail "an edited documents table is named, -j$j" 1 "docbad/documents.jsonl': sha256 " $SP --verify "$T/docbad" -j$j
+done
+grep -q '"path":"[^"]*docbad/documents.jsonl","ok":false' "$T/.out" && ok "... its record says ok:false" ||
+	notok "documents bad record"
+rm "$T/docbad/documents.jsonl"
+check_fail "a missing documents table is named" 1 "docbad/documents.jsonl'" $SP --verify "$T/docbad"
+head -n -1 "$T/ch/documents.jsonl" > "$T/docbad/documents.jsonl"
+jq -c --arg h "$(sha256sum < "$T/docbad/documents.jsonl" | cut -c1-64)" '.documents.sha256 = $h' "$T/ch/manifest.json" > "$T/docbad/manifest.json"
+reseal "$T/docbad/manifest.json"
+check_fail "a documents table a line short (manifest re-sealed to its digest) is refused by its count" 1 \
+	"documents.jsonl': $(($(wc -l < "$T/ch/documents.jsonl") - 1)) lines, the manifest counts $(wc -l < "$T/ch/documents.jsonl") documents" \
+	$SP --verify "$T/docbad"
 [ "$(jq '.shards[0] | (.chunk_sha256 | length) == 1 and .chunk_bytes == 4194304' "$T/one/manifest.json")" = true ] &&
 	ok "by default (4Mi), a small shard's manifest entry lists one chunk" || notok "default chunks"
 
