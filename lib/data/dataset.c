@@ -243,7 +243,7 @@ int lmt_dataset_shard(struct lmt_dataset *d, size_t i, const struct lmt_shard **
 
 /* One file being verified: a shard (its payload in the manifest's chunks, or
  * whole against its header where the manifest lists none) or, with s NULL, the
- * documents table (whole, read). */
+ * documents table (whole, mapped). */
 struct vfile {
 	const struct lmt_dataset_shard *s;
 	struct lmt_binreader f;
