@@ -164,3 +164,23 @@ void lmt_workpool_run(struct lmt_workpool *p, void (*fn)(void *ctx, uint32_t ite
 			sched_yield();
 	}
 }
+
+struct for_job {
+	void (*fn)(void *ctx, size_t i, int worker);
+	void *ctx;
+	size_t base;
+};
+
+static void for_item(void *ctx, uint32_t item, int worker)
+{
+	struct for_job *J = ctx;
+	J->fn(J->ctx, J->base + item, worker);
+}
+
+void lmt_workpool_for(struct lmt_workpool *p, void (*fn)(void *ctx, size_t i, int worker), void *ctx, size_t n)
+{
+	struct for_job J = { fn, ctx, 0 };
+	for (; J.base < n; J.base += LMT_WORKPOOL_MAX_ITEMS)
+		lmt_workpool_run(p, for_item, &J,
+				 (uint32_t)(n - J.base < LMT_WORKPOOL_MAX_ITEMS ? n - J.base : LMT_WORKPOOL_MAX_ITEMS));
+}

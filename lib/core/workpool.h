@@ -26,6 +26,7 @@
 #ifndef LMT_WORKPOOL_H
 #define LMT_WORKPOOL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct lmt_workpool;
@@ -40,5 +41,8 @@ void lmt_workpool_free(struct lmt_workpool *p);
 int lmt_workpool_workers(const struct lmt_workpool *p);
 void lmt_workpool_run(struct lmt_workpool *p, void (*fn)(void *ctx, uint32_t item, int worker), void *ctx,
 		      uint32_t nitems);
+/* fn(ctx, i, worker) for every i in [0, n), n of any size: runs of at most
+ * LMT_WORKPOOL_MAX_ITEMS items, one after another. */
+void lmt_workpool_for(struct lmt_workpool *p, void (*fn)(void *ctx, size_t i, int worker), void *ctx, size_t n);
 
 #endif

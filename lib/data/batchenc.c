@@ -51,14 +51,12 @@ int lmt_batchenc_init(struct lmt_batchenc *e, const struct lmt_tokenizer *tok, c
 struct encode_job {
 	struct lmt_batchenc *e;
 	const struct lmt_docbatch *b;
-	size_t base;             /* the document of item 0 */
 	int failed;
 };
 
-static void encode_doc(void *ctx, uint32_t item, int tid)
+static void encode_doc(void *ctx, size_t i, int tid)
 {
 	struct encode_job *J = ctx;
-	size_t i = J->base + item;
 	struct lmt_batchenc *e = J->e;
 	const struct lmt_batchenc_opts *o = &e->o;
 	struct lmt_u32vec *v = &e->vec[tid].v;
@@ -86,11 +84,11 @@ static void encode_doc(void *ctx, uint32_t item, int tid)
 
 #define GATHER_DOCS 256
 
-static void gather_docs(void *ctx, uint32_t item, int worker)
+static void gather_docs(void *ctx, size_t item, int worker)
 {
 	struct encode_job *J = ctx;
 	struct lmt_batchenc *e = J->e;
-	size_t lo = (size_t)item * GATHER_DOCS, hi = LMT_MIN(lo + GATHER_DOCS, J->b->n);
+	size_t lo = item * GATHER_DOCS, hi = LMT_MIN(lo + GATHER_DOCS, J->b->n);
 	(void)worker;
 	for (size_t i = lo; i < hi; i++) {
 		const struct lmt_batchenc_rec *r = &e->recs[i];
@@ -106,9 +104,8 @@ int lmt_batchenc_run(struct lmt_batchenc *e, const struct lmt_docbatch *b, struc
 	if (LMT_GROW(e->recs, e->rcap, nd) || LMT_GROW(e->ntok, e->ncap, nd))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	recs = e->recs;
-	struct encode_job J = { e, b, 0, 0 };
-	for (J.base = 0; J.base < nd; J.base += LMT_WORKPOOL_MAX_ITEMS)
-		lmt_workpool_run(e->pool, encode_doc, &J, (uint32_t)LMT_MIN(nd - J.base, (size_t)LMT_WORKPOOL_MAX_ITEMS));
+	struct encode_job J = { e, b, 0 };
+	lmt_workpool_for(e->pool, encode_doc, &J, nd);
 	if (J.failed)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory encoding");
 	/* gather in document order, GATHER_DOCS documents an item */
@@ -121,8 +118,7 @@ int lmt_batchenc_run(struct lmt_batchenc *e, const struct lmt_docbatch *b, struc
 	if (LMT_GROW(e->all.v, e->all.cap, total))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	e->all.n = total;
-	J.base = 0;
-	lmt_workpool_run(e->pool, gather_docs, &J, (uint32_t)((nd + GATHER_DOCS - 1) / GATHER_DOCS));
+	lmt_workpool_for(e->pool, gather_docs, &J, (nd + GATHER_DOCS - 1) / GATHER_DOCS);
 	for (int i = 0; i < o->threads; i++)
 		e->vec[i].v.n = 0;
 	return 0;

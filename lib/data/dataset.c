@@ -266,7 +266,6 @@ struct vjob {
 	const struct lmt_dataset *d;
 	struct vfile *F;
 	const struct vitem *it;
-	size_t base;             /* the item of run item 0 */
 };
 
 /* Newlines in p[0, n). */
@@ -318,10 +317,10 @@ static void hash_documents(const struct lmt_dataset *d, struct vfile *v)
 		munmap((void *)p, n);
 }
 
-static void verify_item(void *ctx, uint32_t item, int worker)
+static void verify_item(void *ctx, size_t item, int worker)
 {
 	struct vjob *J = ctx;
-	const struct vitem *x = &J->it[J->base + item];
+	const struct vitem *x = &J->it[item];
 	struct vfile *v = &J->F[x->file];
 	(void)worker;
 	if (!v->s) {
@@ -410,15 +409,6 @@ static void finish_vfile(const struct lmt_dataset *d, struct vfile *v)
 	v->mapped = 0;
 }
 
-/* Hash the items of F in the pool (NULL: here), in runs of at most the pool's limit. */
-static void run_items(const struct lmt_dataset *d, struct lmt_workpool *pool, struct vfile *F, const struct vitem *it,
-		      size_t n)
-{
-	struct vjob J = { d, F, it, 0 };
-	for (J.base = 0; J.base < n; J.base += LMT_WORKPOOL_MAX_ITEMS)
-		lmt_workpool_run(pool, verify_item, &J, (uint32_t)LMT_MIN(n - J.base, (size_t)LMT_WORKPOOL_MAX_ITEMS));
-}
-
 /*
  * Verify shards [lo, hi) of d into F[lo..hi) (and, with docs, the documents table
  * into F[d->nshards]), a window of them mapped at a time: every piece of every
@@ -450,7 +440,8 @@ static int verify_files(const struct lmt_dataset *d, struct lmt_workpool *pool, 
 			for (uint64_t k = 0; k < v->npieces; k++)
 				it[n++] = (struct vitem){ (uint32_t)w, k };
 		}
-		run_items(d, pool, F, it, n);
+		struct vjob J = { d, F, it };
+		lmt_workpool_for(pool, verify_item, &J, n);
 		for (size_t i = lo; i < w; i++)
 			finish_vfile(d, &F[i]);
 		lo = w;

@@ -110,14 +110,13 @@ static int count_doc(struct lmt_wordcount *wc, struct lmt_pretok_iter *it, const
 struct count_job {
 	struct lmt_toktrain *t;
 	const struct lmt_docbatch *b;
-	size_t base;             /* the document of item 0 */
 	int failed;
 };
 
-static void count_item(void *ctx, uint32_t item, int worker)
+static void count_item(void *ctx, size_t i, int worker)
 {
 	struct count_job *J = ctx;
-	const struct lmt_doc *d = &J->b->docs[J->base + item];
+	const struct lmt_doc *d = &J->b->docs[i];
 	struct lmt_toktrain_worker *W = &J->t->W[worker];
 	if (count_doc(&W->wc, &W->it, d->text, d->len, &J->t->p))
 		__atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
@@ -147,13 +146,11 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 		lmt_corpus_close(c);
 		return lmt_err_set(err, LMT_ENOMEM, "cannot start the reader");
 	}
-	struct count_job J = { t, NULL, 0, 0 };
+	struct count_job J = { t, NULL, 0 };
 	struct lmt_workpool *pool = lmt_workpool_new(nt);
 	while ((rc = lmt_batchq_get(q, &bp, err)) > 0) {
 		J.b = bp;
-		for (J.base = 0; J.base < bp->n; J.base += LMT_WORKPOOL_MAX_ITEMS)
-			lmt_workpool_run(pool, count_item, &J,
-					 (uint32_t)LMT_MIN(bp->n - J.base, (size_t)LMT_WORKPOOL_MAX_ITEMS));
+		lmt_workpool_for(pool, count_item, &J, bp->n);
 		if (J.failed) {
 			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory counting words");
 			break;

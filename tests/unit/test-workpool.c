@@ -38,6 +38,9 @@
  *     fails if free returns with its helpers still alive);
  *   - LMT_WORKPOOL_MAX_ITEMS (2^21) items in one run are each run once (a byte
  *     counter per item), and a small run after it still works;
+ *   - lmt_workpool_for over 2 * LMT_WORKPOOL_MAX_ITEMS + 3 indices, with no pool
+ *     and with 3 threads, calls fn once for each index and never past the end
+ *     (fails if a run's base is wrong or the last, short run is lost);
  *   - nt above 1024 is capped: lmt_workpool_new(1025) has at most 1024 workers.
  * A lost item makes lmt_workpool_run wait for ever, so the whole program runs under
  * an alarm: past 300 s (about 1 s is usual) it prints "not ok" and exits.
@@ -533,6 +536,48 @@ static void test_max_items(atomic_uint *cnt)
 	free(c);
 }
 
+/* lmt_workpool_for: indices past one run's limit, in runs one after another */
+static void for_fn(void *vctx, size_t i, int worker)
+{
+	atomic_uchar *cnt = vctx;
+	int e = enter(worker);
+	if (i < 2 * (size_t)LMT_WORKPOOL_MAX_ITEMS + 3)
+		atomic_fetch_add_explicit(&cnt[i], 1, memory_order_relaxed);
+	leave(worker, e);
+}
+
+static void test_for(void)
+{
+	const size_t n = 2 * (size_t)LMT_WORKPOOL_MAX_ITEMS + 3;
+	atomic_uchar *c = calloc(n + 1, sizeof *c);
+	if (!c) {
+		tap_ok(0, "lmt_workpool_for: memory");
+		return;
+	}
+	struct lmt_workpool *p = lmt_workpool_new(3);
+	for (int pass = 0; pass < 2; pass++) {
+		struct lmt_workpool *q = pass ? p : NULL;
+		memset(c, 0, n + 1);
+		probe_reset(lmt_workpool_workers(q));
+		lmt_workpool_for(q, for_fn, c, n);
+		size_t bad = 0;
+		for (size_t i = 0; i <= n; i++)
+			bad += atomic_load_explicit(&c[i], memory_order_relaxed) != (i < n);
+		if (!tap_ok(!bad, "lmt_workpool_for, %s: %zu indices (2 runs' limit + 3), each once, none past the end",
+			    pass ? "3 threads" : "no pool", n))
+			tap_diag("  %zu indices wrong", bad);
+		probe_check(pass ? "lmt_workpool_for, 3 threads" : "lmt_workpool_for, no pool");
+	}
+	memset(c, 0, n + 1);
+	lmt_workpool_for(p, for_fn, c, 0);
+	size_t called = 0;
+	for (size_t i = 0; i <= n; i++)
+		called += atomic_load_explicit(&c[i], memory_order_relaxed);
+	tap_ok(!called, "lmt_workpool_for of 0 indices calls nothing");
+	lmt_workpool_free(p);
+	free(c);
+}
+
 static void test_cap(atomic_uint *cnt)
 {
 	int before = threads_now();
@@ -582,6 +627,7 @@ int main(void)
 	test_reduction();
 	test_free_states(cnt);
 	test_max_items(cnt);
+	test_for();
 	test_cap(cnt);
 	return tap_done();
 }
