@@ -148,22 +148,17 @@ int lmt_hdr_parse(struct lmt_hdr *h, const uint8_t *buf, size_t avail, const cha
 	return 0;
 }
 
-static int check_digest(const struct lmt_hdr *h, const uint8_t d[32], const char *path, struct lmt_err *err)
+static int check_payload(const struct lmt_hdr *h, const uint8_t *payload, const char *path,
+			 struct lmt_err *err)
 {
+	uint8_t d[32];
 	char a[65], b[65];
+	lmt_sha256(payload, h->payload_size, d);
 	if (!LMT_FUZZING && memcmp(d, h->payload_sha256, 32)) /* LMT_FUZZING: skipped in the fuzz build */
 		return lmt_err_set(err, LMT_ECHECKSUM,
 			"'%s': payload sha256 %s does not match the header's %s (payload corrupted)",
 			path, lmt_sha256_hex(d, a), lmt_sha256_hex(h->payload_sha256, b));
 	return 0;
-}
-
-static int check_payload(const struct lmt_hdr *h, const uint8_t *payload, const char *path,
-			 struct lmt_err *err)
-{
-	uint8_t d[32];
-	lmt_sha256(payload, h->payload_size, d);
-	return check_digest(h, d, path, err);
 }
 
 int lmt_binreader_open(struct lmt_binreader *f, const char *path, const struct lmt_format *fmt,

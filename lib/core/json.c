@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/jsonscan.h"
+#include "core/utf8.h"
 #include "core/util.h"
 
 void lmt_json_init(struct lmt_json *j)
@@ -49,24 +50,10 @@ void lmt_json_escape(struct lmt_json *j, const char *s, size_t n)
 			break;
 		unsigned c = *p;
 		if (c >= 0x80) {
-			/* validate one UTF-8 sequence (RFC 3629: no overlongs, no surrogates);
-			 * a valid one stays in the run */
-			int len = 0;
-			uint32_t cp = 0;
-			if (c >= 0xc2 && c <= 0xdf) { len = 2; cp = c & 0x1f; }
-			else if (c >= 0xe0 && c <= 0xef) { len = 3; cp = c & 0x0f; }
-			else if (c >= 0xf0 && c <= 0xf4) { len = 4; cp = c & 0x07; }
-			int ok = len > 0 && end - p >= len;
-			for (int k = 1; ok && k < len; k++) {
-				if ((p[k] & 0xc0) != 0x80)
-					ok = 0;
-				else
-					cp = cp << 6 | (p[k] & 0x3f);
-			}
-			if (ok && ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-				   (len == 4 && (cp < 0x10000 || cp > 0x10ffff))))
-				ok = 0;
-			if (ok) {
+			/* one UTF-8 character (RFC 3629, utf8.h); a valid one stays in the run */
+			uint32_t cp;
+			int len = lmt_utf8_decode_fast(p, (size_t)(end - p), &cp);
+			if (cp < LMT_UTF8_BAD) {
 				p += len;
 				continue;
 			}

@@ -192,17 +192,24 @@ void lmt_dataset_close(struct lmt_dataset *d)
 	memset(d, 0, sizeof *d);
 }
 
-/* The checks of a mapped shard against what the manifest says about it. */
-static int check_against(const struct lmt_dataset *d, const struct lmt_dataset_shard *s,
-			 const struct lmt_shard *sh, struct lmt_err *err)
+/* A mapped shard file's size and its header's payload SHA-256 against what the
+ * manifest says of the shard. */
+static int check_file(const struct lmt_dataset_shard *s, const struct lmt_binreader *f, struct lmt_err *err)
 {
 	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
-	if (sh->f.size != s->bytes)
-		return lmt_err_set(err, LMT_EFORMAT, "'%s': %zu bytes, the manifest says %llu", s->path, sh->f.size,
+	if (f->size != s->bytes)
+		return lmt_err_set(err, LMT_EFORMAT, "'%s': %zu bytes, the manifest says %llu", s->path, f->size,
 				   (unsigned long long)s->bytes);
-	if (!LMT_FUZZING && memcmp(sh->f.hdr.payload_sha256, s->sha256, 32)) /* LMT_FUZZING: skipped in the fuzz build */
+	if (!LMT_FUZZING && memcmp(f->hdr.payload_sha256, s->sha256, 32)) /* LMT_FUZZING: skipped in the fuzz build */
 		return lmt_err_set(err, LMT_ECHECKSUM, "'%s': payload sha256 %s, the manifest says %s", s->path,
-				   lmt_sha256_hex(sh->f.hdr.payload_sha256, a), lmt_sha256_hex(s->sha256, b));
+				   lmt_sha256_hex(f->hdr.payload_sha256, a), lmt_sha256_hex(s->sha256, b));
+	return 0;
+}
+
+/* A shard's fields against the manifest. */
+static int check_fields(const struct lmt_dataset *d, const struct lmt_dataset_shard *s, const struct lmt_shard *sh,
+			struct lmt_err *err)
+{
 	if (sh->info.pad_id != d->pad_id)
 		return lmt_err_set(err, LMT_EFORMAT, "'%s': pad id %u, the manifest says %u", s->path, sh->info.pad_id,
 				   d->pad_id);
@@ -216,6 +223,14 @@ static int check_against(const struct lmt_dataset *d, const struct lmt_dataset_s
 			(unsigned long long)sh->info.n_seqs, sh->info.seq_len + 1, lmt_split_name((int)sh->info.split),
 			(unsigned long long)s->seqs, d->seq_len + 1, lmt_split_name(s->split));
 	return 0;
+}
+
+/* The checks of a mapped shard against what the manifest says about it. */
+static int check_against(const struct lmt_dataset *d, const struct lmt_dataset_shard *s,
+			 const struct lmt_shard *sh, struct lmt_err *err)
+{
+	int rc = check_file(s, &sh->f, err);
+	return rc ? rc : check_fields(d, s, sh, err);
 }
 
 int lmt_dataset_shard(struct lmt_dataset *d, size_t i, const struct lmt_shard **out, struct lmt_err *err)
@@ -339,11 +354,10 @@ static void verify_item(void *ctx, size_t item, int worker)
 }
 
 /* Map shard s and check what can be checked before hashing: its header (by the
- * reader), its size and the header's payload SHA-256 against the manifest (as
- * check_against words them), the number of chunks. 0, or v->failed set. */
+ * reader), its size and the header's payload SHA-256 against the manifest
+ * (check_file), the number of chunks. 0, or v->failed set. */
 static int open_vfile(struct vfile *v, const struct lmt_dataset_shard *s)
 {
-	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
 	memset(v, 0, sizeof *v);
 	v->s = s;
 	v->bad = UINT64_MAX;
@@ -351,32 +365,30 @@ static int open_vfile(struct vfile *v, const struct lmt_dataset_shard *s)
 		return v->failed = 1;
 	v->mapped = 1;
 	uint64_t n = v->f.payload_size;
-	if (v->f.size != s->bytes)
-		lmt_err_set(&v->err, LMT_EFORMAT, "'%s': %zu bytes, the manifest says %llu", s->path, v->f.size,
-			    (unsigned long long)s->bytes);
-	else if (!LMT_FUZZING && memcmp(v->f.hdr.payload_sha256, s->sha256, 32)) /* LMT_FUZZING: skipped in the fuzz build */
-		lmt_err_set(&v->err, LMT_ECHECKSUM, "'%s': payload sha256 %s, the manifest says %s", s->path,
-			    lmt_sha256_hex(v->f.hdr.payload_sha256, a), lmt_sha256_hex(s->sha256, b));
-	else if (s->chunk_bytes && (n ? (n - 1) / s->chunk_bytes + 1 : 0) != s->nchunks)
-		lmt_err_set(&v->err, LMT_EFORMAT, "'%s': %llu payload bytes are %llu chunks of %llu, the manifest lists %zu",
-			    s->path, (unsigned long long)n, (unsigned long long)(n ? (n - 1) / s->chunk_bytes + 1 : 0),
-			    (unsigned long long)s->chunk_bytes, s->nchunks);
-	else if (s->chunk_bytes) {
-		v->piece = s->chunk_bytes;
-		v->npieces = s->nchunks;
-		v->want = s->chunk_sha;
-		return 0;
-	} else {
+	if (check_file(s, &v->f, &v->err))
+		return v->failed = 1;
+	if (!s->chunk_bytes) {
+		/* the whole payload, one piece, against the header's digest */
 		v->piece = n ? n : 1;
 		v->npieces = 1;
 		v->want = v->f.hdr.payload_sha256;
 		return 0;
 	}
-	return v->failed = 1;
+	uint64_t nch = n ? (n - 1) / s->chunk_bytes + 1 : 0;
+	if (nch != s->nchunks) {
+		lmt_err_set(&v->err, LMT_EFORMAT, "'%s': %llu payload bytes are %llu chunks of %llu, the manifest lists %zu",
+			    s->path, (unsigned long long)n, (unsigned long long)nch, (unsigned long long)s->chunk_bytes,
+			    s->nchunks);
+		return v->failed = 1;
+	}
+	v->piece = s->chunk_bytes;
+	v->npieces = nch;
+	v->want = s->chunk_sha;
+	return 0;
 }
 
-/* After hashing: a bad piece, then the shard's fields and the rest of the manifest's
- * checks; the shard unmapped. */
+/* After hashing: a bad piece, then the shard's fields against the manifest; the
+ * shard unmapped. */
 static void finish_vfile(const struct lmt_dataset *d, struct vfile *v)
 {
 	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
@@ -399,10 +411,9 @@ static void finish_vfile(const struct lmt_dataset *d, struct vfile *v)
 	}
 	if (!v->failed) {
 		struct lmt_shard sh;
-		v->mapped = 0; /* the shard owns the mapping now, and closes it */
-		v->failed = lmt_shard_adopt(&sh, &v->f, &v->err) || check_against(d, s, &sh, &v->err);
-		if (!v->failed || sh.f.map)
-			lmt_shard_close(&sh);
+		v->mapped = 0; /* the shard owns the mapping now (adopt closes it on failure) */
+		v->failed = lmt_shard_adopt(&sh, &v->f, &v->err) || check_fields(d, s, &sh, &v->err);
+		lmt_shard_close(&sh);
 	}
 	if (v->mapped)
 		lmt_binreader_close(&v->f);

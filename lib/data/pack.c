@@ -328,13 +328,6 @@ int lmt_pack_finish(struct lmt_pack *pk, struct lmt_err *err)
 
 /* ---- the manifest ---- */
 
-/*
- * documents.jsonl: one line per document of the stream, in stream order (the
- * segments' document numbers index it): its tokens, the bytes of its source text
- * and its source (an index into the manifest's sources). evalppl takes bits per
- * byte from these, so a dataset packed from a pipe, whose stream is gone, has them
- * as one packed from a file does; the manifest records the file's SHA-256.
- */
 /* v in decimal at p; the end */
 static char *put_dec(char *p, uint64_t v)
 {
@@ -355,6 +348,13 @@ static char *put_str(char *p, const char *s)
 	return p + n;
 }
 
+/*
+ * documents.jsonl: one line per document of the stream, in stream order (the
+ * segments' document numbers index it): its tokens, the bytes of its source text
+ * and its source (an index into the manifest's sources). evalppl takes bits per
+ * byte from these, so a dataset packed from a pipe, whose stream is gone, has them
+ * as one packed from a file does; the manifest records the file's SHA-256.
+ */
 static int write_documents(const struct lmt_pack *pk, const struct lmt_tokstream_reader *r, uint8_t *sha,
 			   struct lmt_err *err)
 {

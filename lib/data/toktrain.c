@@ -4,9 +4,9 @@
  * A reader thread (with more than one thread) selects documents (lmt_batchq
  * applies the selection, so --max-bytes stops the reading itself); the threads of
  * a work pool pre-tokenize and count each batch into tables of their own, merged
- * once at the end, so counting needs no locks. The selection depends only on a document's source name, ordinal and
- * the seed, never on the thread that counts it, so the same inputs always give
- * the same counts and the same tokenizer.
+ * once at the end, so counting needs no locks. The selection depends only on a
+ * document's source name, ordinal and the seed, never on the thread that counts
+ * it, so the same inputs always give the same counts and the same tokenizer.
  */
 #include <omp.h>
 #include <stdio.h>
