@@ -1365,8 +1365,20 @@ struct lmt_batchq {
 	int fill, take;          /* next slot to fill / to take */
 	int done, stop, rc;
 	int ahead;               /* 0: no thread, lmt_batchq_get reads into slot[0] */
+	unsigned nread;          /* batches read so far */
 	struct lmt_err err;
 };
+
+/* The first batches are smaller (an eighth of max_bytes, then a quarter, a half),
+ * so that the caller starts on the first one soon instead of waiting for the whole
+ * of it; the batches are the same with or without the thread. */
+static int batchq_read(struct lmt_batchq *q, struct lmt_docbatch *b, struct lmt_err *err)
+{
+	unsigned k = q->nread < 3 ? 3 - q->nread : 0;
+	size_t max_bytes = LMT_MAX(q->max_bytes >> k, 1);
+	q->nread++;
+	return lmt_corpus_read_batch(q->c, b, max_bytes, q->max_docs, q->keep, q->ctx, err);
+}
 
 static void *batchq_main(void *arg)
 {
@@ -1381,7 +1393,7 @@ static void *batchq_main(void *arg)
 		if (stop)
 			break;
 		struct lmt_err err = { 0 };
-		int n = lmt_corpus_read_batch(q->c, &q->slot[i], q->max_bytes, q->max_docs, q->keep, q->ctx, &err);
+		int n = batchq_read(q, &q->slot[i], &err);
 		pthread_mutex_lock(&q->mu);
 		if (n > 0) {
 			q->count[i] = n;
@@ -1428,8 +1440,7 @@ struct lmt_batchq *lmt_batchq_start(struct lmt_corpus *c, size_t max_bytes, size
 int lmt_batchq_get(struct lmt_batchq *q, struct lmt_docbatch **b, struct lmt_err *err)
 {
 	if (!q->ahead) {
-		int n = q->done ? 0 : lmt_corpus_read_batch(q->c, &q->slot[0], q->max_bytes, q->max_docs, q->keep,
-							    q->ctx, err);
+		int n = q->done ? 0 : batchq_read(q, &q->slot[0], err);
 		q->done = n <= 0;
 		*b = n > 0 ? &q->slot[0] : NULL;
 		return n > 0 ? 1 : n;

@@ -150,7 +150,9 @@ void lmt_docbatch_release(struct lmt_docbatch *b);
 /*
  * Read-ahead: a thread fills the next batch while the caller works on the current
  * one, so reading and decompressing overlap with encoding. Batches come in input
- * order. The corpus must not be used directly while the queue runs. With ahead 0
+ * order; the first three are limited to an eighth, a quarter and a half of
+ * max_bytes, so that the caller's threads start soon. The corpus must not be used
+ * directly while the queue runs. With ahead 0
  * there is no thread: lmt_batchq_get reads the batch itself, so that a tool asked
  * for one thread (-j1) runs on one core; the same batches come either way.
  *
