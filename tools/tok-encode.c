@@ -9,6 +9,7 @@
  * order whatever the thread count. stdout: the binary stream when redirected and no
  * -o is given, otherwise a JSONL summary; stderr: human messages.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,12 +99,66 @@ struct opts {
 
 /* ---- ids: one text line per document ---- */
 
-static void ids_write(FILE *f, const char *name, const uint32_t *t, size_t n)
+/* 0, or errno after a failed write */
+static int ids_write(FILE *f, const uint32_t *t, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, i ? " %u" : "%u", t[i]);
-	if (fputc('\n', f) == EOF)
-		die_write(name);
+	return fputc('\n', f) == EOF ? (errno ? errno : EIO) : 0;
+}
+
+/* ---- writing a batch, while the threads encode the next ---- */
+
+/* what the output needs of a document once its batch has gone back to the reader */
+struct pending_doc {
+	uint64_t len, ordinal;
+	uint32_t source;
+};
+
+struct batch_writer {
+	int llmc, ids;
+	const struct lmt_batchenc *enc;       /* the batch's tokens: enc->all, enc->ntok */
+	struct lmt_tokstream_writer *w;
+	struct lmt_llmc_tokens *l;
+	FILE *idout;
+	struct pending_doc *d;                /* the batch's documents */
+	size_t n, cap;
+	int rc, write_errno;                  /* the first failure, for the main thread */
+	struct lmt_err err;
+};
+
+/* Write the pending batch (bw->n documents) and empty it; on failure note it and
+ * write nothing more. Runs in any thread (lmt_batchenc_run_side). */
+static void write_pending(void *ctx)
+{
+	struct batch_writer *bw = ctx;
+	const struct lmt_u32vec *all = &bw->enc->all;
+	size_t n = bw->n;
+	bw->n = 0;
+	if (!n || bw->rc || bw->write_errno)
+		return;
+	if (bw->llmc) {
+		bw->rc = lmt_llmc_tokens_write(bw->l, all->v, all->n, &bw->err);
+	} else if (bw->ids) {
+		for (size_t i = 0, at = 0; i < n && !bw->write_errno; at += bw->enc->ntok[i], i++)
+			bw->write_errno = ids_write(bw->idout, all->v + at, bw->enc->ntok[i]);
+	} else {
+		bw->rc = lmt_tokstream_writer_tokens(bw->w, all->v, all->n, &bw->err);
+		for (size_t i = 0; i < n && !bw->rc; i++)
+			bw->rc = lmt_tokstream_writer_index(bw->w, bw->enc->ntok[i], bw->d[i].len, bw->d[i].source,
+							   bw->d[i].ordinal, &bw->err);
+	}
+}
+
+/* in the main thread: exit on a failure write_pending noted */
+static void writer_check(const struct batch_writer *bw, const char *outname)
+{
+	if (bw->rc)
+		die_err(&bw->err);
+	if (bw->write_errno) {
+		errno = bw->write_errno;
+		die_write(outname);
+	}
 }
 
 /* ---- encoding ---- */
@@ -204,30 +259,25 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	struct lmt_docbatch *b;
 	if (!q)
 		die("cannot start the reader thread");
+	/* batch k is written while batch k + 1 is encoded, by whichever thread is free
+	 * first: the output's order is the input's all the same */
+	struct batch_writer bw = { o->llmc, o->ids, &enc, &w, &l, idout, NULL, 0, 0, 0, 0, { 0 } };
+	const char *outname = to_stdout ? "<stdout>" : o->out;
 	int n;
 	while ((n = lmt_batchq_get(q, &b, &err)) > 0) {
-		int nd = (int)b->n;
-		if (lmt_batchenc_run(&enc, b, &err))
+		size_t nd = b->n;
+		if (lmt_batchenc_run_side(&enc, b, write_pending, &bw, &err))
 			die_err(&err);
-		const struct lmt_u32vec *all = &enc.all;
-		if (o->llmc) {
-			if (lmt_llmc_tokens_write(&l, all->v, all->n, &err))
-				die_err(&err);
-		} else if (o->ids) {
-			for (size_t i = 0, at = 0; i < (size_t)nd; at += enc.ntok[i], i++)
-				ids_write(idout, to_stdout ? "<stdout>" : o->out, all->v + at, enc.ntok[i]);
-		} else {
-			if (lmt_tokstream_writer_tokens(&w, all->v, all->n, &err))
-				die_err(&err);
-			for (int i = 0; i < nd; i++)
-				if (lmt_tokstream_writer_index(&w, enc.ntok[i], b->docs[i].len, b->docs[i].source,
-							       b->docs[i].ordinal, &err))
-					die_err(&err);
-		}
-		ntok += all->n;
-		for (int i = 0; i < nd; i++)
+		writer_check(&bw, outname);
+		if (LMT_GROW(bw.d, bw.cap, nd))
+			die("out of memory");
+		for (size_t i = 0; i < nd; i++) {
+			bw.d[i] = (struct pending_doc){ b->docs[i].len, b->docs[i].ordinal, b->docs[i].source };
 			bytes += b->docs[i].len;
-		docs += (uint64_t)nd;
+		}
+		bw.n = nd;
+		ntok += enc.all.n;
+		docs += nd;
 		lmt_batchq_put(q, b);
 		lmt_corpus_progress(c, &done, &total);
 		lmt_progress_update(&bar, done);
@@ -235,6 +285,9 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	lmt_batchq_stop(q);
 	if (n < 0)
 		die_err(&err);
+	write_pending(&bw); /* the last batch */
+	free(bw.d);
+	writer_check(&bw, outname);
 	lmt_progress_done(&bar);
 	double secs = lmt_now() - t0;
 

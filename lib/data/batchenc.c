@@ -51,13 +51,21 @@ int lmt_batchenc_init(struct lmt_batchenc *e, const struct lmt_tokenizer *tok, c
 struct encode_job {
 	struct lmt_batchenc *e;
 	const struct lmt_docbatch *b;
+	void (*side)(void *ctx);
+	void *side_ctx;
 	int failed;
 };
 
-static void encode_doc(void *ctx, size_t i, int tid)
+/* item 0 is the side job, if any, so that it starts first; then the documents */
+static void encode_doc(void *ctx, size_t item, int tid)
 {
 	struct encode_job *J = ctx;
 	struct lmt_batchenc *e = J->e;
+	if (J->side && item-- == 0) {
+		J->side(J->side_ctx);
+		return;
+	}
+	size_t i = item;
 	const struct lmt_batchenc_opts *o = &e->o;
 	struct lmt_u32vec *v = &e->vec[tid].v;
 	size_t start = v->n;
@@ -96,16 +104,22 @@ static void gather_docs(void *ctx, size_t item, int worker)
 	}
 }
 
-int lmt_batchenc_run(struct lmt_batchenc *e, const struct lmt_docbatch *b, struct lmt_err *err)
+int lmt_batchenc_run_side(struct lmt_batchenc *e, const struct lmt_docbatch *b, void (*side)(void *ctx),
+			  void *side_ctx, struct lmt_err *err)
 {
 	const struct lmt_batchenc_opts *o = &e->o;
 	size_t nd = b->n;
 	struct lmt_batchenc_rec *recs;
-	if (LMT_GROW(e->recs, e->rcap, nd) || LMT_GROW(e->ntok, e->ncap, nd))
+	struct encode_job J = { e, b, side, side_ctx, 0 };
+	int nomem = LMT_GROW(e->recs, e->rcap, nd);
+	if (!nomem)
+		lmt_workpool_for(e->pool, encode_doc, &J, nd + (side != NULL));
+	else if (side)
+		side(side_ctx); /* it runs whatever happens, as the caller counts on */
+	/* e->all and e->ntok are the previous batch's, which side may read, up to here */
+	if (nomem || LMT_GROW(e->ntok, e->ncap, nd))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	recs = e->recs;
-	struct encode_job J = { e, b, 0 };
-	lmt_workpool_for(e->pool, encode_doc, &J, nd);
 	if (J.failed)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory encoding");
 	/* gather in document order, GATHER_DOCS documents an item */
@@ -122,6 +136,11 @@ int lmt_batchenc_run(struct lmt_batchenc *e, const struct lmt_docbatch *b, struc
 	for (int i = 0; i < o->threads; i++)
 		e->vec[i].v.n = 0;
 	return 0;
+}
+
+int lmt_batchenc_run(struct lmt_batchenc *e, const struct lmt_docbatch *b, struct lmt_err *err)
+{
+	return lmt_batchenc_run_side(e, b, NULL, NULL, err);
 }
 
 void lmt_batchenc_release(struct lmt_batchenc *e)

@@ -45,6 +45,12 @@ int lmt_batchenc_init(struct lmt_batchenc *e, const struct lmt_tokenizer *tok, c
 /* Encode b's documents into e->all, e->ntok[i] the tokens of document i.
  * LMT_ENOMEM ("out of memory encoding" when a thread's vector would not grow). */
 int lmt_batchenc_run(struct lmt_batchenc *e, const struct lmt_docbatch *b, struct lmt_err *err);
+/* The same, and side(side_ctx) once (also on error), in whichever thread claims it
+ * first, while b's documents are encoded: for writing the previous batch, which
+ * otherwise leaves the other threads idle. Until it returns, side may read e->all and
+ * e->ntok, which hold the previous batch's tokens until the documents are done. */
+int lmt_batchenc_run_side(struct lmt_batchenc *e, const struct lmt_docbatch *b, void (*side)(void *ctx),
+			  void *side_ctx, struct lmt_err *err);
 void lmt_batchenc_release(struct lmt_batchenc *e);
 
 #endif

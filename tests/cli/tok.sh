@@ -60,6 +60,27 @@ for j in 1 2 3; do
 done
 same "output does not depend on the thread count (1 vs 2)" "$T/s1.lmtoks" "$T/s2.lmtoks"
 same "output does not depend on the thread count (1 vs 3)" "$T/s1.lmtoks" "$T/s3.lmtoks"
+# several batches (the first three are 1, 2 and 4 MiB; each is written while the
+# next is encoded): every format the same for any thread count
+$BIN/gen-corpus -q --docs 12000 --seed 3 -o "$T/many.jsonl" > /dev/null
+for j in 1 2 3; do
+	check "encode 12000 documents, several batches, with $j threads" \
+		$TE -q -j$j -t "$T/a.lmtok" --eos -o "$T/m$j.lmtoks" "$T/many.jsonl"
+	cp "$T/.out" "$T/m$j.summary"
+	$TE -q -j$j -t "$T/a.lmtok" --format ids -o "$T/m$j.ids" "$T/many.jsonl" > /dev/null
+	$TE -q -j$j -t "$T/a.lmtok" --format llmc -o "$T/m$j.bin" "$T/many.jsonl" > /dev/null
+done
+jq -e '.documents == 12000 and .bytes > 3000000' "$T/m2.summary" > /dev/null \
+	&& ok "... 12000 documents of more than 3 MB" || notok "several batches' summary" "$(cat "$T/m2.summary")"
+[ "$(wc -l < "$T/m2.ids")" = 12000 ] && ok "... an ids line a document" || notok "ids lines" "$(wc -l < "$T/m2.ids")"
+for j in 2 3; do
+	same "several batches: the stream with $j threads is 1 thread's" "$T/m1.lmtoks" "$T/m$j.lmtoks"
+	same "several batches: ids with $j threads are 1 thread's" "$T/m1.ids" "$T/m$j.ids"
+	same "several batches: llm.c's tokens with $j threads are 1 thread's" "$T/m1.bin" "$T/m$j.bin"
+done
+$TE -t "$T/a.lmtok" --decode "$T/m2.lmtoks" > "$T/m2.back"
+jq -j '.text' "$T/many.jsonl" > "$T/many.want"
+same "several batches decode to the documents' texts, in order" "$T/many.want" "$T/m2.back"
 for f in "$DATA"/text/*; do
 	b=$(basename "$f")
 	$TE -q -t "$T/a.lmtok" -o "$T/$b.lmtoks" "$f" > /dev/null && $TE -t "$T/a.lmtok" --decode "$T/$b.lmtoks" > "$T/$b.back"
@@ -265,6 +286,13 @@ check_fail "llm.c's format past RLIMIT_FSIZE" 1 "fsz.bin': write: File too large
 	sh -c 'trap "" XFSZ; ulimit -f 2; exec "$@"' sh $TE -q -t "$T/a.lmtok" --format llmc -o "$T/out/fsz.bin" \
 	"$DATA/text/en.txt" "$DATA/text/code.c"
 nothing_left "no llm.c file after the write error" "$T/out" fsz.bin
+# the same failures while a later batch is encoded (a helper thread writes)
+check_fail "ids of several batches into a full stdout, 2 threads" 1 "'<stdout>': write: No space left on device" \
+	sh -c '"$@" > /dev/full' sh $TE -q -j2 -t "$T/a.lmtok" --format ids "$T/many.jsonl"
+check_fail "a stream of several batches past RLIMIT_FSIZE, 2 threads" 1 "fsz.lmtoks': write: File too large" \
+	sh -c 'trap "" XFSZ; ulimit -f 1024; exec "$@"' sh $TE -q -j2 -t "$T/a.lmtok" -o "$T/out/fsz.lmtoks" \
+	"$T/many.jsonl"
+nothing_left "no stream after the write error" "$T/out" fsz.lmtoks
 
 # the edges of tok-train's documented ranges: each end trains (exit 0), just
 # outside is a usage error naming the option (exit 2); '-' where an end has no

@@ -312,6 +312,32 @@ static void check_roundtrip(void)
 
 /* the parallel batch encoder (data/batchenc.h): per document, framed, in order,
  * the same tokens as lmt_tok_encode one document at a time, at 1 and 4 threads */
+
+/* the side job of lmt_batchenc_run_side: copies what the batch encoder holds */
+struct side_seen {
+	const struct lmt_batchenc *e;
+	int calls, same, ntok_ok;
+	size_t n;
+	uint32_t *copy;
+	const uint32_t *want;
+	const size_t *counts;
+	int nd;
+};
+
+static void side_check(void *ctx)
+{
+	struct side_seen *S = ctx;
+	S->calls++;
+	S->n = S->e->all.n;
+	S->copy = malloc(S->n * 4 + 4);
+	if (S->copy)
+		memcpy(S->copy, S->e->all.v, S->n * 4);
+	S->same = S->copy && S->want && !memcmp(S->copy, S->want, S->n * 4);
+	S->ntok_ok = 1;
+	for (int i = 0; i < S->nd; i++)
+		S->ntok_ok &= S->e->ntok[i] == S->counts[i];
+}
+
 static void check_batchenc(void)
 {
 	struct lmt_err err = { 0 };
@@ -358,6 +384,22 @@ static void check_batchenc(void)
 			rc = lmt_batchenc_run(&e, &b, &err);
 			tap_ok(!rc && e.all.n == want.n && !memcmp(e.all.v, want.v, want.n * 4),
 			       "batch encoder, %d thread%s: a second batch gives the same", threads, threads == 1 ? "" : "s");
+		}
+		if (!rc) { /* a third, of the first half, with a side job that sees the second */
+			struct side_seen seen = { &e, 0, 0, 0, 0, NULL, want.v, counts, ND };
+			struct lmt_docbatch half = { .docs = docs, .n = ND / 2 };
+			size_t nhalf = 0;
+			for (int i = 0; i < ND / 2; i++)
+				nhalf += counts[i];
+			rc = lmt_batchenc_run_side(&e, &half, side_check, &seen, &err);
+			int ntok_seen = seen.ntok_ok;
+			tap_ok(!rc && seen.calls == 1 && seen.n == want.n && seen.same && ntok_seen,
+			       "batch encoder, %d thread%s: the side job ran once, and saw the previous batch's "
+			       "%zu tokens and counts", threads, threads == 1 ? "" : "s", want.n);
+			tap_ok(!rc && e.all.n == nhalf && !memcmp(e.all.v, want.v, nhalf * 4) && e.ntok[ND / 2 - 1] ==
+			       counts[ND / 2 - 1], "batch encoder, %d thread%s: then the batch's own %zu tokens", threads,
+			       threads == 1 ? "" : "s", nhalf);
+			free(seen.copy);
 		}
 		lmt_batchenc_release(&e);
 	}
