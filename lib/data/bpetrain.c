@@ -222,16 +222,18 @@ int lmt_wordcount_merge(struct lmt_wordcount *dst, const struct lmt_wordcount *s
  *      rewritten, and each thread notes the pair count changes its words make,
  *      bucketed by part: only the pairs next to a merge site change, so a word of
  *      n symbols with one site notes about five changes, not 2n;
- *   B. each part's owner applies the changes of every bucket meant for it and
- *      pushes the pairs whose counts rose onto its heap.
+ *   B. each part's owner applies the changes of every bucket meant for it, pushes
+ *      the pairs whose counts rose onto its heap, and cleans its heap's top (the
+ *      stale entries that surface are re-pushed with their current counts).
  * The best pair is the best of the parts' heap tops. Counts are sums, where lists
  * are sets (order only decides which word is visited first) and the heap order is
  * total, so nothing depends on which thread rewrote which word or on the number of
  * parts: the merges are the same for any thread count, and for any order of the
  * words (ties of order_words keep the count table's order, which depends on the
- * threads that counted them). Merges with short where
- * lists (most of them) run both steps in the calling thread, where waking the
- * other threads would cost more than it saves. The steps run on a work pool
+ * threads that counted them). Merges with short where lists (most of them) rewrite
+ * their words in the calling thread, where sharing out a few dozen words would
+ * cost more than it saves; step B always runs a part an item on the threads (about
+ * 5% off -j2's merging, against all of it in the calling thread). The steps run on a work pool
  * (core/workpool.h), not OpenMP regions, because a region waits for every thread
  * of its team, and on a busy machine one of them is often not running.
  */
@@ -274,6 +276,7 @@ struct part {
 	size_t ntouched, tcap;
 	uint64_t where_bytes;
 	int rc;
+	int top;               /* clean_top's answer after the last step's changes */
 } __attribute__((aligned(64)));
 
 /* step A's working copy of a word, per thread */
@@ -798,6 +801,8 @@ struct step_job {
 	const uint32_t *where;
 	size_t nwhere;
 	uint32_t a, b, c, step, maxlen;
+	struct part *Pab;      /* the merged pair's part, and its index there */
+	long pi;
 	const struct lmt_wordcount *wc;
 	const size_t *order;
 };
@@ -812,10 +817,25 @@ static void step_rewrite(void *ctx, uint32_t item, int worker)
 	rewrite_words(J->T, J->where, lo, LMT_MIN(lo + STEP_CHUNK, J->nwhere), worker, J->a, J->b, J->c, J->step);
 }
 
+/* Step B for part p, after which the merged pair is gone and the part's heap has a
+ * fresh top (or none): the next merge's pick only compares the parts' tops. */
 static void step_apply(void *ctx, uint32_t p, int worker)
 {
 	struct step_job *J = ctx;
-	apply_part(J->T, (int)p, J->step, J->maxlen);
+	struct trainer *T = J->T;
+	struct part *P = &T->P[p];
+	if (P == J->Pab) {
+		/* J->pi stays valid: pget may move a part's table but pair indices are stable */
+		struct pair *AB = &P->pairs[J->pi];
+		AB->count = 0;
+		free(AB->where);
+		P->where_bytes -= (uint64_t)AB->capwhere * 4;
+		AB->where = NULL;
+		AB->nwhere = AB->capwhere = 0;
+	}
+	apply_part(T, (int)p, J->step, J->maxlen);
+	if (!P->rc)
+		P->top = clean_top(T, P);
 }
 
 static void step_count(void *ctx, uint32_t p, int worker)
@@ -941,6 +961,8 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 			return lmt_err_set(err, LMT_ENOMEM, "out of memory counting pairs");
 		}
 
+	for (int p = 0; p < nt; p++)
+		T.P[p].top = clean_top(&T, &T.P[p]);
 	size_t mcap = 0;
 	uint64_t peak = 0;
 	uint32_t step = 0;
@@ -948,7 +970,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	while (T.ntok < target) {
 		struct part *B = NULL;
 		for (int p = 0; p < nt && !rc; p++) {
-			int r = clean_top(&T, &T.P[p]);
+			int r = T.P[p].top;
 			if (r < 0)
 				rc = r;
 			else if (r && (!B || heap_gt(&T.P[p].heap[0], &B->heap[0])))
@@ -990,26 +1012,20 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 		J.b = b;
 		J.c = (uint32_t)c;
 		J.step = step;
+		J.Pab = Pab;
+		J.pi = pi;
 		if (nwhere >= par_min && (nwhere + STEP_CHUNK - 1) / STEP_CHUNK < LMT_WORKPOOL_MAX_ITEMS) {
 			lmt_workpool_run(pool, step_rewrite, &J, (uint32_t)((nwhere + STEP_CHUNK - 1) / STEP_CHUNK));
 			lmt_workpool_run(pool, step_apply, &J, (uint32_t)nt);
 		} else {
 			rewrite_words(&T, where, 0, nwhere, 0, a, b, (uint32_t)c, step);
-			for (int p = 0; p < nt; p++)
-				apply_part(&T, p, step, maxlen);
+			lmt_workpool_run(pool, step_apply, &J, (uint32_t)nt);
 		}
 		for (int t = 0; t < nt; t++)
 			if (T.S[t].rc || T.P[t].rc)
 				rc = LMT_ENOMEM;
 		if (rc)
 			break;
-		/* pi stays valid: pget may move a part's table but pair indices are stable */
-		struct pair *AB = &Pab->pairs[pi];
-		AB->count = 0;
-		free(AB->where);
-		Pab->where_bytes -= (uint64_t)AB->capwhere * 4;
-		AB->where = NULL;
-		AB->nwhere = AB->capwhere = 0;
 		step++;
 		uint64_t bytes = nsym * 4 + T.nwords * 28;
 		for (int p = 0; p < nt; p++)
