@@ -749,12 +749,6 @@ static long hex4_checked(const unsigned char *p)
 	return (long)a << 12 | b << 8 | c << 4 | d;
 }
 
-/* The value of 4 hex digits already checked (strtoul was a tenth of
- * dedup-minhash's time on JSONL written with \u escapes). */
-static unsigned hex4(const unsigned char *p)
-{
-	return (unsigned)hex4_checked(p);
-}
 
 /* A string at s->p ('"'): 1 and its content span, or 0. */
 static int jstring(struct jscan *s, const unsigned char **start, size_t *len, int *escaped)
@@ -798,15 +792,9 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 			continue;
 		}
 		/* one UTF-8 sequence, no overlongs, no surrogates, at most U+10FFFF */
-		unsigned c = *p;
-		int k = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-		if (!k || end - p < k)
-			return 0;
-		for (int i = 1; i < k; i++)
-			if ((p[i] & 0xc0) != 0x80)
-				return 0;
-		if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
-		    (c == 0xf4 && p[1] > 0x8f))
+		uint32_t cp;
+		int k = lmt_utf8_decode_fast(p, (size_t)(end - p), &cp);
+		if (cp >= LMT_UTF8_BAD)
 			return 0;
 		p += k;
 	}
@@ -986,10 +974,10 @@ static size_t junescape(const unsigned char *p, size_t n, char *out)
 			i += 2;
 			continue;
 		}
-		unsigned v = hex4(p + i + 2);
+		unsigned v = (unsigned)hex4_checked(p + i + 2); /* checked by the scan */
 		i += 6;
 		if (v >= 0xd800 && v <= 0xdbff) {
-			v = 0x10000 + ((v - 0xd800) << 10) + (hex4(p + i + 2) - 0xdc00);
+			v = 0x10000 + ((v - 0xd800) << 10) + ((unsigned)hex4_checked(p + i + 2) - 0xdc00);
 			i += 6;
 		}
 		if (v < 0x80) {
