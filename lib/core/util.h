@@ -67,6 +67,9 @@ static inline void *lmt_zalloc(size_t n, size_t elt)
 		return NULL;
 	size_t bytes = n * elt;
 	void *p = malloc(bytes ? bytes : 1);
+	/* GCC turns malloc then memset to 0 into calloc, which is what this must not
+	 * be: the empty asm, which may read p and change any memory, stops it */
+	__asm__ volatile("" : : "r"(p) : "memory");
 	if (p)
 		memset(p, 0, bytes);
 	return p;
