@@ -277,6 +277,7 @@ struct part {
 	uint64_t where_bytes;
 	int rc;
 	int top;               /* clean_top's answer after the last step's changes */
+	uint32_t claimed;      /* the last step (or CLAIM_*) whose work item took this part */
 } __attribute__((aligned(64)));
 
 /* step A's working copy of a word, per thread */
@@ -819,10 +820,30 @@ static void step_rewrite(void *ctx, uint32_t item, int worker)
 
 /* Step B for part p, after which the merged pair is gone and the part's heap has a
  * fresh top (or none): the next merge's pick only compares the parts' tops. */
-static void step_apply(void *ctx, uint32_t p, int worker)
+/* claims other than a merge step's (which are below these) */
+enum { CLAIM_NONE = UINT32_MAX, CLAIM_COUNT = UINT32_MAX - 1, CLAIM_FREE = UINT32_MAX - 2 };
+
+/*
+ * The part a run of nt items (one a part) gives the item of this worker: worker w's
+ * own, w, if it is still free in this run (stamp), else the next free one. A part
+ * is then counted, updated at each merge and freed by one thread, unless that
+ * thread was late and its part taken: its tables and heap stay in that core's
+ * cache from step to step, and its where lists come from that thread's malloc arena.
+ */
+static uint32_t claim_part(struct trainer *T, int worker, uint32_t stamp)
+{
+	uint32_t p = (uint32_t)worker % (uint32_t)T->nt;
+	while (__atomic_exchange_n(&T->P[p].claimed, stamp, __ATOMIC_ACQ_REL) == stamp)
+		p = (p + 1) % (uint32_t)T->nt;
+	return p;
+}
+
+static void step_apply(void *ctx, uint32_t item, int worker)
 {
 	struct step_job *J = ctx;
 	struct trainer *T = J->T;
+	uint32_t p = claim_part(T, worker, J->step);
+	(void)item;
 	struct part *P = &T->P[p];
 	if (P == J->Pab) {
 		/* J->pi stays valid: pget may move a part's table but pair indices are stable */
@@ -838,10 +859,24 @@ static void step_apply(void *ctx, uint32_t p, int worker)
 		P->top = clean_top(T, P);
 }
 
-static void step_count(void *ctx, uint32_t p, int worker)
+static void step_count(void *ctx, uint32_t item, int worker)
 {
 	struct step_job *J = ctx;
-	count_part(J->T, (int)p, J->maxlen);
+	(void)item;
+	count_part(J->T, (int)claim_part(J->T, worker, CLAIM_COUNT), J->maxlen);
+}
+
+/* the where lists of a part, a million small blocks at the end of a real corpus's
+ * training: freed by the thread that made most of them, and in parallel */
+static void step_free(void *ctx, uint32_t item, int worker)
+{
+	struct step_job *J = ctx;
+	struct part *P = &J->T->P[claim_part(J->T, worker, CLAIM_FREE)];
+	(void)item;
+	for (size_t i = 0; i < P->npairs; i++) {
+		free(P->pairs[i].where);
+		P->pairs[i].where = NULL;
+	}
 }
 
 /* the words' symbols, FILL_CHUNK words per item */
@@ -906,8 +941,11 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	T.P = aligned_alloc(64, (size_t)nt * sizeof *T.P);
 	T.S = aligned_alloc(64, (size_t)nt * sizeof *T.S);
 	T.db = calloc((size_t)nt * (size_t)nt, sizeof *T.db);
-	if (T.P)
+	if (T.P) {
 		memset(T.P, 0, (size_t)nt * sizeof *T.P);
+		for (int p = 0; p < nt; p++)
+			T.P[p].claimed = CLAIM_NONE;
+	}
 	if (T.S)
 		memset(T.S, 0, (size_t)nt * sizeof *T.S);
 	if (!T.sym || !T.woff || !T.wlen || !T.wcnt || !T.wstamp || !T.P || !T.S || !T.db ||
@@ -1037,6 +1075,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 		    o->progress(o->ctx, res->n_merges, T.ntok, (uint64_t)best))
 			break;
 	}
+	lmt_workpool_run(pool, step_free, &J, (uint32_t)nt);
 	lmt_workpool_free(pool);
 	if (rc) {
 		trainer_free(&T);
