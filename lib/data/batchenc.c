@@ -65,7 +65,7 @@ static void encode_doc(void *ctx, size_t item, int tid)
 		J->side(J->side_ctx);
 		return;
 	}
-	size_t i = item;
+	size_t i = e->order[item];
 	const struct lmt_batchenc_opts *o = &e->o;
 	struct lmt_u32vec *v = &e->vec[tid].v;
 	size_t start = v->n;
@@ -104,6 +104,27 @@ static void gather_docs(void *ctx, size_t item, int worker)
 	}
 }
 
+/*
+ * The documents in the order the threads take them: by the power of 2 of their
+ * length, longest first (a counting sort), so that a thread that takes a long
+ * document near the end of a batch does not leave the others idle until it is
+ * done (documents of a real corpus run from a line to 200 kB). The output is in
+ * document order whatever this order is.
+ */
+static void order_docs(uint32_t *order, const struct lmt_docbatch *b)
+{
+	size_t start[66] = { 0 };
+	for (size_t i = 0; i < b->n; i++)
+		start[65 - (size_t)(64 - __builtin_clzll((unsigned long long)b->docs[i].len | 1))]++;
+	for (size_t k = 0, sum = 0; k < 66; k++) {
+		size_t c = start[k];
+		start[k] = sum;
+		sum += c;
+	}
+	for (size_t i = 0; i < b->n; i++)
+		order[start[65 - (size_t)(64 - __builtin_clzll((unsigned long long)b->docs[i].len | 1))]++] = (uint32_t)i;
+}
+
 int lmt_batchenc_run_side(struct lmt_batchenc *e, const struct lmt_docbatch *b, void (*side)(void *ctx),
 			  void *side_ctx, struct lmt_err *err)
 {
@@ -111,7 +132,9 @@ int lmt_batchenc_run_side(struct lmt_batchenc *e, const struct lmt_docbatch *b, 
 	size_t nd = b->n;
 	struct lmt_batchenc_rec *recs;
 	struct encode_job J = { e, b, side, side_ctx, 0 };
-	int nomem = LMT_GROW(e->recs, e->rcap, nd);
+	int nomem = LMT_GROW(e->recs, e->rcap, nd) || LMT_GROW(e->order, e->ocap, nd) || nd > UINT32_MAX;
+	if (!nomem)
+		order_docs(e->order, b);
 	if (!nomem)
 		lmt_workpool_for(e->pool, encode_doc, &J, nd + (side != NULL));
 	else if (side)
@@ -153,6 +176,7 @@ void lmt_batchenc_release(struct lmt_batchenc *e)
 	free(e->st);
 	free(e->vec);
 	free(e->recs);
+	free(e->order);
 	free(e->ntok);
 	free(e->all.v);
 	memset(e, 0, sizeof *e);

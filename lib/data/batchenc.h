@@ -37,6 +37,8 @@ struct lmt_batchenc {
 	struct lmt_batchenc_vec *vec;
 	struct lmt_batchenc_rec *recs;
 	size_t rcap;
+	uint32_t *order;             /* the documents, longest first (by powers of 2) */
+	size_t ocap;
 };
 
 /* Threads' states for tok (which must outlive e). LMT_ENOMEM "out of memory". */
