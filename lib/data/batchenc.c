@@ -132,13 +132,13 @@ int lmt_batchenc_run_side(struct lmt_batchenc *e, const struct lmt_docbatch *b, 
 	size_t nd = b->n;
 	struct lmt_batchenc_rec *recs;
 	struct encode_job J = { e, b, side, side_ctx, 0 };
-	int nomem = LMT_GROW(e->recs, e->rcap, nd) || LMT_GROW(e->order, e->ocap, nd) || nd > UINT32_MAX;
-	if (!nomem)
+	int nomem = nd > UINT32_MAX || LMT_GROW(e->recs, e->rcap, nd) || LMT_GROW(e->order, e->ocap, nd);
+	if (!nomem) {
 		order_docs(e->order, b);
-	if (!nomem)
 		lmt_workpool_for(e->pool, encode_doc, &J, nd + (side != NULL));
-	else if (side)
+	} else if (side) {
 		side(side_ctx); /* it runs whatever happens, as the caller counts on */
+	}
 	/* e->all and e->ntok are the previous batch's, which side may read, up to here */
 	if (nomem || LMT_GROW(e->ntok, e->ncap, nd))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");

@@ -818,17 +818,16 @@ static void step_rewrite(void *ctx, uint32_t item, int worker)
 	rewrite_words(J->T, J->where, lo, LMT_MIN(lo + STEP_CHUNK, J->nwhere), worker, J->a, J->b, J->c, J->step);
 }
 
-/* Step B for part p, after which the merged pair is gone and the part's heap has a
- * fresh top (or none): the next merge's pick only compares the parts' tops. */
 /* claims other than a merge step's (which are below these) */
 enum { CLAIM_NONE = UINT32_MAX, CLAIM_COUNT = UINT32_MAX - 1, CLAIM_FREE = UINT32_MAX - 2 };
 
 /*
- * The part a run of nt items (one a part) gives the item of this worker: worker w's
- * own, w, if it is still free in this run (stamp), else the next free one. A part
- * is then counted, updated at each merge and freed by one thread, unless that
- * thread was late and its part taken: its tables and heap stay in that core's
- * cache from step to step, and its where lists come from that thread's malloc arena.
+ * The part that this worker's item takes in a run of nt items, one a part (stamp
+ * names the run): the worker's own (part w for worker w) if no item of the run has
+ * taken it, else the next one free. So a part is counted, updated at each merge
+ * and freed by one thread, unless that thread was late and its part taken: its
+ * tables and heap stay in that core's cache from step to step, and its where lists
+ * come from that thread's malloc arena.
  */
 static uint32_t claim_part(struct trainer *T, int worker, uint32_t stamp)
 {
@@ -838,6 +837,8 @@ static uint32_t claim_part(struct trainer *T, int worker, uint32_t stamp)
 	return p;
 }
 
+/* Step B for a part, after which the merged pair is gone and the part's heap has a
+ * fresh top (or none): the next merge's pick only compares the parts' tops. */
 static void step_apply(void *ctx, uint32_t item, int worker)
 {
 	struct step_job *J = ctx;

@@ -749,7 +749,6 @@ static long hex4_checked(const unsigned char *p)
 	return (long)a << 12 | b << 8 | c << 4 | d;
 }
 
-
 /* A string at s->p ('"'): 1 and its content span, or 0. */
 static int jstring(struct jscan *s, const unsigned char **start, size_t *len, int *escaped)
 {
