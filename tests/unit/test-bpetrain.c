@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/atomicfile.h"
 #include "data/bpetrain.h"
@@ -294,10 +296,42 @@ static uint64_t rnd(void)
 	return lmt_mix64(rs);
 }
 
+/*
+ * lmt_zalloc's pages are written when it returns (core/util.h): every page of a
+ * block too large for malloc's heap (a fresh mapping) is resident. A calloc there
+ * leaves them all untouched, which is what GCC made of malloc and memset until
+ * util.h stopped it, silently; this is first in main, before any large block is
+ * freed, so that the block is a fresh mapping.
+ */
+static void check_zalloc(void)
+{
+	const size_t bytes = 64u << 20; /* above glibc's largest mmap threshold, 32 MiB */
+	long pg = sysconf(_SC_PAGESIZE);
+	char *p = lmt_zalloc(bytes / 8, 8);
+	if (!tap_ok(p != NULL && pg > 0, "lmt_zalloc of 64 MiB"))
+		return;
+	uintptr_t lo = ((uintptr_t)p + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+	uintptr_t hi = ((uintptr_t)p + bytes) & ~((uintptr_t)pg - 1);
+	size_t npages = (hi - lo) / (size_t)pg, in = 0;
+	unsigned char *vec = malloc(npages);
+	int rc = vec ? mincore((void *)lo, hi - lo, vec) : -1;
+	for (size_t i = 0; rc == 0 && i < npages; i++)
+		in += vec[i] & 1;
+	int zero = 1;
+	for (size_t i = 0; i < bytes; i += (size_t)pg)
+		zero &= p[i] == 0;
+	tap_ok(rc == 0 && in == npages && zero, "lmt_zalloc: all %zu pages of 64 MiB resident and zero when it returns "
+	       "(%zu resident)", npages, in);
+	free(vec);
+	free(p);
+}
+
 int main(void)
 {
 	struct lmt_wordcount wc;
 	char what[160];
+
+	check_zalloc();
 
 	/* ties everywhere: three pairs of count 2 */
 	lmt_wordcount_init(&wc);
