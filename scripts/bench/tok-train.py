@@ -3,6 +3,7 @@
 
     scripts/bench/run tok-train [--corpus synthetic|real|both] [--vocab 32768]
                                 [--repeat 3] [--skip-spm] [--json FILE]
+    scripts/bench/run tok-train --phases N [--corpus ...] [--json FILE]
 
 Every trainer gets the same documents, byte for byte. They are written once as a
 JSONL file: lmt's tok-train reads it, and HF's trainer runs in its own process that
@@ -26,6 +27,12 @@ come from wait4(2) on that process. Each time is printed as best/median of --rep
 runs, the trainers taking turns; the ratios are lmt's speedup over each peer.
 Whether they did the same work: the share of HF's vocabulary that lmt's holds, and
 bytes per token of each on the first 5 MB of documents.
+
+--phases N measures lmt alone instead: tok-train -j1 and -j<all cores, at least 2> take turns N
+times on each corpus's JSONL, and each of its two phases is timed as its `trained`
+record gives it (count_seconds: reading and counting the words, the per-thread tables
+merged included; merge_seconds: the BPE merges, set-up and freeing included), best and
+median of each, and the speedup of all cores over one.
 """
 import argparse
 import json
@@ -156,17 +163,59 @@ def bench(a, kind, tmp):
     return dict(corpus=kind, file=path, stats=st, load=load.result, rows=rows)
 
 
+def phases(a, kind, tmp):
+    """tok-train -j1 against -j<cores>, phase by phase (the module's --phases)."""
+    path = corpus_file(kind, a)
+    docs = f'{tmp}/{kind}.jsonl'
+    st = child('prepare', kind, path, tmp)
+    header(kind, path, st, ' as JSONL')
+    n = max(2, os.cpu_count())
+    load = Load()
+    t = {}
+    for _ in range(a.phases):
+        for j in (1, n):
+            _, _, out = run([f'{BIN}/tok-train', '-q', '-j', str(j), '-p', 'gpt2', '--no-special', '-v',
+                             str(a.vocab), '-o', f'{tmp}/lmt.lmtok', docs], stdout=subprocess.PIPE)
+            rec = [json.loads(l) for l in out.splitlines() if '"trained"' in l][0]
+            for ph in ('count', 'merge'):
+                t.setdefault((ph, j), []).append(rec[f'{ph}_seconds'])
+    load.stop()
+    rows = []
+    for ph, name in (('count', 'counting'), ('merge', 'merging')):
+        one, many = best_median(t[(ph, 1)]), best_median(t[(ph, n)])
+        rows.append({'phase': name, 'seconds_j1': bm(one, 3), f'seconds_j{n}': bm(many, 3),
+                     'speedup': bm(ratio(one, many)),
+                     'all_j1': [round(x, 6) for x in t[(ph, 1)]], f'all_j{n}': [round(x, 6) for x in t[(ph, n)]]})
+    print(f'# seconds: best/median of {a.phases} runs each, -j1 and -j{n} taking turns; '
+          f'speedup: -j1 seconds / -j{n} seconds')
+    table(rows, ['phase', 'seconds_j1', f'seconds_j{n}', 'speedup'])
+    print(load.line())
+    print()
+    return dict(corpus=kind, file=path, stats=st, load=load.result, phases=rows)
+
+
 def main():
     ap = argparse.ArgumentParser()
     add_corpus_args(ap)
     ap.add_argument('--vocab', type=int, default=32768)
     ap.add_argument('--skip-spm', action='store_true')
     ap.add_argument('--json')
+    ap.add_argument('--phases', type=int, default=0, metavar='N',
+                    help='lmt alone: -j1 against all cores, each phase, N turns each')
     ap.add_argument('--child', nargs='+', help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         step = {'prepare': prepare, 'compare': compare}[a.child[0]]
         print(json.dumps(step(*a.child[1:])))
+        return
+    if a.phases > 0:
+        print(f'# {machine()}')
+        print(f'# lmt tok-train phases, vocab {a.vocab}, GPT-2 pattern')
+        tmp = tempfile.mkdtemp(prefix='lmt-bench-')
+        results = [phases(a, k, tmp) for k in kinds(a)]
+        save(a.json, dict(machine=machine(), vocab=a.vocab, phases=a.phases, corpora=results))
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
         return
     _, _, v = run([sys.executable, '-c', 'import tokenizers; print(tokenizers.__version__)'], stdout=subprocess.PIPE)
     print(f'# {machine()}')
