@@ -208,21 +208,18 @@ def main():
         step = {'prepare': prepare, 'compare': compare}[a.child[0]]
         print(json.dumps(step(*a.child[1:])))
         return
-    if a.phases > 0:
-        print(f'# {machine()}')
-        print(f'# lmt tok-train phases, vocab {a.vocab}, GPT-2 pattern')
-        tmp = tempfile.mkdtemp(prefix='lmt-bench-')
-        results = [phases(a, k, tmp) for k in kinds(a)]
-        save(a.json, dict(machine=machine(), vocab=a.vocab, phases=a.phases, corpora=results))
-        import shutil
-        shutil.rmtree(tmp, ignore_errors=True)
-        return
-    _, _, v = run([sys.executable, '-c', 'import tokenizers; print(tokenizers.__version__)'], stdout=subprocess.PIPE)
     print(f'# {machine()}')
-    print(f'# vocab {a.vocab}; tokenizers {v.strip()}; {os.cpu_count()} threads each')
+    if a.phases > 0:
+        print(f'# lmt tok-train phases, vocab {a.vocab}, GPT-2 pattern')
+        step, extra = phases, dict(phases=a.phases)
+    else:
+        _, _, v = run([sys.executable, '-c', 'import tokenizers; print(tokenizers.__version__)'],
+                      stdout=subprocess.PIPE)
+        print(f'# vocab {a.vocab}; tokenizers {v.strip()}; {os.cpu_count()} threads each')
+        step, extra = bench, dict(repeat=a.repeat)
     tmp = tempfile.mkdtemp(prefix='lmt-bench-')
-    results = [bench(a, k, tmp) for k in kinds(a)]
-    save(a.json, dict(machine=machine(), vocab=a.vocab, repeat=a.repeat, corpora=results))
+    results = [step(a, k, tmp) for k in kinds(a)]
+    save(a.json, dict(machine=machine(), vocab=a.vocab, corpora=results, **extra))
     import shutil
     shutil.rmtree(tmp, ignore_errors=True)
 
