@@ -233,9 +233,9 @@ int lmt_wordcount_merge(struct lmt_wordcount *dst, const struct lmt_wordcount *s
  * threads that counted them). Merges with short where lists (most of them) rewrite
  * their words in the calling thread, where sharing out a few dozen words would
  * cost more than it saves; step B always runs a part an item on the threads (about
- * 5% off -j2's merging, against all of it in the calling thread). The steps run on a work pool
- * (core/workpool.h), not OpenMP regions, because a region waits for every thread
- * of its team, and on a busy machine one of them is often not running.
+ * 5% off -j2's merging, against all of it in the calling thread). The steps run on
+ * a work pool (core/workpool.h), not OpenMP regions, because a region waits for
+ * every thread of its team, and on a busy machine one of them is often not running.
  */
 
 struct pair {

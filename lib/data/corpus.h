@@ -152,9 +152,9 @@ void lmt_docbatch_release(struct lmt_docbatch *b);
  * one, so reading and decompressing overlap with encoding. Batches come in input
  * order; the first three are limited to an eighth, a quarter and a half of
  * max_bytes, so that the caller's threads start soon. The corpus must not be used
- * directly while the queue runs. With ahead 0
- * there is no thread: lmt_batchq_get reads the batch itself, so that a tool asked
- * for one thread (-j1) runs on one core; the same batches come either way.
+ * directly while the queue runs. With ahead 0 there is no thread: lmt_batchq_get
+ * reads the batch itself, so that a tool asked for one thread (-j1) runs on one
+ * core; the same batches come either way.
  *
  *	struct lmt_batchq *q = lmt_batchq_start(c, 8 << 20, 1 << 15, keep, ctx, threads > 1);
  *	struct lmt_docbatch *b;

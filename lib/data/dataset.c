@@ -332,6 +332,14 @@ static void hash_documents(const struct lmt_dataset *d, struct vfile *v)
 		munmap((void *)p, n);
 }
 
+/* Piece k of v: its offset in the payload, and its length in *n (the last is shorter). */
+static uint64_t piece_span(const struct vfile *v, uint64_t k, uint64_t *n)
+{
+	uint64_t off = k * v->piece;
+	*n = v->f.payload_size - off < v->piece ? v->f.payload_size - off : v->piece;
+	return off;
+}
+
 static void verify_item(void *ctx, size_t item, int worker)
 {
 	struct vjob *J = ctx;
@@ -342,7 +350,7 @@ static void verify_item(void *ctx, size_t item, int worker)
 		hash_documents(J->d, v);
 		return;
 	}
-	uint64_t off = x->piece * v->piece, n = v->f.payload_size - off < v->piece ? v->f.payload_size - off : v->piece;
+	uint64_t n, off = piece_span(v, x->piece, &n);
 	uint8_t got[LMT_SHA256_LEN];
 	lmt_sha256(v->f.payload + off, (size_t)n, got);
 	if (!LMT_FUZZING && memcmp(got, v->want + x->piece * LMT_SHA256_LEN, LMT_SHA256_LEN)) { /* LMT_FUZZING: skipped in the fuzz build */
@@ -394,7 +402,7 @@ static void finish_vfile(const struct lmt_dataset *d, struct vfile *v)
 	char a[LMT_SHA256_HEX], b[LMT_SHA256_HEX];
 	const struct lmt_dataset_shard *s = v->s;
 	if (!v->failed && v->bad != UINT64_MAX) {
-		uint64_t off = v->bad * v->piece, n = v->f.payload_size - off < v->piece ? v->f.payload_size - off : v->piece;
+		uint64_t n, off = piece_span(v, v->bad, &n);
 		uint8_t got[LMT_SHA256_LEN];
 		lmt_sha256(v->f.payload + off, (size_t)n, got);
 		if (s->chunk_bytes)

@@ -28,11 +28,11 @@ runs, the trainers taking turns; the ratios are lmt's speedup over each peer.
 Whether they did the same work: the share of HF's vocabulary that lmt's holds, and
 bytes per token of each on the first 5 MB of documents.
 
---phases N measures lmt alone instead: tok-train -j1 and -j<all cores, at least 2> take turns N
-times on each corpus's JSONL, and each of its two phases is timed as its `trained`
-record gives it (count_seconds: reading and counting the words, the per-thread tables
-merged included; merge_seconds: the BPE merges, set-up and freeing included), best and
-median of each, and the speedup of all cores over one.
+--phases N measures lmt alone instead: tok-train -j1 and -j<all cores, at least 2>
+take turns N times on each corpus's JSONL, and each of its two phases is timed as its
+`trained` record gives it (count_seconds: reading and counting the words, the
+per-thread tables merged included; merge_seconds: the BPE merges, set-up and freeing
+included), best and median of each, and the speedup of all cores over one.
 """
 import argparse
 import json
