@@ -49,6 +49,11 @@ static inline size_t lmt_textnorm_bound(size_t n)
 /* Normalise text[0..n) with the given flags into out (lmt_textnorm_bound(n)
  * bytes); returns the output length. out is not NUL-terminated. */
 size_t lmt_textnorm_apply(unsigned flags, const char *text, size_t n, char *out);
+/* The same, one character at a time: the reference the vector kernel is tested
+ * against. lmt_textnorm_kernel names the kernel lmt_textnorm_apply uses for
+ * flags: "avx512" (with the space step, on CPUs with AVX-512 VBMI2) or "scalar". */
+size_t lmt_textnorm_apply_scalar(unsigned flags, const char *text, size_t n, char *out);
+const char *lmt_textnorm_kernel(unsigned flags);
 
 /* "lower,digits,punct,space,accents" (any subset, in any order), "all" or "none"
  * to flags. Returns 0, or -1 naming the first unknown word in *bad (a pointer

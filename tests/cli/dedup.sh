@@ -76,8 +76,8 @@ S=$T/out/sum.json
 grep -q '"documents":8,"kept":5,"removed":{"exact":2,"near":1,"contamination":0},"clusters":3,"bands":9,"rows":13,"num_perm":128' "$S" \
 	&& ok "--summary counts documents, kept, removed by reason, clusters, bands and rows" || notok "summary" "$(cat "$S")"
 grep -q '"bytes_per_doc":[0-9]' "$S" && grep -q '"docs_per_s":[0-9]' "$S" && grep -q '"threads":[0-9]' "$S" \
-	&& grep -q '"method":"oph"' "$S" \
-	&& ok "--summary has bytes_per_doc, docs_per_s, threads, method (oph by default)" || notok "summary fields" "$(cat "$S")"
+	&& grep -q '"method":"oph"' "$S" && grep -Eq '"norm_kernel":"(avx512|scalar)"' "$S" \
+	&& ok "--summary has bytes_per_doc, docs_per_s, threads, method (oph by default), norm_kernel" || notok "summary fields" "$(cat "$S")"
 grep -q "8 documents, 5 kept; removed 2 exact, 1 near, 0 contaminated" "$T/.err" \
 	&& ok "a one-line summary on stderr" || notok "stderr summary" "$(cat "$T/.err")"
 check "-q is quiet" $DM -q "$T/a.jsonl"

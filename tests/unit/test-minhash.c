@@ -123,6 +123,67 @@ static void test_normaliser(void)
 	tap_ok(nw == 3 && !strcmp(got, "ab|cd|e|"), "words split at Unicode white space (%s)", got);
 }
 
+/*
+ * The kernel lmt_textnorm_apply runs (AVX-512 where the CPU has VBMI2 and the
+ * space step is on) against the one-character-at-a-time reference, for every set
+ * of flags: random texts of 0 to 700 bytes built from runs of ASCII letters,
+ * capitals, digits, punctuation, white space and control bytes (so that runs
+ * cross the 64-byte blocks), and characters of 2 to 4 bytes of every class
+ * (White_Space, Nd, P*, Mn, a capital with an accent, one whose lowercase is
+ * longer, ones beyond the BMP) and invalid bytes.
+ */
+static void test_normaliser_kernel(void)
+{
+	static const char *const piece[] = {
+		"\xc2\xa0", "\xe3\x80\x80", "\xe2\x80\xa8", "\xc2\x85", "\xe1\xa0\x8e", "\xd9\xa3", "\xe0\xb1\xa7",
+		"\xe2\x80\x94", "\xc2\xbf", "\xcc\x81", "\xe0\xb1\x8d", "\xc3\x89", "\xc3\xa9", "\xc8\xba", "\xe4\xb8\xad",
+		"\xd0\x99", "\xf0\x9f\x98\x80", "\xf0\x90\x90\x80", "\xf0\x9d\x9f\x8e", "\x80", "\xc3", "\xff", "\xe2\x80",
+		"\xed\xa0\x80",
+	};
+	static const char ascii_run[][12] = { "abcxyz", "QWERTY", "0123456789", ".,;!?-(", " \t\n\r\v\f", "\x01\x1c\x1f\x7f" };
+	const char *kernel = lmt_textnorm_kernel(LMT_TEXTNORM_ALL);
+	if (!strcmp(kernel, "scalar")) {
+		tap_diag("normaliser kernel: this CPU runs the scalar reference only, nothing to compare");
+		return;
+	}
+	uint64_t rs = 7;
+	int wrong = 0, texts = 0, vector = 0;
+	char t[720], a[2 * 720 + 1], b[2 * 720 + 1];
+	for (int len = 0; len <= 700; len += 1 + len / 50) {
+		for (int rep = 0; rep < 12; rep++) {
+			size_t tl = 0;
+			int ascii_share = rep % 4; /* 0: mostly other characters ... 3: nearly all ASCII */
+			while (tl < (size_t)len) {
+				uint64_t r = lmt_mix64(rs++);
+				if ((int)(r % 8) > 2 * ascii_share) {
+					const char *pc = piece[(r >> 8) % LMT_ARRAY_SIZE(piece)];
+					size_t pl = strlen(pc);
+					if (tl + pl > (size_t)len)
+						break;
+					memcpy(t + tl, pc, pl);
+					tl += pl;
+				} else {
+					const char *run = ascii_run[(r >> 8) % LMT_ARRAY_SIZE(ascii_run)];
+					size_t rl = strlen(run), k = 1 + (r >> 16) % (ascii_share == 3 ? 40 : 4);
+					for (size_t i = 0; i < k && tl < (size_t)len; i++)
+						t[tl++] = run[(r >> (24 + i % 32)) % rl];
+				}
+			}
+			for (unsigned f = 0; f <= LMT_TEXTNORM_ALL; f++) {
+				size_t m1 = lmt_textnorm_apply(f, t, tl, a), m2 = lmt_textnorm_apply_scalar(f, t, tl, b);
+				if (m1 != m2 || memcmp(a, b, m1)) {
+					if (wrong++ < 3)
+						tap_diag("  flags %u, %zu bytes: %zu bytes against %zu", f, tl, m1, m2);
+				}
+				vector += !strcmp(lmt_textnorm_kernel(f), kernel);
+			}
+			texts++;
+		}
+	}
+	tap_ok(wrong == 0 && vector == texts * 16, "normaliser: the %s kernel writes what the reference writes, "
+	       "%d texts x 32 flag sets (%d differ)", kernel, texts, wrong);
+}
+
 /* ---- permutation arithmetic ---- */
 
 static uint64_t slow_affine(uint64_t a, uint64_t b, uint64_t h)
@@ -901,6 +962,7 @@ int main(void)
 {
 	test_changed_input();
 	test_normaliser();
+	test_normaliser_kernel();
 	test_arith();
 	test_params();
 	test_shingles();
