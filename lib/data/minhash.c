@@ -32,6 +32,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #define WORD_SEED 0x6c6d742d776f7264ULL    /* "lmt-word" */
 #define SHINGLE_SEED 0x6c6d742d73686e67ULL /* "lmt-shng" */
@@ -185,6 +188,41 @@ uint64_t lmt_ngram_hash(const uint64_t *words, size_t k)
 	return lmt_hash_bytes(words, k * sizeof *words, SHINGLE_SEED);
 }
 
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512dq"))) static inline __m512i mix64_x8(__m512i x)
+{
+	const __m512i c = _mm512_set1_epi64((long long)0xd6e8feb86659fd93ULL);
+	x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 32));
+	x = _mm512_mullo_epi64(x, c);
+	x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 32));
+	x = _mm512_mullo_epi64(x, c);
+	return _mm512_xor_si512(x, _mm512_srli_epi64(x, 32));
+}
+
+/* lmt_shingles' two loops 8 lanes or windows at a time (vpmullq): every word's
+ * lane mixed, then the windows from the first while 8 of them fit; returns the
+ * first window left to the scalar loop. Window i + 8 reads lanes from i + 8 on,
+ * which the 8 windows stored at i did not overwrite. */
+__attribute__((target("avx512f,avx512dq")))
+static size_t shingles_avx512(const uint64_t *words, size_t nwords, size_t g, uint64_t h0, uint64_t *out)
+{
+	size_t k = 0;
+	for (; k + 8 <= nwords; k += 8)
+		_mm512_storeu_si512(out + k, mix64_x8(_mm512_loadu_si512(words + k)));
+	for (; k < nwords; k++)
+		out[k] = lmt_mix64(words[k]);
+	const __m512i c = _mm512_set1_epi64((long long)0x9e3779b97f4a7c15ULL);
+	size_t i = 0;
+	for (; i + 8 + g - 1 <= nwords; i += 8) {
+		__m512i h = _mm512_set1_epi64((long long)h0);
+		for (size_t j = 0; j < g; j++)
+			h = _mm512_mullo_epi64(_mm512_xor_si512(h, _mm512_loadu_si512(out + i + j)), c);
+		_mm512_storeu_si512(out + i, mix64_x8(h));
+	}
+	return i;
+}
+#endif
+
 size_t lmt_shingles(const uint64_t *words, size_t nwords, int ngram, uint64_t *out)
 {
 	if (nwords == 0)
@@ -197,10 +235,16 @@ size_t lmt_shingles(const uint64_t *words, size_t nwords, int ngram, uint64_t *o
 	/* lmt_ngram_hash of each window, lmt_hash_bytes unrolled: each word's lane is
 	 * mixed once, not once for every window it is in; out holds the mixed lanes,
 	 * and window i overwrites lane i only when no later window needs it */
-	for (size_t i = 0; i < nwords; i++)
-		out[i] = lmt_mix64(words[i]);
 	const uint64_t h0 = SHINGLE_SEED ^ (g * sizeof *words * 0x9e3779b97f4a7c15ULL);
-	for (size_t i = 0; i + g <= nwords; i++) {
+	size_t i = 0;
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx512dq"))
+		i = shingles_avx512(words, nwords, g, h0, out);
+	else
+#endif
+		for (size_t k = 0; k < nwords; k++)
+			out[k] = lmt_mix64(words[k]);
+	for (; i + g <= nwords; i++) {
 		uint64_t h = h0;
 		for (size_t k = 0; k < g; k++)
 			h = (h ^ out[i + k]) * 0x9e3779b97f4a7c15ULL;
@@ -268,7 +312,6 @@ static void oph_scalar(const struct lmt_minhash *m, const uint64_t *sh, size_t n
 }
 
 #if defined(__x86_64__)
-#include <immintrin.h>
 #define P61 ((long long)LMT_MINHASH_PRIME)
 
 __attribute__((target("avx512f")))

@@ -790,6 +790,23 @@ static void test_shingles(void)
 	lmt_word_hashes("a  b\tc\nd e", 10, &w, &cap, &n2);
 	lmt_shingles(w, n2, 5, sh);
 	tap_ok(sh[0] == first, "a shingle does not depend on what separates its words");
+	/* every window of 0 to 100 words for shingles of 1 to 9 words (the vector
+	 * loop takes 8 windows at a time while they fit, the scalar one the rest) */
+	int wrong = 0, windows = 0;
+	uint64_t words[100], out[100];
+	for (size_t k = 0; k < LMT_ARRAY_SIZE(words); k++)
+		words[k] = lmt_mix64(k + 1000);
+	for (size_t nw = 1; nw <= LMT_ARRAY_SIZE(words); nw++) {
+		for (int g = 1; g <= 9; g++) {
+			size_t got = lmt_shingles(words, nw, g, out);
+			size_t want = nw < (size_t)g ? 1 : nw - (size_t)g + 1;
+			wrong += got != want;
+			for (size_t i = 0; i < got && got == want; i++, windows++)
+				wrong += out[i] != lmt_ngram_hash(words + i, LMT_MIN((size_t)g, nw));
+		}
+	}
+	tap_ok(wrong == 0 && windows > 40000, "every shingle of 1 to 100 words, 1 to 9 words a shingle, is "
+	       "lmt_ngram_hash of its window (%d windows, %d wrong)", windows, wrong);
 	n = 0;
 	lmt_word_hashes("a b c", 5, &w, &cap, &n);
 	tap_ok(lmt_shingles(w, n, 5, sh) == 1 && sh[0] == lmt_ngram_hash(w, 3), "fewer words: one shingle of all");
