@@ -101,6 +101,43 @@ static uint64_t space_mask(const char *p, uint64_t *hi)
 	return m;
 }
 
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512dq"))) static inline __m512i mix64_x8(__m512i x)
+{
+	const __m512i c = _mm512_set1_epi64((long long)0xd6e8feb86659fd93ULL);
+	x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 32));
+	x = _mm512_mullo_epi64(x, c);
+	x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 32));
+	x = _mm512_mullo_epi64(x, c);
+	return _mm512_xor_si512(x, _mm512_srli_epi64(x, 32));
+}
+
+/* word_hash of 8 words at once (AVX-512 DQ): lane j of every word that has one
+ * gathered, a last partial lane masked and marked as word_hash marks it. Every
+ * word's lanes must lie in the text: its start plus its length rounded up to 8. */
+__attribute__((target("avx512f,avx512dq")))
+static void word_hash_x8(const char *text, const size_t *start, const size_t *len, uint64_t *out)
+{
+	const __m512i c = _mm512_set1_epi64((long long)0x9e3779b97f4a7c15ULL);
+	const __m512i ones = _mm512_set1_epi64(-1), ff = _mm512_set1_epi64(0xff), s64 = _mm512_set1_epi64(64);
+	const __m512i st = _mm512_loadu_si512(start), l = _mm512_loadu_si512(len);
+	__m512i h = _mm512_xor_si512(_mm512_set1_epi64((long long)WORD_SEED), _mm512_mullo_epi64(l, c));
+	size_t lanes = (_mm512_reduce_max_epu64(l) + 7) / 8;
+	for (size_t j = 0; j < lanes; j++) {
+		const __m512i off = _mm512_set1_epi64((long long)(8 * j));
+		__mmask8 active = _mm512_cmpgt_epu64_mask(l, off);
+		__mmask8 full = _mm512_cmpge_epu64_mask(l, _mm512_add_epi64(off, _mm512_set1_epi64(8)));
+		__m512i t = _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), active, _mm512_add_epi64(st, off),
+							text, 1);
+		/* the r < 8 bytes left: the low 8r bits (a shift by 64 or more gives 0) */
+		__m512i m = _mm512_srlv_epi64(ones, _mm512_sub_epi64(s64, _mm512_slli_epi64(_mm512_sub_epi64(l, off), 3)));
+		t = _mm512_mask_mov_epi64(_mm512_xor_si512(_mm512_and_si512(t, m), ff), full, t);
+		h = _mm512_mask_mov_epi64(h, active, _mm512_mullo_epi64(_mm512_xor_si512(h, mix64_x8(t)), c));
+	}
+	_mm512_storeu_si512(out, mix64_x8(h));
+}
+#endif
+
 /*
  * The words of a text 64 bytes at a time: a bit mask of the White_Space bytes
  * (for ASCII from byte compares; each character of other bytes decoded, as
@@ -109,10 +146,11 @@ static uint64_t space_mask(const char *p, uint64_t *hi)
  * lmt_textnorm_next_word finds, without a call and two byte loops a word (they
  * were a fifth of dedup-minhash's time).
  */
-static size_t block_words(const char *text, size_t len, uint64_t *out)
+static size_t block_words(const char *text, size_t len, uint64_t *out, int vec)
 {
 	const unsigned char *u = (const unsigned char *)text;
 	size_t k = 0, start = 0, owed = 0; /* owed: bytes of a character begun in the last block */
+	size_t ws[8], wl[8], nw = 0;        /* with vec, words waiting to be hashed 8 at a time */
 	int owed_sp = 0;
 	uint64_t carry = 1;      /* the text begins as after a space */
 	for (size_t base = 0; base < len; base += 64) {
@@ -153,13 +191,29 @@ static size_t block_words(const char *text, size_t len, uint64_t *out)
 		carry = sp >> 63;
 		while (edges) {
 			size_t at = base + (size_t)__builtin_ctzll(edges);
-			if (!(sp >> (at - base) & 1))
+			if (!(sp >> (at - base) & 1)) {
 				start = at;
-			else
+			} else if (!vec) {
 				out[k++] = word_hash(text + start, at - start, len - start);
+			} else {
+				ws[nw] = start;
+				wl[nw] = at - start;
+				if (++nw == 8) {
+					/* the last word's lanes in the text: the others' are too */
+					if (len - start >= ((at - start + 7) & ~(size_t)7))
+						word_hash_x8(text, ws, wl, out + k);
+					else
+						for (size_t i = 0; i < 8; i++)
+							out[k + i] = word_hash(text + ws[i], wl[i], len - ws[i]);
+					k += 8;
+					nw = 0;
+				}
+			}
 			edges &= edges - 1;
 		}
 	}
+	for (size_t i = 0; i < nw; i++)
+		out[k++] = word_hash(text + ws[i], wl[i], len - ws[i]);
 	if (!carry) /* a word up to the end of a text of a multiple of 64 bytes */
 		out[k++] = word_hash(text + start, len - start, len - start);
 	return k;
@@ -174,7 +228,11 @@ int lmt_word_hashes(const char *text, size_t len, uint64_t **v, size_t *cap, siz
 		return LMT_ENOMEM;
 #if defined(__SSE2__)
 	(void)pos, (void)s, (void)l;
-	*n = k + block_words(text, len, *v + k);
+#if defined(__x86_64__)
+	*n = k + block_words(text, len, *v + k, __builtin_cpu_supports("avx512dq"));
+#else
+	*n = k + block_words(text, len, *v + k, 0);
+#endif
 #else
 	while (lmt_textnorm_next_word(text, len, &pos, &s, &l))
 		(*v)[k++] = word_hash(text + s, l, len - s);
@@ -189,16 +247,6 @@ uint64_t lmt_ngram_hash(const uint64_t *words, size_t k)
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f,avx512dq"))) static inline __m512i mix64_x8(__m512i x)
-{
-	const __m512i c = _mm512_set1_epi64((long long)0xd6e8feb86659fd93ULL);
-	x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 32));
-	x = _mm512_mullo_epi64(x, c);
-	x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 32));
-	x = _mm512_mullo_epi64(x, c);
-	return _mm512_xor_si512(x, _mm512_srli_epi64(x, 32));
-}
-
 /* lmt_shingles' two loops 8 lanes or windows at a time (vpmullq): every word's
  * lane mixed, then the windows from the first while 8 of them fit; returns the
  * first window left to the scalar loop. Window i + 8 reads lanes from i + 8 on,
