@@ -34,27 +34,3 @@ bad:
 	return 1;
 }
 
-int lmt_utf8_encode(uint32_t cp, char *out)
-{
-	unsigned char *o = (unsigned char *)out;
-	if (cp < 0x80) {
-		o[0] = (unsigned char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (unsigned char)(0xc0 | cp >> 6);
-		o[1] = (unsigned char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (unsigned char)(0xe0 | cp >> 12);
-		o[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-		o[2] = (unsigned char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	o[0] = (unsigned char)(0xf0 | cp >> 18);
-	o[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3f));
-	o[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3f));
-	o[3] = (unsigned char)(0x80 | (cp & 0x3f));
-	return 4;
-}

@@ -710,6 +710,8 @@ struct jscan {
 	const unsigned char *val;  /* the text field's string, quotes excluded */
 	size_t vlen;
 	int val_escaped;
+	unsigned char *out;        /* NULL, or where to decode the text field's string */
+	size_t olen;
 };
 
 static void jws(struct jscan *s)
@@ -749,11 +751,35 @@ static long hex4_checked(const unsigned char *p)
 	return (long)a << 12 | b << 8 | c << 4 | d;
 }
 
-/* A string at s->p ('"'): 1 and its content span, or 0. */
-static int jstring(struct jscan *s, const unsigned char **start, size_t *len, int *escaped)
+/* the len bytes at src to out, which has 16 bytes of room past them: short runs
+ * (between the escapes of text written with \u for every character beyond
+ * ASCII) as one 16-byte copy where src has 16 bytes before end */
+static inline void copy_run(unsigned char *out, const unsigned char *src, size_t len, const unsigned char *end)
 {
-	const unsigned char *p = s->p + 1, *end = s->end;
+#if defined(__SSE2__)
+	if (len <= 16 && end - src >= 16) {
+		_mm_storeu_si128((__m128i *)out, _mm_loadu_si128((const __m128i *)src));
+		return;
+	}
+#endif
+	memcpy(out, src, len);
+}
+
+/* An escape's character: '"', '\\' and '/' stand for themselves */
+static inline unsigned char unescape1(unsigned char e)
+{
+	return e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e;
+}
+
+/* A string at s->p ('"'): 1 and its content span, or 0. With out (room for
+ * the span's length plus 16 bytes), its decoded text too, written as it is
+ * checked, in *olen bytes: one pass instead of a check and a decoding. */
+static int jstring(struct jscan *s, const unsigned char **start, size_t *len, int *escaped, unsigned char *out,
+		   size_t *olen)
+{
+	const unsigned char *p = s->p + 1, *end = s->end, *from = p;
 	struct lmt_jsonstops j = { NULL, 0 };
+	size_t k = 0;
 	*escaped = 0;
 	*start = p;
 	for (;;) {
@@ -765,6 +791,10 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 		if (*p == '\\') {
 			if (p + 1 >= end)
 				return 0;
+			if (out) {
+				copy_run(out + k, from, (size_t)(p - from), end);
+				k += (size_t)(p - from);
+			}
 			unsigned char e = p[1];
 			/* 1: only escapes lmt_json_escape writes too; 2: \u or \/ as well */
 			*escaped = e == 'u' || e == '/' ? 2 : *escaped ? *escaped : 1;
@@ -779,23 +809,34 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 					long lo = end - p < 12 || p[6] != '\\' || p[7] != 'u' ? -1 : hex4_checked(p + 8);
 					if (lo < 0xdc00 || lo > 0xdfff)
 						return 0;
+					v = 0x10000 + ((v - 0xd800) << 10) + ((unsigned)lo - 0xdc00);
 					p += 12;
 				} else {
 					p += 6;
 				}
+				if (out)
+					k += (size_t)lmt_utf8_encode(v, (char *)out + k);
+				from = p;
 				continue;
 			}
 			if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' && e != 't')
 				return 0;
+			if (out)
+				out[k++] = unescape1(e);
 			p += 2;
+			from = p;
 			continue;
 		}
 		/* one UTF-8 sequence, no overlongs, no surrogates, at most U+10FFFF */
 		uint32_t cp;
-		int k = lmt_utf8_decode_fast(p, (size_t)(end - p), &cp);
+		int n = lmt_utf8_decode_fast(p, (size_t)(end - p), &cp);
 		if (cp >= LMT_UTF8_BAD)
 			return 0;
-		p += k;
+		p += n;
+	}
+	if (out) {
+		copy_run(out + k, from, (size_t)(p - from), end);
+		*olen = k + (size_t)(p - from);
 	}
 	*len = (size_t)(p - *start);
 	s->p = p + 1;
@@ -816,7 +857,7 @@ static int jobject(struct jscan *s, int top)
 		const unsigned char *k;
 		size_t kl;
 		int kesc;
-		if (s->p >= s->end || *s->p != '"' || !jstring(s, &k, &kl, &kesc) || kesc)
+		if (s->p >= s->end || *s->p != '"' || !jstring(s, &k, &kl, &kesc, NULL, NULL) || kesc)
 			return 0;
 		jws(s);
 		if (s->p >= s->end || *s->p != ':')
@@ -827,7 +868,7 @@ static int jobject(struct jscan *s, int top)
 		if (is_field) {
 			if (s->p >= s->end || *s->p != '"')
 				return 0; /* not a string: jansson says so */
-			if (!jstring(s, &s->val, &s->vlen, &s->val_escaped))
+			if (!jstring(s, &s->val, &s->vlen, &s->val_escaped, s->out, &s->olen))
 				return 0;
 		} else if (!jvalue(s)) {
 			return 0;
@@ -882,7 +923,7 @@ static int jvalue(struct jscan *s)
 		}
 		break;
 	case '"':
-		ok = jstring(s, &start, &len, &esc);
+		ok = jstring(s, &start, &len, &esc, NULL, NULL);
 		break;
 	case 't':
 		ok = s->end - s->p >= 4 && !memcmp(s->p, "true", 4);
@@ -931,79 +972,13 @@ static int jvalue(struct jscan *s)
 	return ok;
 }
 
-/* Decode a validated JSON string body into out (room for n bytes: decoding never
- * grows it); returns the length. */
-static size_t junescape(const unsigned char *p, size_t n, char *out)
-{
-	size_t k = 0;
-	for (size_t i = 0; i < n;) {
-#if defined(__SSE2__)
-		/* 16 bytes at a time up to the next backslash: the runs between escapes
-		 * are short where every character beyond ASCII is a \u escape, and a call
-		 * to memchr and one to memcpy for each cost more than the run. out has
-		 * room: k <= i, and i + 16 <= n. */
-		while (n - i >= 16) {
-			__m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-			unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
-			_mm_storeu_si128((__m128i *)(out + k), v);
-			if (m) {
-				unsigned r = (unsigned)__builtin_ctz(m);
-				i += r;
-				k += r;
-				break;
-			}
-			i += 16;
-			k += 16;
-		}
-		if (i >= n)
-			break;
-#endif
-		if (p[i] != '\\') {
-			const unsigned char *bs = memchr(p + i, '\\', n - i);
-			size_t run = bs ? (size_t)(bs - (p + i)) : n - i;
-			memcpy(out + k, p + i, run);
-			k += run;
-			i += run;
-			continue;
-		}
-		unsigned char e = p[i + 1];
-		if (e != 'u') {
-			out[k++] = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b'
-				 : e == 'f' ? '\f' : (char)e; /* '"', '\\' and '/' stand for themselves */
-			i += 2;
-			continue;
-		}
-		unsigned v = (unsigned)hex4_checked(p + i + 2); /* checked by the scan */
-		i += 6;
-		if (v >= 0xd800 && v <= 0xdbff) {
-			v = 0x10000 + ((v - 0xd800) << 10) + ((unsigned)hex4_checked(p + i + 2) - 0xdc00);
-			i += 6;
-		}
-		if (v < 0x80) {
-			out[k++] = (char)v;
-		} else if (v < 0x800) {
-			out[k++] = (char)(0xc0 | v >> 6);
-			out[k++] = (char)(0x80 | (v & 0x3f));
-		} else if (v < 0x10000) {
-			out[k++] = (char)(0xe0 | v >> 12);
-			out[k++] = (char)(0x80 | ((v >> 6) & 0x3f));
-			out[k++] = (char)(0x80 | (v & 0x3f));
-		} else {
-			out[k++] = (char)(0xf0 | v >> 18);
-			out[k++] = (char)(0x80 | ((v >> 12) & 0x3f));
-			out[k++] = (char)(0x80 | ((v >> 6) & 0x3f));
-			out[k++] = (char)(0x80 | (v & 0x3f));
-		}
-	}
-	return k;
-}
-
-/* 1: *start and *len give the text field's string (escaped or not); 0: ask jansson. */
-static int fast_jsonl(const char *line, size_t n, const char *field, const unsigned char **start, size_t *len,
-		      int *escaped)
+/* 1: *start and *len give the text field's string (escaped or not), decoded into
+ * out (room for n + 16 bytes) in *olen bytes; 0: ask jansson. */
+static int fast_jsonl(const char *line, size_t n, const char *field, unsigned char *out,
+		      const unsigned char **start, size_t *len, int *escaped, size_t *olen)
 {
 	struct jscan s = { (const unsigned char *)line, (const unsigned char *)line + n, 0, field, strlen(field), NULL,
-			   0, 0 };
+			   0, 0, out, 0 };
 	jws(&s);
 	if (s.p >= s.end || *s.p != '{' || !jobject(&s, 1))
 		return 0;
@@ -1013,6 +988,7 @@ static int fast_jsonl(const char *line, size_t n, const char *field, const unsig
 	*start = s.val;
 	*len = s.vlen;
 	*escaped = s.val_escaped;
+	*olen = s.olen;
 	return 1;
 }
 
@@ -1028,31 +1004,34 @@ static int read_jsonl(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *e
 		if (i == n)
 			continue; /* blank line */
 		const unsigned char *fs;
-		size_t fl;
+		size_t fl, len;
 		int esc;
 		d->escaped = 0; /* of a line before, skipped as empty */
 		c->hashed = 0;
-		if (fast_jsonl(p, n, c->field, &fs, &fl, &esc)) {
-			struct lmt_docbatch *b = c->into;
-			char *dst;
-			if (b) {
-				if (LMT_GROW(b->text, b->cap, b->len + fl + 1))
-					return lmt_err_set(err, LMT_ENOMEM, "%s: document of %zu bytes: out of memory",
-							   label(c), fl);
-				dst = b->text + b->len;
-			} else {
-				if ((rc = doc_reserve(c, fl, err)))
-					return rc;
-				dst = c->doc;
-			}
+		/* room for the decoded text before the scan, which writes it: the line's
+		 * length (decoding never lengthens a string) and 16 bytes */
+		struct lmt_docbatch *b = c->into;
+		char *dst;
+		if (b) {
+			if (LMT_GROW(b->text, b->cap, b->len + n + 17))
+				return lmt_err_set(err, LMT_ENOMEM, "%s: document of %zu bytes: out of memory",
+						   label(c), n);
+			dst = b->text + b->len;
+		} else {
+			if ((rc = doc_reserve(c, n + 16, err)))
+				return rc;
+			dst = c->doc;
+		}
+		if (fast_jsonl(p, n, c->field, (unsigned char *)dst, &fs, &fl, &esc, &len)) {
 			if (c->o.raw_hash) {
 				d->raw_hash = raw_hash(fs, fl);
 				c->hashed = 1;
 			}
 			d->escaped = c->o.keep_escaped && esc != 2;
-			size_t len = esc && !d->escaped ? junescape(fs, fl, dst) : fl;
-			if (!esc || d->escaped)
-				memcpy(dst, fs, fl);
+			if (d->escaped && esc) {
+				memcpy(dst, fs, fl); /* as it is: only escapes lmt_json_escape writes */
+				len = fl;
+			}
 			if (len == 0 && !c->o.keep_empty)
 				continue;
 			dst[len] = 0;
@@ -1078,7 +1057,7 @@ static int read_jsonl(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *e
 					   (unsigned long long)c->line,
 					   t ? "expected a string in field" : "no field", c->field);
 		}
-		size_t len = json_string_length(t);
+		len = json_string_length(t);
 		if (len == 0 && !c->o.keep_empty) {
 			json_decref(root);
 			continue;

@@ -260,6 +260,98 @@ static void check_jsonl_agrees(void)
 /* The binary threshold the man pages state: a NUL in the first 8 KiB; more than
  * 10% of the first 64 KiB's bytes starting invalid UTF-8; a cut-off sequence at the
  * sample's end is no fault. */
+/*
+ * The fast path decodes the text field as it checks it. 400 lines of random
+ * strings, 0 to 700 bytes, dense with escapes (each simple one, \u of 1 to 3
+ * bytes in UTF-8 with upper and lower hex digits, surrogate pairs) between runs
+ * of ASCII and raw UTF-8 of every length (short runs are copied 16 bytes at a
+ * time), read one at a time, in batches, and with keep_escaped: each text is
+ * jansson's, or with keep_escaped and no \u or \/ the string as it stands.
+ */
+static void check_jsonl_decoding(void)
+{
+	static const char *const piece[] = {
+		"\\n", "\\t", "\\r", "\\b", "\\f", "\\\"", "\\\\", "\\/", "\\u00e9", "\\u00C9", "\\u4e2D", "\\u0001",
+		"\\u0000", "\\u007f", "\\u07ff", "\\u0800", "\\uffff", "\\ud83d\\ude00", "\\uDBFF\\uDFFF",
+		"\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80",
+	};
+	enum { LINES = 400 };
+	static char file[LINES * 760];
+	static size_t at[LINES], len[LINES];
+	static int wide[LINES]; /* a \u or \/ escape in line i */
+	size_t fl = 0;
+	uint64_t r = 5;
+	for (int i = 0; i < LINES; i++) {
+		size_t want = (size_t)(lmt_mix64(r++) % 700);
+		fl += (size_t)sprintf(file + fl, "{\"text\": \"");
+		at[i] = fl;
+		while (fl - at[i] < want) {
+			uint64_t x = lmt_mix64(r++);
+			if (x % 3 == 0) {
+				/* every fifth line: only the escapes lmt_json_escape writes */
+				size_t pi = (x >> 8) % (i % 5 ? LMT_ARRAY_SIZE(piece) : 7);
+				const char *pc = piece[pi];
+				wide[i] |= pi >= 7 && pi < 19;
+				memcpy(file + fl, pc, strlen(pc));
+				fl += strlen(pc);
+			} else {
+				for (size_t k = (x >> 16) % ((i % 4) ? 5 : 40); k > 0; k--)
+					file[fl++] = (char)('a' + (x >> (k % 32)) % 26);
+			}
+		}
+		len[i] = fl - at[i];
+		fl += (size_t)sprintf(file + fl, "\"}\n");
+	}
+	writef("dec.jsonl", file, fl);
+	char path[512];
+	snprintf(path, sizeof path, "%s/dec.jsonl", dir);
+	const char *pp = path;
+	for (int mode = 0; mode < 3; mode++) { /* one at a time, in batches, keep_escaped */
+		struct lmt_corpus *c;
+		struct lmt_err err = { 0 };
+		struct lmt_corpus_opts o = { 0 };
+		o.keep_empty = 1;
+		o.keep_escaped = mode == 2;
+		struct lmt_docbatch b = { 0 };
+		int wrong = 0, seen = 0, kept_raw = 0, rc = lmt_corpus_open(&c, &pp, 1, &o, &err);
+		while (rc == 0 && seen < LINES + 1) {
+			struct lmt_doc one, *d = &one;
+			size_t nd = 1;
+			if (mode == 1) {
+				if (lmt_corpus_read_batch(c, &b, 1000 + (size_t)seen * 50, 7, NULL, NULL, &err) < 0 || !b.n)
+					break;
+				nd = b.n;
+				d = b.docs;
+			} else if (lmt_corpus_next(c, &one, &err) != 1) {
+				break;
+			}
+			for (size_t k = 0; k < nd && seen < LINES; k++, seen++) {
+				json_t *t = json_loadb(file + at[seen] - 10, len[seen] + 12, JSON_ALLOW_NUL, NULL);
+				json_t *v = json_object_get(t, "text");
+				int ok;
+				if (mode == 2 && d[k].escaped) {
+					kept_raw++;
+					ok = d[k].len == len[seen] && !memcmp(d[k].text, file + at[seen], len[seen]) &&
+					     !wide[seen];
+				} else {
+					ok = (mode < 2 || wide[seen] || !memchr(file + at[seen], '\\', len[seen])) && v &&
+					     d[k].len == json_string_length(v) &&
+					     !memcmp(d[k].text, json_string_value(v), d[k].len);
+				}
+				if (!ok && wrong++ < 3)
+					tap_diag("mode %d, line %d: %zu bytes decoded", mode, seen + 1, d[k].len);
+				json_decref(t);
+			}
+		}
+		tap_ok(rc == 0 && seen == LINES && wrong == 0 && (mode != 2 || kept_raw > 20),
+		       "JSONL strings dense with escapes decode as jansson decodes them, %s (%d lines, %d wrong%s)",
+		       mode == 0 ? "one at a time" : mode == 1 ? "in batches" : "with keep_escaped", seen, wrong,
+		       mode == 2 ? ", some kept as they stand" : "");
+		lmt_docbatch_release(&b);
+		lmt_corpus_close(c);
+	}
+}
+
 static void check_binary_threshold(void)
 {
 	static char b[80 << 10];
@@ -440,6 +532,7 @@ int main(void)
 	const char *n11[] = { "a.txt", "-", "-" };
 	expect_error("stdin twice is refused", n11, 3, &o, "more than once", NULL);
 	check_jsonl_agrees();
+	check_jsonl_decoding();
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
