@@ -40,7 +40,6 @@ static void putc_(struct lmt_json *j, char c)
 
 void lmt_json_escape(struct lmt_json *j, const char *s, size_t n)
 {
-	static const char hx[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)s, *end = p + n, *run = p;
 	struct lmt_jsonstops t = { NULL, 0 };
 	putc_(j, '"');
@@ -63,20 +62,8 @@ void lmt_json_escape(struct lmt_json *j, const char *s, size_t n)
 		if (c >= 0x80) {
 			put(j, "\xef\xbf\xbd", 3); /* U+FFFD for one bad byte */
 		} else {
-			char e[7] = "\\u00";
-			switch (c) {
-			case '"': put(j, "\\\"", 2); break;
-			case '\\': put(j, "\\\\", 2); break;
-			case '\n': put(j, "\\n", 2); break;
-			case '\r': put(j, "\\r", 2); break;
-			case '\t': put(j, "\\t", 2); break;
-			case '\b': put(j, "\\b", 2); break;
-			case '\f': put(j, "\\f", 2); break;
-			default:
-				e[4] = hx[c >> 4];
-				e[5] = hx[c & 15];
-				put(j, e, 6);
-			}
+			char e[6];
+			put(j, e, (size_t)lmt_json_escape_ascii(c, e));
 		}
 		run = ++p;
 	}

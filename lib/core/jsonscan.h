@@ -80,4 +80,25 @@ static inline const unsigned char *lmt_json_next_stop(struct lmt_jsonstops *t, c
 #endif
 }
 
+/* The escape lmt_json_escape writes for c, a control byte, '"' or '\\', at
+ * out (room for 6); its length. Shared with the reader, which writes kept texts
+ * in the writer's form without decoding them (data/corpus.c). */
+static inline int lmt_json_escape_ascii(unsigned c, char *out)
+{
+	static const char hx[] = "0123456789abcdef";
+	char e = c == '"' ? '"' : c == '\\' ? '\\' : c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't'
+	       : c == '\b' ? 'b' : c == '\f' ? 'f' : 0;
+	out[0] = '\\';
+	if (e) {
+		out[1] = e;
+		return 2;
+	}
+	out[1] = 'u';
+	out[2] = '0';
+	out[3] = '0';
+	out[4] = hx[c >> 4];
+	out[5] = hx[c & 15];
+	return 6;
+}
+
 #endif

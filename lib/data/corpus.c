@@ -712,6 +712,7 @@ struct jscan {
 	int val_escaped;
 	unsigned char *out;        /* NULL, or where to decode the text field's string */
 	size_t olen;
+	int escaped_out;           /* decode it to lmt_json_escape's form */
 };
 
 static void jws(struct jscan *s)
@@ -773,10 +774,14 @@ static inline unsigned char unescape1(unsigned char e)
 
 /* A string at s->p ('"'): 1 and its content span, or 0. With out (room for
  * the span's length plus 16 bytes), its decoded text too, written as it is
- * checked, in *olen bytes: one pass instead of a check and a decoding. */
+ * checked, in *olen bytes: one pass instead of a check and a decoding; with
+ * s->escaped_out, the text in lmt_json_escape's form instead (the escapes it
+ * writes kept, \/ and \u of any other character decoded), for a writer to copy
+ * as it is. */
 static int jstring(struct jscan *s, const unsigned char **start, size_t *len, int *escaped, unsigned char *out,
 		   size_t *olen)
 {
+	const int form = s->escaped_out;
 	const unsigned char *p = s->p + 1, *end = s->end, *from = p;
 	struct lmt_jsonstops j = { NULL, 0 };
 	size_t k = 0;
@@ -814,15 +819,21 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 				} else {
 					p += 6;
 				}
-				if (out)
+				if (out && form && (v < 0x20 || v == '"' || v == '\\'))
+					k += (size_t)lmt_json_escape_ascii(v, (char *)out + k);
+				else if (out)
 					k += (size_t)lmt_utf8_encode(v, (char *)out + k);
 				from = p;
 				continue;
 			}
 			if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' && e != 't')
 				return 0;
-			if (out)
-				out[k++] = unescape1(e);
+			if (out && form && e != '/') {
+				out[k++] = '\\';
+				out[k++] = e;
+			} else if (out) {
+				out[k++] = form ? '/' : unescape1(e);
+			}
 			p += 2;
 			from = p;
 			continue;
@@ -973,12 +984,13 @@ static int jvalue(struct jscan *s)
 }
 
 /* 1: *start and *len give the text field's string (escaped or not), decoded into
- * out (room for n + 16 bytes) in *olen bytes; 0: ask jansson. */
-static int fast_jsonl(const char *line, size_t n, const char *field, unsigned char *out,
+ * out (room for n + 16 bytes), or with escaped_out put in lmt_json_escape's
+ * form, in *olen bytes; 0: ask jansson. */
+static int fast_jsonl(const char *line, size_t n, const char *field, unsigned char *out, int escaped_out,
 		      const unsigned char **start, size_t *len, int *escaped, size_t *olen)
 {
 	struct jscan s = { (const unsigned char *)line, (const unsigned char *)line + n, 0, field, strlen(field), NULL,
-			   0, 0, out, 0 };
+			   0, 0, out, 0, escaped_out };
 	jws(&s);
 	if (s.p >= s.end || *s.p != '{' || !jobject(&s, 1))
 		return 0;
@@ -1022,16 +1034,12 @@ static int read_jsonl(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *e
 				return rc;
 			dst = c->doc;
 		}
-		if (fast_jsonl(p, n, c->field, (unsigned char *)dst, &fs, &fl, &esc, &len)) {
+		if (fast_jsonl(p, n, c->field, (unsigned char *)dst, c->o.keep_escaped, &fs, &fl, &esc, &len)) {
 			if (c->o.raw_hash) {
 				d->raw_hash = raw_hash(fs, fl);
 				c->hashed = 1;
 			}
-			d->escaped = c->o.keep_escaped && esc != 2;
-			if (d->escaped && esc) {
-				memcpy(dst, fs, fl); /* as it is: only escapes lmt_json_escape writes */
-				len = fl;
-			}
+			d->escaped = c->o.keep_escaped;
 			if (len == 0 && !c->o.keep_empty)
 				continue;
 			dst[len] = 0;

@@ -59,8 +59,8 @@ struct lmt_corpus_opts {
 	struct lmt_corpus_skips *skips; /* optional, caller-owned: filled with what was
 					 * skipped; emptied by each lmt_corpus_open */
 	int raw_hash;            /* fill lmt_doc.raw_hash */
-	int keep_escaped;        /* JSONL: a text field already in lmt_json_escape's form
-				  * is not decoded (lmt_doc.escaped) */
+	int keep_escaped;        /* JSONL: a text field is put in lmt_json_escape's form
+				  * instead of decoded (lmt_doc.escaped) */
 };
 
 /* What a corpus passed over: the count, and the first few names with the reason. */
@@ -94,11 +94,13 @@ struct lmt_doc {
 	uint64_t ordinal;        /* 0-based index of the document within its source */
 	uint64_t line;           /* 1-based first line for line-oriented input, else 0 */
 	/*
-	 * With lmt_corpus_opts.keep_escaped: 1 when text..len are the JSONL text
-	 * field's string as it stands between its quotes, undecoded, because it is
-	 * already what lmt_json_escape writes for the decoded text (its only escapes
-	 * are \" \\ \b \f \n \r \t; no \u, no \/). A writer can copy it as it is;
+	 * With lmt_corpus_opts.keep_escaped: 1 when text..len are what
+	 * lmt_json_escape writes for the decoded text, without the quotes: the JSONL
+	 * string as the fast reader checked it, its escapes \" \\ \b \f \n \r \t
+	 * kept, \/ and \u of other characters decoded, \u of control characters
+	 * written as lmt_json_escape writes them. A writer can copy it as it is;
 	 * dedup-minhash's second pass does, instead of decoding and encoding again.
+	 * 0 for a line jansson read (the decoded text).
 	 */
 	int escaped;
 	/* With lmt_corpus_opts.raw_hash: a 64-bit hash of the text as the input has it
