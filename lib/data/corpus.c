@@ -744,7 +744,7 @@ static const signed char hexval[256] = {
 /* The value of 4 hex digits, or -1 if one is not: four loads and one test, where
  * the scan checks every \u escape (one every few bytes in JSONL written with
  * them for every character beyond ASCII) */
-static long hex4_checked(const unsigned char *p)
+static inline __attribute__((always_inline)) long hex4_checked(const unsigned char *p)
 {
 	int a = hexval[p[0]], b = hexval[p[1]], c = hexval[p[2]], d = hexval[p[3]];
 	if ((a | b | c | d) < 0)
@@ -766,12 +766,6 @@ static inline void copy_run(unsigned char *out, const unsigned char *src, size_t
 	memcpy(out, src, len);
 }
 
-/* An escape's character: '"', '\\' and '/' stand for themselves */
-static inline unsigned char unescape1(unsigned char e)
-{
-	return e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e;
-}
-
 /* A string at s->p ('"'): 1 and its content span, or 0. With out (room for
  * the span's length plus 16 bytes), its decoded text too, written as it is
  * checked, in *olen bytes: one pass instead of a check and a decoding; with
@@ -781,11 +775,16 @@ static inline unsigned char unescape1(unsigned char e)
 static int jstring(struct jscan *s, const unsigned char **start, size_t *len, int *escaped, unsigned char *out,
 		   size_t *olen)
 {
+	/* the character of each simple escape, 0 for a letter that makes none */
+	static const unsigned char simple[128] = {
+		['"'] = '"', ['\\'] = '\\', ['/'] = '/', ['b'] = '\b', ['f'] = '\f', ['n'] = '\n', ['r'] = '\r',
+		['t'] = '\t',
+	};
 	const int form = s->escaped_out;
 	const unsigned char *p = s->p + 1, *end = s->end, *from = p;
 	struct lmt_jsonstops j = { NULL, 0 };
 	size_t k = 0;
-	*escaped = 0;
+	int esc = 0; /* 1: only escapes lmt_json_escape writes too; 2: \u or \/ as well */
 	*start = p;
 	for (;;) {
 		p = lmt_json_next_stop(&j, p, end);
@@ -801,9 +800,25 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 				k += (size_t)(p - from);
 			}
 			unsigned char e = p[1];
-			/* 1: only escapes lmt_json_escape writes too; 2: \u or \/ as well */
-			*escaped = e == 'u' || e == '/' ? 2 : *escaped ? *escaped : 1;
-			if (e == 'u') {
+			if (e != 'u') {
+				unsigned char c = e < 128 ? simple[e] : 0;
+				if (!c)
+					return 0;
+				esc = e == '/' ? 2 : esc ? esc : 1;
+				if (out && form && e != '/') {
+					out[k++] = '\\';
+					out[k++] = e;
+				} else if (out) {
+					out[k++] = c;
+				}
+				p += 2;
+				from = p;
+				continue;
+			}
+			esc = 2;
+			/* \u escapes, one after another while they come (text in another
+			 * script written with them is nothing else) */
+			do {
 				long hv = end - p < 6 ? -1 : hex4_checked(p + 2);
 				if (hv < 0)
 					return 0;
@@ -823,18 +838,7 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 					k += (size_t)lmt_json_escape_ascii(v, (char *)out + k);
 				else if (out)
 					k += (size_t)lmt_utf8_encode(v, (char *)out + k);
-				from = p;
-				continue;
-			}
-			if (e != '"' && e != '\\' && e != '/' && e != 'b' && e != 'f' && e != 'n' && e != 'r' && e != 't')
-				return 0;
-			if (out && form && e != '/') {
-				out[k++] = '\\';
-				out[k++] = e;
-			} else if (out) {
-				out[k++] = form ? '/' : unescape1(e);
-			}
-			p += 2;
+			} while (end - p >= 2 && p[0] == '\\' && p[1] == 'u');
 			from = p;
 			continue;
 		}
@@ -849,6 +853,7 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 		copy_run(out + k, from, (size_t)(p - from), end);
 		*olen = k + (size_t)(p - from);
 	}
+	*escaped = esc;
 	*len = (size_t)(p - *start);
 	s->p = p + 1;
 	return 1;

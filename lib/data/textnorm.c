@@ -106,6 +106,9 @@ const char *lmt_uni_version(void) { return LMT_UNITAB_VERSION; }
  * it, so that runs of ordinary letters are copied by a tight loop. */
 enum { A_COPY, A_DIGIT, A_SPACE, A_PUNCT };
 static unsigned char ascii_map[LMT_TEXTNORM_ALL + 1][128], ascii_act[LMT_TEXTNORM_ALL + 1][128];
+/* the vector kernel's byte for a kept one: ascii_map's, and without the space
+ * step a space for punctuation */
+static unsigned char kernel_map[LMT_TEXTNORM_ALL + 1][128];
 static pthread_once_t ascii_once = PTHREAD_ONCE_INIT;
 
 static void bmp_init(void)
@@ -130,6 +133,8 @@ static void ascii_init(void)
 			ascii_act[f][c] = (f & LMT_TEXTNORM_DIGITS) && (cls & LMT_UNITAB_DIGIT) ? A_DIGIT
 					: (cls & LMT_UNITAB_SPACE) ? A_SPACE
 					: (f & LMT_TEXTNORM_PUNCT) && (cls & LMT_UNITAB_PUNCT) ? A_PUNCT : A_COPY;
+			kernel_map[f][c] = ascii_act[f][c] == A_PUNCT && !(f & LMT_TEXTNORM_SPACE) ? ' '
+					 : ascii_map[f][c];
 		}
 	}
 }
@@ -324,15 +329,15 @@ size_t lmt_textnorm_apply_scalar(unsigned flags, const char *text, size_t n, cha
 #define HAVE_AVX512_KERNEL 1
 
 /*
- * With the space step (the default), 64 bytes at a time while they are ASCII
- * (AVX-512 VBMI and VBMI2). Each byte's action and mapped byte come from two
- * 128-entry tables (vpermi2b); a byte is written when it is copied, when it
- * starts a digit run ("0") or when it starts a run of space (" "), and the
- * written bytes are packed together (vpcompressb). The space of a run is
- * written when the run starts, not before the next kept character as the
- * reference does, and taken back at the end if nothing followed it; the output
- * is the same (test-minhash compares the two on random texts of every flag set).
- * Other characters go one at a time as in the reference, with the same rule.
+ * 64 bytes at a time while they are ASCII (AVX-512 VBMI and VBMI2). Each byte's
+ * action and mapped byte come from two 128-entry tables (vpermi2b); a byte is
+ * written when it is kept, when it starts a digit run ("0") or, with the space
+ * step, when it starts a run of space (" "), and the written bytes are packed
+ * together (vpcompressb). The space of a run is written when the run starts,
+ * not before the next kept character as the reference does, and taken back at
+ * the end if nothing followed it; the output is the same (test-minhash compares
+ * the two on random texts of every flag set). Other characters go one at a time
+ * as in the reference, with the same rule.
  */
 __attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi,bmi2,popcnt")))
 static size_t norm_avx512(unsigned flags, const char *text, size_t n, char *out)
@@ -342,8 +347,9 @@ static size_t norm_avx512(unsigned flags, const char *text, size_t n, char *out)
 	int in_digits = 0;
 	uint64_t pending = 0; /* in a run of space, its space written */
 	const int lower = flags & LMT_TEXTNORM_LOWER, digits = flags & LMT_TEXTNORM_DIGITS;
-	const int punct = flags & LMT_TEXTNORM_PUNCT, accents = flags & LMT_TEXTNORM_ACCENTS;
-	const unsigned char *map = ascii_map[flags & LMT_TEXTNORM_ALL];
+	const int punct = flags & LMT_TEXTNORM_PUNCT, space = flags & LMT_TEXTNORM_SPACE;
+	const int accents = flags & LMT_TEXTNORM_ACCENTS;
+	const unsigned char *map = kernel_map[flags & LMT_TEXTNORM_ALL];
 	const unsigned char *act = ascii_act[flags & LMT_TEXTNORM_ALL];
 	const __m512i act_lo = _mm512_loadu_si512(act), act_hi = _mm512_loadu_si512(act + 64);
 	const __m512i map_lo = _mm512_loadu_si512(map), map_hi = _mm512_loadu_si512(map + 64);
@@ -360,7 +366,7 @@ static size_t norm_avx512(unsigned flags, const char *text, size_t n, char *out)
 			__m512i a = _mm512_permutex2var_epi8(act_lo, v, act_hi);
 			__m512i w = _mm512_permutex2var_epi8(map_lo, v, map_hi);
 			uint64_t d = _mm512_mask_cmpeq_epi8_mask(valid, a, one);
-			uint64_t s = _mm512_mask_cmpge_epu8_mask(valid, a, two);
+			uint64_t s = space ? _mm512_mask_cmpge_epu8_mask(valid, a, two) : 0;
 			uint64_t l = valid & ~d & ~s;
 			uint64_t start_d = d & ~(d << 1 | (uint64_t)in_digits), start_s = s & ~(s << 1 | pending);
 			if (o == 0) { /* no space before the first kept byte */
@@ -386,14 +392,18 @@ static size_t norm_avx512(unsigned flags, const char *text, size_t n, char *out)
 		p += len;
 		if (skip)
 			continue;
-		if ((cls & LMT_UNITAB_SPACE) || (punct && (cls & LMT_UNITAB_PUNCT))) {
+		int is_sp = (cls & LMT_UNITAB_SPACE) || (punct && (cls & LMT_UNITAB_PUNCT));
+		if (is_sp && space) {
 			if (!pending && o > 0)
 				out[o++] = ' ';
 			pending = 1;
 			continue;
 		}
 		pending = 0;
-		o = put_char(out, o, cp, src);
+		if (is_sp && !(cls & LMT_UNITAB_SPACE))
+			out[o++] = ' '; /* punctuation, without collapsing */
+		else
+			o = put_char(out, o, cp, src);
 	}
 	if (pending && o > 0) /* a run of space at the end: no space */
 		o--;
@@ -418,7 +428,7 @@ size_t lmt_textnorm_apply(unsigned flags, const char *text, size_t n, char *out)
 {
 	pthread_once(&kernel_once, kernel_init);
 #ifdef HAVE_AVX512_KERNEL
-	if (use_avx512 && (flags & LMT_TEXTNORM_SPACE))
+	if (use_avx512)
 		return norm_avx512(flags, text, n, out);
 #endif
 	return lmt_textnorm_apply_scalar(flags, text, n, out);
@@ -427,7 +437,8 @@ size_t lmt_textnorm_apply(unsigned flags, const char *text, size_t n, char *out)
 const char *lmt_textnorm_kernel(unsigned flags)
 {
 	pthread_once(&kernel_once, kernel_init);
-	return use_avx512 && (flags & LMT_TEXTNORM_SPACE) ? "avx512" : "scalar";
+	(void)flags;
+	return use_avx512 ? "avx512" : "scalar";
 }
 
 static const char *const flag_names[] = { "lower", "digits", "punct", "space", "accents" };

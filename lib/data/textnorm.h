@@ -51,7 +51,7 @@ static inline size_t lmt_textnorm_bound(size_t n)
 size_t lmt_textnorm_apply(unsigned flags, const char *text, size_t n, char *out);
 /* The same, one character at a time: the reference the vector kernel is tested
  * against. lmt_textnorm_kernel names the kernel lmt_textnorm_apply uses for
- * flags: "avx512" (with the space step, on CPUs with AVX-512 VBMI2) or "scalar". */
+ * flags: "avx512" (on CPUs with AVX-512 VBMI2) or "scalar". */
 size_t lmt_textnorm_apply_scalar(unsigned flags, const char *text, size_t n, char *out);
 const char *lmt_textnorm_kernel(unsigned flags);
 
