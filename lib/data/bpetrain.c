@@ -192,24 +192,170 @@ int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
 
 #define WC_AHEAD 16
 
-int lmt_wordcount_merge(struct lmt_wordcount *dst, const struct lmt_wordcount *src)
+/*
+ * Merging the threads' tables. The slots of the merged table are split into one
+ * range a worker: a worker adds the words whose home slot is in its range, from
+ * every table in turn, and probes only inside it, so no two write one slot. A
+ * probe that reaches the range's end (a cluster across the boundary; rare at half
+ * load) is left for the caller, who adds those words afterwards with the usual
+ * probe; every copy of such a word meets the same full cells, so none of its
+ * copies was added by a worker. The tables' arenas are laid end to end, so a word
+ * added keeps its bytes where they are (at its table's base); the bytes of a word
+ * that was already there stay unused. The table that already has room for every
+ * word (the largest, if it has) is the one merged into, in place.
+ */
+struct wc_merge {
+	struct lmt_wordcount *t;   /* the tables: t[0] is merged into */
+	int n, first;              /* tables; the first to add (0: into new slots) */
+	struct lmt_wordslot *s;    /* the merged slots */
+	size_t mask;
+	const uint8_t *arena;
+	size_t base[LMT_WORDCOUNT_MAX_TABLES];
+	int parts;
+	struct wc_range {
+		size_t added;
+		uint64_t *left;    /* (table << 32 | slot) of the words left to the caller */
+		size_t nleft, capleft;
+		int oom;
+	} r[LMT_WORDCOUNT_MAX_TABLES];
+};
+
+/* Add table i's slot e, probing up to hi (wrap: the whole table, around). 1 if
+ * added, 0 if its word was there, -1 if the probe reached hi. */
+static int merge_slot(struct wc_merge *M, int i, const struct lmt_wordslot *e, size_t hi, int wrap)
 {
-	/* src's slots are read in order, but each lands on a random slot of dst and
-	 * reads its word's bytes from a random place in src's arena: fetch both for
-	 * the slot WC_AHEAD on */
-	for (size_t i = 0; i <= src->mask; i++) {
-		if (i + WC_AHEAD <= src->mask && src->s[i + WC_AHEAD].h) {
-			__builtin_prefetch(&dst->s[src->s[i + WC_AHEAD].h & dst->mask]);
-			__builtin_prefetch(src->arena + (src->s[i + WC_AHEAD].key >> 24));
+	const size_t len = e->key & WC_MAXLEN, off = M->base[i] + (e->key >> 24);
+	size_t j = e->h & M->mask;
+	for (;;) {
+		struct lmt_wordslot *S = &M->s[j];
+		if (!S->h) {
+			S->h = e->h;
+			S->key = (uint64_t)off << 24 | len;
+			S->count = e->count;
+			return 1;
 		}
-		if (!src->s[i].h)
-			continue;
-		uint64_t k = src->s[i].key;
-		int rc = wc_add_hashed(dst, src->arena + (k >> 24), k & WC_MAXLEN, src->s[i].h,
-				       src->s[i].count);
-		if (rc)
-			return rc;
+		if (S->h == e->h && (S->key & WC_MAXLEN) == len && wc_eq(M->arena + (S->key >> 24), M->arena + off, len)) {
+			S->count += e->count;
+			return 0;
+		}
+		j = wrap ? (j + 1) & M->mask : j + 1;
+		if (!wrap && j == hi)
+			return -1;
 	}
+}
+
+static void merge_range(void *ctx, uint32_t part, int worker)
+{
+	struct wc_merge *M = ctx;
+	struct wc_range *R = &M->r[part];
+	const size_t lo = (M->mask + 1) / (size_t)M->parts * part;
+	const size_t hi = part + 1 == (uint32_t)M->parts ? M->mask + 1 : lo + (M->mask + 1) / (size_t)M->parts;
+	(void)worker;
+	if (M->first == 0) /* new slots: this range's share of the zeroing (and page faults) */
+		memset(M->s + lo, 0, (hi - lo) * sizeof *M->s);
+	for (int i = M->first; i < M->n; i++) {
+		const struct lmt_wordcount *T = &M->t[i];
+		for (size_t k = 0; k <= T->mask; k++) {
+			const struct lmt_wordslot *e = &T->s[k];
+			if (k + WC_AHEAD <= T->mask && T->s[k + WC_AHEAD].h) {
+				size_t h = T->s[k + WC_AHEAD].h & M->mask;
+				if (h >= lo && h < hi)
+					__builtin_prefetch(&M->s[h]);
+			}
+			if (!e->h || (e->h & M->mask) < lo || (e->h & M->mask) >= hi)
+				continue;
+			int rc = merge_slot(M, i, e, hi, 0);
+			if (rc > 0) {
+				R->added++;
+			} else if (rc < 0) {
+				if (LMT_GROW(R->left, R->capleft, R->nleft + 1)) {
+					R->oom = 1;
+					return;
+				}
+				R->left[R->nleft++] = (uint64_t)i << 32 | k;
+			}
+		}
+	}
+}
+
+int lmt_wordcount_merge(struct lmt_wordcount *t, int n, struct lmt_workpool *pool)
+{
+	if (n < 2)
+		return 0;
+	if (n > LMT_WORDCOUNT_MAX_TABLES)
+		return LMT_EINVAL;
+	size_t words = 0, bytes = 0;
+	int big = 0;
+	for (int i = 0; i < n; i++) {
+		words += t[i].n;
+		bytes += t[i].alen;
+		if (t[i].mask > t[big].mask)
+			big = i;
+	}
+	if (big) { /* the largest table first: merged into in place when it has room */
+		struct lmt_wordcount x = t[0];
+		t[0] = t[big];
+		t[big] = x;
+	}
+	struct wc_merge *M = calloc(1, sizeof *M);
+	if (!M)
+		return LMT_ENOMEM;
+	size_t mask = t[0].mask;
+	while (words * 2 > mask)
+		mask = mask * 2 + 1;
+	M->t = t;
+	M->n = n;
+	M->mask = mask;
+	M->first = mask == t[0].mask ? 1 : 0;
+	M->parts = pool ? lmt_workpool_workers(pool) : 1;
+	int rc = 0;
+	/* the arenas end to end, in t[0]'s */
+	if (LMT_GROW(t[0].arena, t[0].acap, bytes)) {
+		free(M);
+		return LMT_ENOMEM;
+	}
+	size_t at = t[0].alen;
+	for (int i = 1; i < n; i++) {
+		memcpy(t[0].arena + at, t[i].arena, t[i].alen);
+		M->base[i] = at;
+		at += t[i].alen;
+	}
+	M->arena = t[0].arena;
+	if (M->first) {
+		M->s = t[0].s;
+	} else if (!(M->s = malloc((mask + 1) * sizeof *M->s))) {
+		free(M);
+		return LMT_ENOMEM;
+	}
+	lmt_workpool_run(M->parts > 1 ? pool : NULL, merge_range, M, (uint32_t)M->parts);
+	size_t added = M->first ? t[0].n : 0;
+	uint64_t total = 0;
+	for (int p = 0; p < M->parts; p++) {
+		added += M->r[p].added;
+		for (size_t k = 0; k < M->r[p].nleft && !M->r[p].oom; k++) {
+			int i = (int)(M->r[p].left[k] >> 32);
+			added += merge_slot(M, i, &t[i].s[(uint32_t)M->r[p].left[k]], 0, 1) > 0;
+		}
+		rc = M->r[p].oom ? LMT_ENOMEM : rc;
+		free(M->r[p].left);
+	}
+	for (int i = 0; i < n; i++)
+		total += t[i].total;
+	if (!rc && !M->first) {
+		free(t[0].s);
+		t[0].s = M->s;
+		t[0].mask = mask;
+	} else if (!M->first) {
+		free(M->s);
+	}
+	free(M);
+	if (rc)
+		return rc;
+	t[0].n = added;
+	t[0].alen = bytes;
+	t[0].total = total;
+	for (int i = 1; i < n; i++)
+		lmt_wordcount_release(&t[i]);
 	return 0;
 }
 

@@ -78,8 +78,14 @@ int lmt_wordcount_add(struct lmt_wordcount *wc, const void *w, size_t n, uint64_
 /* Pre-tokenize text with it (reset to the text) and count its pieces. */
 int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
 			   const char *text, size_t len);
-/* Add every word of src into dst. */
-int lmt_wordcount_merge(struct lmt_wordcount *dst, const struct lmt_wordcount *src);
+/* Merge tables t[1..n) into t[0] with the pool's workers (NULL: the caller
+ * alone); t[1..n) are released. Which table's slots and arena t[0] ends with is
+ * the merger's choice. n is at most LMT_WORDCOUNT_MAX_TABLES. On an error
+ * (LMT_ENOMEM) the tables may have changed places and grown, and only
+ * lmt_wordcount_release is left to do with them. */
+#define LMT_WORDCOUNT_MAX_TABLES 1024
+struct lmt_workpool;
+int lmt_wordcount_merge(struct lmt_wordcount *t, int n, struct lmt_workpool *pool);
 /* Bytes held by the table (for the memory report). */
 size_t lmt_wordcount_bytes(const struct lmt_wordcount *wc);
 

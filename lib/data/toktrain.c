@@ -161,16 +161,26 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 			progress(ctx, done, total);
 	}
 	lmt_batchq_stop(q);
-	lmt_workpool_free(pool);
 	lmt_corpus_close(c);
-	if (rc < 0)
+	if (rc < 0) {
+		lmt_workpool_free(pool);
 		return rc;
-	for (int i = 1; i < nt; i++) {
-		if (lmt_wordcount_merge(&W[0].wc, &W[i].wc))
-			return lmt_err_set(err, LMT_ENOMEM, "out of memory merging word counts");
-		lmt_wordcount_release(&W[i].wc);
-		memset(&W[i].wc, 0, sizeof W[i].wc);
 	}
+	/* the threads' tables into W[0]'s, by the same threads */
+	struct lmt_wordcount *tables = malloc((size_t)nt * sizeof *tables);
+	if (!tables) {
+		lmt_workpool_free(pool);
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory merging word counts");
+	}
+	for (int i = 0; i < nt; i++)
+		tables[i] = W[i].wc;
+	rc = lmt_wordcount_merge(tables, nt, pool);
+	lmt_workpool_free(pool);
+	for (int i = 0; i < nt; i++)
+		W[i].wc = tables[i];
+	free(tables);
+	if (rc)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory merging word counts");
 	t->wc = &W[0].wc;
 	t->count_seconds = lmt_now() - t0;
 	t->docs = sel.docs;

@@ -29,6 +29,7 @@
 #include "data/bpetrain.h"
 #include "tap.h"
 #include "core/util.h"
+#include "core/workpool.h"
 
 /* ---- the reference trainer ---- */
 
@@ -326,12 +327,92 @@ static void check_zalloc(void)
 	free(p);
 }
 
+/* (word, count) of every slot, sorted by word: two tables hold the same words
+ * with the same counts when these are equal */
+static int by_word(const void *a, const void *b)
+{
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	return strcmp(x, y);
+}
+
+static char **word_list(const struct lmt_wordcount *wc)
+{
+	char **v = calloc(wc->n + 1, sizeof *v);
+	size_t k = 0;
+	for (size_t i = 0; v && i <= wc->mask; i++) {
+		if (!wc->s[i].h || k == wc->n)
+			continue;
+		size_t len = wc->s[i].key & ((1u << 24) - 1);
+		char buf[64];
+		snprintf(buf, sizeof buf, "%.*s %llu", (int)len, (const char *)wc->arena + (wc->s[i].key >> 24),
+			 (unsigned long long)wc->s[i].count);
+		v[k++] = strdup(buf);
+	}
+	if (v)
+		qsort(v, k, sizeof *v, by_word);
+	return v;
+}
+
+/*
+ * lmt_wordcount_merge with 1 to 4 workers: 4 tables of random words (200,000 adds,
+ * some counts above 1), merged, hold every word of one table that took all the
+ * adds, with the same count. Spread: 60,000 words, each table takes a quarter of
+ * the adds, so they overlap, and the merged table is new, of 512k slots, a range
+ * each worker; clusters cross the ranges' ends, so some words are left to the
+ * caller's pass. Skewed: 100,000 words, the third table takes words 0..79999 and
+ * has room for all, so the others are merged into it in place.
+ */
+static void test_merge_tables(void)
+{
+	for (int run = 0; run < 8; run++) {
+		int workers = 1 + run % 4, skewed = run >= 4;
+		struct lmt_wordcount one, part[4];
+		lmt_wordcount_init(&one);
+		for (int i = 0; i < 4; i++)
+			lmt_wordcount_init(&part[i]);
+		uint64_t r = 11;
+		for (int k = 0; k < 200000; k++) {
+			uint64_t x = lmt_mix64(r++);
+			char w[32];
+			uint64_t word = x % (skewed ? 100000 : 60000);
+			int n = snprintf(w, sizeof w, "w%llu", (unsigned long long)word);
+			uint64_t c = 1 + (x >> 32) % 3;
+			int to = (int)((x >> 40) % 4);
+			if (skewed)
+				to = word < 80000 ? 2 : (int)((x >> 40) % 3 + (x >> 40) % 3 / 2);
+			lmt_wordcount_add(&one, w, (size_t)n, c);
+			lmt_wordcount_add(&part[to], w, (size_t)n, c);
+		}
+		struct lmt_workpool *pool = workers > 1 ? lmt_workpool_new(workers) : NULL;
+		int rc = lmt_wordcount_merge(part, 4, pool);
+		lmt_workpool_free(pool);
+		char **a = word_list(&one), **b = word_list(&part[0]);
+		size_t same = 0;
+		while (a && b && same < one.n && b[same] && !strcmp(a[same], b[same]))
+			same++;
+		tap_ok(rc == 0 && part[0].n == one.n && part[0].total == one.total && same == one.n &&
+		       part[1].n == 0 && part[3].s == NULL,
+		       "4 tables, %s, merged by %d worker%s hold one table's %zu words with its counts (%zu alike)",
+		       skewed ? "one with room for all" : "spread", workers, workers > 1 ? "s" : "", one.n, same);
+		for (size_t i = 0; a && i < one.n; i++)
+			free(a[i]);
+		for (size_t i = 0; b && i < part[0].n; i++)
+			free(b[i]);
+		free(a);
+		free(b);
+		for (int i = 0; i < 4; i++)
+			lmt_wordcount_release(&part[i]);
+		lmt_wordcount_release(&one);
+	}
+}
+
 int main(void)
 {
 	struct lmt_wordcount wc;
 	char what[160];
 
 	check_zalloc();
+	test_merge_tables();
 
 	/* ties everywhere: three pairs of count 2 */
 	lmt_wordcount_init(&wc);
@@ -424,8 +505,7 @@ int main(void)
 		lmt_wordcount_add_text(&part[k % 3], &it, d, n);
 		free(d);
 	}
-	lmt_wordcount_merge(&part[0], &part[2]);
-	lmt_wordcount_merge(&part[0], &part[1]);
+	lmt_wordcount_merge(part, 3, NULL);
 	tap_ok(part[0].n == one.n && part[0].total == one.total,
 	       "3 merged tables hold the same words as one (%zu distinct, %llu total)", one.n,
 	       (unsigned long long)one.total);
