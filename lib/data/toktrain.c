@@ -106,20 +106,47 @@ static int count_doc(struct lmt_wordcount *wc, struct lmt_pretok_iter *it, const
 	return 0;
 }
 
-/* one document of a batch, in the worker's own table */
+/* Documents a work item: at least COUNT_CHUNK bytes of them, so that a batch of a
+ * million one-line documents is not a million claims of the pool's two shared
+ * counters (with 2 threads their cache lines went back and forth for each). */
+#define COUNT_CHUNK (32u << 10)
+
+/* one run of documents of a batch, cut[i] to cut[i + 1], in the worker's own table */
 struct count_job {
 	struct lmt_toktrain *t;
 	const struct lmt_docbatch *b;
+	size_t *cut, ncut, capcut;
 	int failed;
 };
 
 static void count_item(void *ctx, size_t i, int worker)
 {
 	struct count_job *J = ctx;
-	const struct lmt_doc *d = &J->b->docs[i];
 	struct lmt_toktrain_worker *W = &J->t->W[worker];
-	if (count_doc(&W->wc, &W->it, d->text, d->len, &J->t->p))
-		__atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
+	for (size_t k = J->cut[i]; k < J->cut[i + 1]; k++) {
+		const struct lmt_doc *d = &J->b->docs[k];
+		if (count_doc(&W->wc, &W->it, d->text, d->len, &J->t->p)) {
+			__atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
+			return;
+		}
+	}
+}
+
+/* J->cut for batch b: runs of documents of COUNT_CHUNK bytes or more */
+static int cut_batch(struct count_job *J, const struct lmt_docbatch *b)
+{
+	size_t bytes = 0;
+	J->ncut = 0;
+	for (size_t k = 0; k <= b->n; k++) {
+		if (k == 0 || k == b->n || bytes >= COUNT_CHUNK) {
+			if (LMT_GROW(J->cut, J->capcut, J->ncut + 1))
+				return LMT_ENOMEM;
+			J->cut[J->ncut++] = k;
+			bytes = 0;
+		}
+		bytes += k < b->n ? b->docs[k].len : 0;
+	}
+	return 0;
 }
 
 int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ninputs,
@@ -146,11 +173,15 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 		lmt_corpus_close(c);
 		return lmt_err_set(err, LMT_ENOMEM, "cannot start the reader");
 	}
-	struct count_job J = { t, NULL, 0 };
+	struct count_job J = { t, NULL, NULL, 0, 0, 0 };
 	struct lmt_workpool *pool = lmt_workpool_new(nt);
 	while ((rc = lmt_batchq_get(q, &bp, err)) > 0) {
 		J.b = bp;
-		lmt_workpool_for(pool, count_item, &J, bp->n);
+		if (cut_batch(&J, bp)) {
+			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory counting words");
+			break;
+		}
+		lmt_workpool_for(pool, count_item, &J, J.ncut - 1);
 		if (J.failed) {
 			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory counting words");
 			break;
@@ -162,6 +193,7 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 	}
 	lmt_batchq_stop(q);
 	lmt_corpus_close(c);
+	free(J.cut);
 	if (rc < 0) {
 		lmt_workpool_free(pool);
 		return rc;
