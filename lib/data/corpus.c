@@ -697,10 +697,11 @@ static int doc_reserve(struct lmt_corpus *c, size_t n, struct lmt_err *err)
  *
  * Most JSONL corpora are flat objects, and building a jansson tree for every line
  * costs more than everything else the readers do. This scanner validates the line
- * as strict JSON (RFC 8259: grammar, escapes, UTF-8, surrogate pairs) and records
- * where the text field's string is; it gives up (returns 0) on anything it does not
- * handle plainly, and jansson then reads the line as before, with its messages for
- * bad input. Like jansson, the last of duplicate keys wins. */
+ * as strict JSON (RFC 8259: grammar, escapes, UTF-8, surrogate pairs), records
+ * where the text field's string is and decodes it as it goes; it gives up (returns
+ * 0) on anything it does not handle plainly, and jansson then reads the line as
+ * before, with its messages for bad input. Like jansson, the last of duplicate keys
+ * wins. */
 
 struct jscan {
 	const unsigned char *p, *end;

@@ -5,8 +5,9 @@
  * Per shingle, signing was the hot loop; with one-permutation hashing (the
  * default) it is a few percent of dedup-minhash's time, and splitting and hashing
  * words is more: words are found 64 bytes at a time from a bit mask of White_Space
- * bytes, and each word's hash is mixed once for the n shingles it is in, giving
- * the values lmt_hash_bytes and lmt_ngram_hash give. With OPH every
+ * bytes and hashed 8 at a time where the CPU has AVX-512 DQ, and each word's hash
+ * is mixed once for the n shingles it is in (8 shingles at a time, likewise),
+ * giving the values lmt_hash_bytes and lmt_ngram_hash give. With OPH every
  * shingle goes through one permutation: the kernels compute pi(h) and its bin for
  * 8 or 4 shingles at a time in AVX-512 or AVX2 where the CPU has them, and update
  * the bin minima one lane at a time (a scatter: two lanes may share a bin).

@@ -1,12 +1,14 @@
 /*
  * textnorm.c: the normaliser and word splitter described in textnorm.h.
  *
- * One pass over the input, one character at a time. ASCII goes through a 128-entry
- * class table; other characters of the Basic Multilingual Plane through a table
- * of 65536 entries filled once from the generated range tables in unitab.h (the
- * binary searches of those tables, 4 or 5 of 9 or 10 probes for each character,
- * were a sixth of dedup-minhash's time on text in other scripts); characters
- * beyond it through the binary searches themselves.
+ * One pass over the input. ASCII goes through a 128-entry class table, 64 bytes
+ * at a time where the CPU has AVX-512 VBMI2 (norm_avx512), else a character at a
+ * time (lmt_textnorm_apply_scalar, the reference); other characters of the Basic
+ * Multilingual Plane through a table of 65536 entries filled once from the
+ * generated range tables in unitab.h (the binary searches of those tables, 4 or 5
+ * of 9 or 10 probes for each character, were a sixth of dedup-minhash's time on
+ * text in other scripts); characters beyond it through the binary searches
+ * themselves.
  */
 #include "data/textnorm.h"
 
