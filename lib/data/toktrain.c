@@ -171,7 +171,7 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 	struct lmt_docbatch *bp;
 	if (!q) {
 		lmt_corpus_close(c);
-		return lmt_err_set(err, LMT_ENOMEM, "cannot start the reader");
+		return lmt_err_set(err, LMT_ENOMEM, "cannot start the reader thread");
 	}
 	struct count_job J = { t, NULL, NULL, 0, 0, 0 };
 	struct lmt_workpool *pool = lmt_workpool_new(nt);
