@@ -316,7 +316,8 @@ int lmt_wordcount_merge(struct lmt_wordcount *t, int n, struct lmt_workpool *poo
 	}
 	size_t at = t[0].alen;
 	for (int i = 1; i < n; i++) {
-		memcpy(t[0].arena + at, t[i].arena, t[i].alen);
+		if (t[i].alen) /* a thread that met no word has no arena */
+			memcpy(t[0].arena + at, t[i].arena, t[i].alen);
 		M->base[i] = at;
 		at += t[i].alen;
 	}

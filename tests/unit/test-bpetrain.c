@@ -404,6 +404,21 @@ static void test_merge_tables(void)
 			lmt_wordcount_release(&part[i]);
 		lmt_wordcount_release(&one);
 	}
+	/* tables of threads that met no word (no arena at all) */
+	struct lmt_wordcount e[3];
+	for (int i = 0; i < 3; i++)
+		lmt_wordcount_init(&e[i]);
+	lmt_wordcount_add(&e[1], "abc", 3, 2);
+	int rc1 = lmt_wordcount_merge(e, 3, NULL);
+	int ok = rc1 == 0 && e[0].n == 1 && e[0].total == 2;
+	for (int i = 0; i < 3; i++)
+		lmt_wordcount_release(&e[i]);
+	for (int i = 0; i < 3; i++)
+		lmt_wordcount_init(&e[i]);
+	ok &= lmt_wordcount_merge(e, 3, NULL) == 0 && e[0].n == 0 && e[0].total == 0;
+	for (int i = 0; i < 3; i++)
+		lmt_wordcount_release(&e[i]);
+	tap_ok(ok, "tables without words merge: one word of three tables, and none");
 }
 
 int main(void)
