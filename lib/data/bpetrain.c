@@ -904,18 +904,30 @@ static void count_part(struct trainer *T, int p, uint32_t maxlen)
 		P->rc = LMT_ENOMEM;
 		return;
 	}
+	/* A word's pairs of this part are picked without a branch, then counted: with
+	 * n parts a pair is this part's at random, and a branch on it mispredicted
+	 * for about half of the 3 million pairs of a real corpus (at -j2 each part's
+	 * count took 34 ms against 43 ms for both at -j1). */
+	enum { PICK = 256 };
+	uint64_t kb[PICK], mb[PICK];
 	for (uint32_t w = 0; w < T->nwords && !P->rc; w++) {
 		const uint32_t *s = T->sym + T->woff[w];
-		for (uint32_t i = 0; i + 1 < T->wlen[w]; i++) {
-			uint64_t key = pkey(s[i], s[i + 1]), mix = lmt_mix64(key);
-			if (part_of(T, mix) != p)
-				continue;
-			long q = pget(P, key, mix);
-			if (q < 0 || where_add(P, &P->pairs[q], w)) {
-				P->rc = LMT_ENOMEM;
-				break;
+		for (uint32_t i0 = 0; i0 + 1 < T->wlen[w] && !P->rc; i0 += PICK) {
+			uint32_t lim = LMT_MIN(T->wlen[w] - 1, i0 + PICK), m = 0;
+			for (uint32_t i = i0; i < lim; i++) {
+				uint64_t key = pkey(s[i], s[i + 1]), mix = lmt_mix64(key);
+				kb[m] = key;
+				mb[m] = mix;
+				m += part_of(T, mix) == p;
 			}
-			P->pairs[q].count += (int64_t)T->wcnt[w];
+			for (uint32_t j = 0; j < m; j++) {
+				long q = pget(P, kb[j], mb[j]);
+				if (q < 0 || where_add(P, &P->pairs[q], w)) {
+					P->rc = LMT_ENOMEM;
+					break;
+				}
+				P->pairs[q].count += (int64_t)T->wcnt[w];
+			}
 		}
 	}
 	for (size_t q = 0; q < P->npairs && !P->rc; q++) {
