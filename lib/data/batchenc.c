@@ -104,6 +104,11 @@ static void gather_docs(void *ctx, size_t item, int worker)
 	}
 }
 
+static inline size_t len_class(size_t len) /* 0 for the longest: 64 - bits of len */
+{
+	return (size_t)__builtin_clzll((unsigned long long)len | 1);
+}
+
 /*
  * The documents in the order the threads take them: by the power of 2 of their
  * length, longest first (a counting sort), so that a thread that takes a long
@@ -113,16 +118,16 @@ static void gather_docs(void *ctx, size_t item, int worker)
  */
 static void order_docs(uint32_t *order, const struct lmt_docbatch *b)
 {
-	size_t start[66] = { 0 };
+	size_t start[64] = { 0 };
 	for (size_t i = 0; i < b->n; i++)
-		start[65 - (size_t)(64 - __builtin_clzll((unsigned long long)b->docs[i].len | 1))]++;
-	for (size_t k = 0, sum = 0; k < 66; k++) {
+		start[len_class(b->docs[i].len)]++;
+	for (size_t k = 0, sum = 0; k < 64; k++) {
 		size_t c = start[k];
 		start[k] = sum;
 		sum += c;
 	}
 	for (size_t i = 0; i < b->n; i++)
-		order[start[65 - (size_t)(64 - __builtin_clzll((unsigned long long)b->docs[i].len | 1))]++] = (uint32_t)i;
+		order[start[len_class(b->docs[i].len)]++] = (uint32_t)i;
 }
 
 int lmt_batchenc_run_side(struct lmt_batchenc *e, const struct lmt_docbatch *b, void (*side)(void *ctx),

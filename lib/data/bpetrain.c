@@ -80,6 +80,12 @@ static inline int wc_eq(const uint8_t *a, const uint8_t *b, size_t n)
 	return !n || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
 }
 
+/* slot S holds the word w[0..n) of hash h, its bytes in arena */
+static inline int wc_holds(const struct lmt_wordslot *S, const uint8_t *arena, uint64_t h, const uint8_t *w, size_t n)
+{
+	return S->h == h && (S->key & WC_MAXLEN) == n && wc_eq(arena + (S->key >> 24), w, n);
+}
+
 static int wc_rehash(struct lmt_wordcount *wc)
 {
 	size_t nm = wc->mask * 2 + 1;
@@ -109,7 +115,7 @@ static int wc_add_hashed(struct lmt_wordcount *wc, const uint8_t *w, size_t n, u
 		S = &wc->s[i];
 		if (!S->h)
 			break;
-		if (S->h == h && (S->key & WC_MAXLEN) == n && wc_eq(wc->arena + (S->key >> 24), w, n)) {
+		if (wc_holds(S, wc->arena, h, w, n)) {
 			S->count += count;
 			wc->total += count;
 			return 0;
@@ -234,7 +240,7 @@ static int merge_slot(struct wc_merge *M, int i, const struct lmt_wordslot *e, s
 			S->count = e->count;
 			return 1;
 		}
-		if (S->h == e->h && (S->key & WC_MAXLEN) == len && wc_eq(M->arena + (S->key >> 24), M->arena + off, len)) {
+		if (wc_holds(S, M->arena, e->h, M->arena + off, len)) {
 			S->count += e->count;
 			return 0;
 		}

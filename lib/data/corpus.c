@@ -710,7 +710,6 @@ struct jscan {
 	size_t flen;
 	const unsigned char *val;  /* the text field's string, quotes excluded */
 	size_t vlen;
-	int val_escaped;
 	unsigned char *out;        /* NULL, or where to decode the text field's string */
 	size_t olen;
 	int escaped_out;           /* decode it to lmt_json_escape's form */
@@ -767,7 +766,8 @@ static inline void copy_run(unsigned char *out, const unsigned char *src, size_t
 	memcpy(out, src, len);
 }
 
-/* A string at s->p ('"'): 1 and its content span, or 0. With out (room for
+/* A string at s->p ('"'): 1 and its content span, or 0; *escaped (if not NULL)
+ * whether it holds an escape. With out (room for
  * the span's length plus 16 bytes), its decoded text too, written as it is
  * checked, in *olen bytes: one pass instead of a check and a decoding; with
  * s->escaped_out, the text in lmt_json_escape's form instead (the escapes it
@@ -785,7 +785,7 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 	const unsigned char *p = s->p + 1, *end = s->end, *from = p;
 	struct lmt_jsonstops j = { NULL, 0 };
 	size_t k = 0;
-	int esc = 0; /* 1: only escapes lmt_json_escape writes too; 2: \u or \/ as well */
+	int esc = 0;
 	*start = p;
 	for (;;) {
 		p = lmt_json_next_stop(&j, p, end);
@@ -805,7 +805,7 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 				unsigned char c = e < 128 ? simple[e] : 0;
 				if (!c)
 					return 0;
-				esc = e == '/' ? 2 : esc ? esc : 1;
+				esc = 1;
 				if (out && form && e != '/') {
 					out[k++] = '\\';
 					out[k++] = e;
@@ -816,7 +816,7 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 				from = p;
 				continue;
 			}
-			esc = 2;
+			esc = 1;
 			/* \u escapes, one after another while they come (text in another
 			 * script written with them is nothing else) */
 			do {
@@ -854,7 +854,8 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 		copy_run(out + k, from, (size_t)(p - from), end);
 		*olen = k + (size_t)(p - from);
 	}
-	*escaped = esc;
+	if (escaped)
+		*escaped = esc;
 	*len = (size_t)(p - *start);
 	s->p = p + 1;
 	return 1;
@@ -885,7 +886,7 @@ static int jobject(struct jscan *s, int top)
 		if (is_field) {
 			if (s->p >= s->end || *s->p != '"')
 				return 0; /* not a string: jansson says so */
-			if (!jstring(s, &s->val, &s->vlen, &s->val_escaped, s->out, &s->olen))
+			if (!jstring(s, &s->val, &s->vlen, NULL, s->out, &s->olen))
 				return 0;
 		} else if (!jvalue(s)) {
 			return 0;
@@ -911,7 +912,6 @@ static int jvalue(struct jscan *s)
 	int ok = 0;
 	const unsigned char *start;
 	size_t len;
-	int esc;
 	switch (*s->p) {
 	case '{':
 		ok = jobject(s, 0);
@@ -940,7 +940,7 @@ static int jvalue(struct jscan *s)
 		}
 		break;
 	case '"':
-		ok = jstring(s, &start, &len, &esc, NULL, NULL);
+		ok = jstring(s, &start, &len, NULL, NULL, NULL);
 		break;
 	case 't':
 		ok = s->end - s->p >= 4 && !memcmp(s->p, "true", 4);
@@ -993,10 +993,10 @@ static int jvalue(struct jscan *s)
  * out (room for n + 16 bytes), or with escaped_out put in lmt_json_escape's
  * form, in *olen bytes; 0: ask jansson. */
 static int fast_jsonl(const char *line, size_t n, const char *field, unsigned char *out, int escaped_out,
-		      const unsigned char **start, size_t *len, int *escaped, size_t *olen)
+		      const unsigned char **start, size_t *len, size_t *olen)
 {
 	struct jscan s = { (const unsigned char *)line, (const unsigned char *)line + n, 0, field, strlen(field), NULL,
-			   0, 0, out, 0, escaped_out };
+			   0, out, 0, escaped_out };
 	jws(&s);
 	if (s.p >= s.end || *s.p != '{' || !jobject(&s, 1))
 		return 0;
@@ -1005,7 +1005,6 @@ static int fast_jsonl(const char *line, size_t n, const char *field, unsigned ch
 		return 0;
 	*start = s.val;
 	*len = s.vlen;
-	*escaped = s.val_escaped;
 	*olen = s.olen;
 	return 1;
 }
@@ -1023,7 +1022,6 @@ static int read_jsonl(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *e
 			continue; /* blank line */
 		const unsigned char *fs;
 		size_t fl, len;
-		int esc;
 		d->escaped = 0; /* of a line before, skipped as empty */
 		c->hashed = 0;
 		/* room for the decoded text before the scan, which writes it: the line's
@@ -1040,7 +1038,7 @@ static int read_jsonl(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *e
 				return rc;
 			dst = c->doc;
 		}
-		if (fast_jsonl(p, n, c->field, (unsigned char *)dst, c->o.keep_escaped, &fs, &fl, &esc, &len)) {
+		if (fast_jsonl(p, n, c->field, (unsigned char *)dst, c->o.keep_escaped, &fs, &fl, &len)) {
 			if (c->o.raw_hash) {
 				d->raw_hash = raw_hash(fs, fl);
 				c->hashed = 1;
