@@ -157,12 +157,16 @@ void lmt_workpool_run(struct lmt_workpool *p, void (*fn)(void *ctx, uint32_t ite
 		pthread_mutex_unlock(&p->mu);
 	}
 	work(p, 0);
-	for (unsigned spins = 0; __atomic_load_n(&p->done, __ATOMIC_ACQUIRE) < nitems; spins++) {
-		if (spins < 1000)
-			relax();
-		else
-			sched_yield();
-	}
+	for (unsigned turn = 0; __atomic_load_n(&p->done, __ATOMIC_ACQUIRE) < nitems;)
+		lmt_spin_wait(&turn);
+}
+
+void lmt_spin_wait(unsigned *turn)
+{
+	if ((*turn)++ < 1000)
+		relax();
+	else
+		sched_yield();
 }
 
 struct for_job {

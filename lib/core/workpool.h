@@ -41,6 +41,10 @@ void lmt_workpool_free(struct lmt_workpool *p);
 int lmt_workpool_workers(const struct lmt_workpool *p);
 void lmt_workpool_run(struct lmt_workpool *p, void (*fn)(void *ctx, uint32_t item, int worker), void *ctx,
 		      uint32_t nitems);
+/* One turn of a loop that waits for another thread (*turn counts them, from 0): a
+ * pause for the first 1000 turns, then a yield of the CPU, which the thread waited
+ * for may need on a busy machine. */
+void lmt_spin_wait(unsigned *turn);
 /* fn(ctx, i, worker) for every i in [0, n), n of any size: runs of at most
  * LMT_WORKPOOL_MAX_ITEMS items, one after another. */
 void lmt_workpool_for(struct lmt_workpool *p, void (*fn)(void *ctx, size_t i, int worker), void *ctx, size_t n);

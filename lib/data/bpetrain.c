@@ -8,6 +8,7 @@
 
 #include "data/tokenizer.h"
 #include "core/util.h"
+#include "core/vgrow.h"
 #include "core/workpool.h"
 
 /* ---- word counts ---- */
@@ -368,27 +369,52 @@ int lmt_wordcount_merge(struct lmt_wordcount *t, int n, struct lmt_workpool *poo
 
 /* ---- trainer ----
  *
+ * Batches. The best pair (a1, b1) is merged into a new token c1; the next merge is
+ * the best pair after that, which depends on what merging (a1, b1) changed. But it
+ * changes little: the pairs that overlap a merge site fall, and pairs with c1 are
+ * made. So the pair R that is second best now is the next merge for certain when:
+ *   - no site of R's can touch a site of (a1, b1): R's first token is not b1 and
+ *     its second not a1 (a1 and R's first may be equal, as may b1 and R's second);
+ *     then R's count does not change, nor does any other count but fall;
+ *   - no pair that merging (a1, b1) makes can beat R. An occurrence of (x, c1)
+ *     comes from one of (x, a1), which is not R and not (a1, b1) and so is no
+ *     better than R; likewise (c1, y) from (b1, y) and (c1, c1) from (b1, a1). Its
+ *     count is at most R's, and on equal counts it loses: c1 is newer than every
+ *     token of R, so it ranks after them, and where x is R's first token,
+ *     (x, a1) lost to R on a1 against R's second, and c1 ranks after that too.
+ *     This needs c1 new (a reused token may rank first) and a1 != b1 (else the
+ *     pair (c1, a1) of a1 a1 a1 comes from (a1, a1) itself).
+ * The same holds along a batch of merges, each checked against all before it, the
+ * pairs made by several merges (x c1 c2 from x a1 b1 a2 b2) coming from an old pair
+ * that touches a site. A batch ends at its first merge that makes a reused token or
+ * merges a token with itself, at a pair that could touch the batch's sites, at
+ * BATCH_MAX merges, or where a part's list of best pairs runs out (below). Its
+ * sites never overlap, so one step rewrites each word with all of its merges at
+ * once, which is applying them in turn: the counts that one merge would make and
+ * the next undo are simply not noted. The merges, the tokens and their ids are those
+ * of merging one pair a step; test-bpetrain checks them against a trainer that does.
+ * Late in training a batch holds 10 to 30 merges, and a step costs the threads two
+ * meetings, whatever the number of merges it applies.
+ *
  * Threads. The pairs are split into parts by a hash of the pair, one part per
  * thread; each part has its own table, where lists and heap, and only one thread
- * changes a part at a time, so no locks are needed. A merge runs in two steps:
- *   A. the words of the merged pair's where list, shared out among the threads, are
- *      rewritten, and each thread notes the pair count changes its words make,
- *      bucketed by part: only the pairs next to a merge site change, so a word of
- *      n symbols with one site notes about five changes, not 2n;
- *   B. each part's owner applies the changes of every bucket meant for it, pushes
- *      the pairs whose counts rose onto its heap, and cleans its heap's top (the
- *      stale entries that surface are re-pushed with their current counts).
- * The best pair is the best of the parts' heap tops. Counts are sums, where lists
- * are sets (order only decides which word is visited first) and the heap order is
- * total, so nothing depends on which thread rewrote which word or on the number of
- * parts: the merges are the same for any thread count, and for any order of the
- * words (ties of order_words keep the count table's order, which depends on the
- * threads that counted them). Merges with short where lists (most of them) rewrite
- * their words in the calling thread, where sharing out a few dozen words would
- * cost more than it saves; step B always runs a part an item on the threads (about
- * 5% off -j2's merging, against all of it in the calling thread). The steps run on
- * a work pool (core/workpool.h), not OpenMP regions, because a region waits for
- * every thread of its team, and on a busy machine one of them is often not running.
+ * changes a part at a time, so no locks are needed. A step runs in two stages:
+ *   A. the words of the batch's where lists are rewritten, and each thread notes
+ *      the pair count changes its words make, bucketed by part: only the pairs next
+ *      to a merge site change, so a word of n symbols with one site notes about
+ *      five changes, not 2n. Words are dealt to the threads in blocks of 64, so a
+ *      word is rewritten by the same thread at every step and stays in its cache;
+ *   B. each part's owner applies the changes of every bucket meant for it, files
+ *      the pairs whose counts rose, and refills the part's list of its best pairs
+ *      (fill_cands), which the next batch is picked from.
+ * Counts are sums, where lists are sets (order only decides which word is visited
+ * first) and the heap order is total, so nothing depends on which thread rewrote
+ * which word or on the number of parts: the merges are the same for any thread
+ * count, and for any order of the words (ties of order_words keep the count table's
+ * order, which depends on the threads that counted them). The steps run on a work
+ * pool (core/workpool.h), not OpenMP regions, because a region waits for every
+ * thread of its team, and on a busy machine one of them is often not running: here
+ * a thread that finds its own share taken does another's.
  */
 
 struct pair {
@@ -405,7 +431,7 @@ struct heap_ent {
 	uint32_t ra, rb;
 };
 
-/* a pair count change noted in step A */
+/* a pair count change noted in stage A */
 struct delta {
 	uint64_t key, mix;
 	int64_t d;
@@ -418,6 +444,9 @@ struct dbuf {
 	size_t n, cap;
 };
 
+/* the most merges a step applies (a batch), and the most best pairs a part lists */
+#define BATCH_MAX 32
+#define CANDS BATCH_MAX
 struct part {
 	struct pair *pairs;
 	size_t npairs, paircap;
@@ -425,19 +454,38 @@ struct part {
 	size_t pmask;
 	struct heap_ent *heap;
 	size_t nheap, heapcap;
+	/* the pairs kept off the heap: those of count 2^k .. 2^(k+1) - 1 when filed
+	 * in cold[k], for every k below hlog (hfile) */
+	struct coldlist {
+		uint32_t *q;
+		size_t n, cap;
+	} cold[64];
+	int hlog;
+	uint64_t cold_bytes;
 	uint32_t *touched;     /* pairs whose count rose in this step */
 	size_t ntouched, tcap;
 	uint64_t where_bytes;
+	/* the part's best pairs, best first, off the heap (fill_cands): the
+	 * batch's pick reads these, not the heap another thread keeps */
+	struct cand {
+		struct heap_ent e;
+		uint32_t q, nwhere;   /* the pair's index, and its where list */
+		const uint32_t *where;
+		uint64_t h;           /* token_hash of the pair */
+	} cand[CANDS];
+	uint32_t ncand, used;  /* used: taken by the last batch, from the first */
 	int rc;
-	int top;               /* clean_top's answer after the last step's changes */
 	uint32_t claimed;      /* the last step (or CLAIM_*) whose work item took this part */
+	uint32_t aclaimed;     /* the last step whose stage A took the words of class p */
 } __attribute__((aligned(64)));
 
-/* step A's working copy of a word, per thread */
+/* stage A's working copy of a word, per thread */
 struct scratch {
 	uint32_t *old;
 	uint8_t *m;
 	size_t cap;
+	uint32_t *mine;        /* the entries of a where list of the class being rewritten */
+	size_t capmine;
 	int rc;
 } __attribute__((aligned(64)));
 
@@ -457,6 +505,10 @@ struct trainer {
 	uint64_t *th;          /* token string hash table: hash|1 -> id */
 	uint32_t *tid;
 	size_t tmask;
+	/* words are dealt to the threads' classes in blocks of 2^wshift: word w is
+	 * class wclass[(w >> wshift) & 255]'s */
+	uint8_t wclass[256];
+	int wshift;
 	/* pairs, in nt parts; db[t * nt + p]: the changes thread t noted for part p */
 	int nt;
 	struct part *P;
@@ -464,6 +516,9 @@ struct trainer {
 	struct scratch *S;
 	/* tie ranks of the byte tokens and their inverse (merged tokens rank as their id) */
 	uint32_t rank[256], unrank[256];
+	/* token id -> 1 + the batch's last merge whose pair it starts (the others
+	 * by step_job.anext), 0 for none; and whether it ends one of the batch's pairs */
+	uint8_t *bidx, *bsec;
 };
 
 /*
@@ -473,48 +528,160 @@ struct trainer {
  * the words of a pair's where list are often neighbours in memory, and rewriting
  * them reads runs of lines rather than a line a word. The prefix gives nearly all
  * of a full sort's locality and needs no comparisons through the table.
+ *
+ * Each step runs as one work pool item a part (a range of the table's slots, or
+ * of the words), and parts keep their order, so the sort is stable: ties keep the
+ * table's order, whatever the number of threads.
  */
-static int order_words(const struct lmt_wordcount *wc, size_t *order, size_t k)
+struct order_job {
+	const struct lmt_wordcount *wc;
+	uint32_t parts;
+	size_t k;
+	size_t *first;         /* per part: its words, then the index of its first */
+	uint64_t *nsym;        /* per part: its words' symbols */
+	uint64_t *key, *key2;  /* the words' prefixes, and the next pass's */
+	uint64_t *val, *val2;  /* their slots | length << 40 */
+	uint32_t *cnt;         /* per part: 65536 digit counts, then where each goes */
+	int shift;
+};
+
+#define VAL_SLOT(v) ((v) & (((uint64_t)1 << 40) - 1))
+#define VAL_LEN(v) ((uint32_t)((v) >> 40))
+
+static void order_range(const struct order_job *O, size_t n, uint32_t part, size_t *lo, size_t *hi)
 {
-	uint64_t *key = malloc((k ? k : 1) * 2 * sizeof *key);
-	size_t *tmp = malloc((k ? k : 1) * sizeof *tmp), *cnt = malloc(65536 * sizeof *cnt);
-	if (!key || !tmp || !cnt) {
-		free(key);
-		free(tmp);
-		free(cnt);
-		return LMT_ENOMEM;
+	*lo = n / O->parts * part + LMT_MIN(part, n % O->parts);
+	*hi = *lo + n / O->parts + (part < n % O->parts);
+}
+
+/* the words (of two bytes or more: single bytes have no pairs) of a part's slots */
+static void order_scan(void *ctx, uint32_t part, int worker)
+{
+	struct order_job *O = ctx;
+	size_t lo, hi, n = 0;
+	uint64_t sym = 0;
+	(void)worker;
+	order_range(O, O->wc->mask + 1, part, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		uint32_t len = O->wc->s[i].key & WC_MAXLEN;
+		if (O->wc->s[i].h && len >= 2) {
+			n++;
+			sym += len;
+		}
 	}
-	uint64_t *key2 = key + k;
-	for (size_t i = 0; i < k; i++) {
-		uint64_t kk = wc->s[order[i]].key, x = 0;
-		size_t n = kk & WC_MAXLEN;
-		memcpy(&x, wc->arena + (kk >> 24), LMT_MIN(n, 8));
-		key[i] = __builtin_bswap64(x);
+	O->first[part] = n;
+	O->nsym[part] = sym;
+}
+
+static void order_list(void *ctx, uint32_t part, int worker)
+{
+	struct order_job *O = ctx;
+	size_t lo, hi, j = O->first[part];
+	(void)worker;
+	order_range(O, O->wc->mask + 1, part, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		uint64_t kk = O->wc->s[i].key, x = 0;
+		uint32_t len = kk & WC_MAXLEN;
+		if (!O->wc->s[i].h || len < 2)
+			continue;
+		memcpy(&x, O->wc->arena + (kk >> 24), LMT_MIN(len, 8));
+		O->key[j] = __builtin_bswap64(x);
+		O->val[j++] = i | (uint64_t)len << 40;
 	}
-	for (int shift = 0; shift < 64; shift += 16) {
-		memset(cnt, 0, 65536 * sizeof *cnt);
-		for (size_t i = 0; i < k; i++)
-			cnt[key[i] >> shift & 0xffff]++;
-		if (cnt[key[0] >> shift & 0xffff] == k)
-			continue; /* one digit value: this pass would not move anything */
+}
+
+static void order_hist(void *ctx, uint32_t part, int worker)
+{
+	struct order_job *O = ctx;
+	uint32_t *cnt = O->cnt + (size_t)part * 65536;
+	size_t lo, hi;
+	(void)worker;
+	order_range(O, O->k, part, &lo, &hi);
+	memset(cnt, 0, 65536 * sizeof *cnt);
+	for (size_t i = lo; i < hi; i++)
+		cnt[O->key[i] >> O->shift & 0xffff]++;
+}
+
+static void order_scatter(void *ctx, uint32_t part, int worker)
+{
+	struct order_job *O = ctx;
+	uint32_t *cnt = O->cnt + (size_t)part * 65536;
+	size_t lo, hi;
+	(void)worker;
+	order_range(O, O->k, part, &lo, &hi);
+	for (size_t i = lo; i < hi; i++) {
+		uint32_t o = cnt[O->key[i] >> O->shift & 0xffff]++;
+		O->key2[o] = O->key[i];
+		O->val2[o] = O->val[i];
+	}
+}
+
+/* The words in order, as slot | length << 40 in *val (*k of them, *nsym symbols in
+ * all); 0 or LMT_ENOMEM. */
+static int order_words(const struct lmt_wordcount *wc, struct lmt_workpool *pool, uint32_t parts,
+		       uint64_t **val, size_t *k, uint64_t *nsym)
+{
+	struct order_job O = { .wc = wc, .parts = parts };
+	O.first = calloc(parts, sizeof *O.first);
+	O.nsym = calloc(parts, sizeof *O.nsym);
+	O.cnt = malloc((size_t)parts * 65536 * sizeof *O.cnt);
+	if (!O.first || !O.nsym || !O.cnt)
+		goto nomem;
+	lmt_workpool_run(pool, order_scan, &O, parts);
+	*nsym = 0;
+	for (uint32_t p = 0; p < parts; p++) {
+		size_t n = O.first[p];
+		O.first[p] = O.k;
+		O.k += n;
+		*nsym += O.nsym[p];
+	}
+	O.key = malloc((O.k ? O.k : 1) * 2 * sizeof *O.key);
+	O.val = malloc((O.k ? O.k : 1) * 2 * sizeof *O.val);
+	if (!O.key || !O.val || O.k > UINT32_MAX)
+		goto nomem;
+	O.key2 = O.key + O.k;
+	O.val2 = O.val + O.k;
+	lmt_workpool_run(pool, order_list, &O, parts);
+	for (O.shift = 0; O.k && O.shift < 64; O.shift += 16) {
+		lmt_workpool_run(pool, order_hist, &O, parts);
+		uint32_t d0 = O.key[0] >> O.shift & 0xffff;
 		size_t sum = 0;
-		for (size_t d = 0; d < 65536; d++) {
-			size_t c = cnt[d];
-			cnt[d] = sum;
-			sum += c;
-		}
-		for (size_t i = 0; i < k; i++) {
-			size_t o = cnt[key[i] >> shift & 0xffff]++;
-			key2[o] = key[i];
-			tmp[o] = order[i];
-		}
-		memcpy(key, key2, k * sizeof *key);
-		memcpy(order, tmp, k * sizeof *order);
+		for (uint32_t p = 0; p < parts; p++)
+			sum += O.cnt[(size_t)p * 65536 + d0];
+		if (sum == O.k)
+			continue; /* one digit value: this pass would not move anything */
+		sum = 0;
+		for (size_t d = 0; d < 65536; d++)
+			for (uint32_t p = 0; p < parts; p++) {
+				uint32_t c = O.cnt[(size_t)p * 65536 + d];
+				O.cnt[(size_t)p * 65536 + d] = (uint32_t)sum;
+				sum += c;
+			}
+		lmt_workpool_run(pool, order_scatter, &O, parts);
+		uint64_t *t = O.key;
+		O.key = O.key2;
+		O.key2 = t;
+		t = O.val;
+		O.val = O.val2;
+		O.val2 = t;
 	}
-	free(key);
-	free(tmp);
-	free(cnt);
+	free(O.first);
+	free(O.nsym);
+	free(O.cnt);
+	free(O.key < O.key2 ? O.key : O.key2);
+	/* the sorted half to the front, the other half freed with it */
+	if (O.val2 < O.val)
+		memmove(O.val2, O.val, O.k * sizeof *O.val);
+	*val = O.val < O.val2 ? O.val : O.val2;
+	*k = O.k;
 	return 0;
+nomem:
+	free(O.first);
+	free(O.nsym);
+	free(O.cnt);
+	free(O.key);
+	free(O.val);
+	return LMT_ENOMEM;
 }
 
 static inline uint64_t pkey(uint32_t a, uint32_t b)
@@ -546,34 +713,58 @@ static inline int heap_gt(const struct heap_ent *x, const struct heap_ent *y)
 	return x->rb < y->rb;
 }
 
+/*
+ * The heaps are 4-ary: half the levels of a binary heap, and the four children of a
+ * node share one cache line (each heap's array starts HEAP_PAD entries into a line).
+ * A pop walks from the top of a heap to its bottom.
+ */
+#define HEAP_PAD 3
+
 static void hsift_down(struct heap_ent *h, size_t n, size_t i)
 {
 	struct heap_ent x = h[i];
 	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, c = i;
-		const struct heap_ent *best = &x;
-		if (l < n && heap_gt(&h[l], best)) {
-			c = l;
-			best = &h[l];
-		}
-		if (r < n && heap_gt(&h[r], best))
-			c = r;
-		if (c == i)
+		size_t c = 4 * i + 1, e = LMT_MIN(c + 4, n), best = c;
+		if (c >= n)
 			break;
-		h[i] = h[c];
-		i = c;
+		for (size_t j = c + 1; j < e; j++)
+			if (heap_gt(&h[j], &h[best]))
+				best = j;
+		if (!heap_gt(&h[best], &x))
+			break;
+		h[i] = h[best];
+		i = best;
 	}
 	h[i] = x;
 }
 
+/* Room for one more entry in P's heap, keeping its alignment. */
+static int heap_room(struct part *P)
+{
+	if (P->nheap < P->heapcap)
+		return 0;
+	size_t cap = P->heapcap ? P->heapcap * 2 : 1021;
+	size_t bytes = ((cap + HEAP_PAD) * sizeof(struct heap_ent) + 63) & ~(size_t)63;
+	struct heap_ent *h = aligned_alloc(64, bytes);
+	if (!h)
+		return LMT_ENOMEM;
+	if (P->heap) {
+		memcpy(h + HEAP_PAD, P->heap, P->nheap * sizeof *h);
+		free(P->heap - HEAP_PAD);
+	}
+	P->heap = h + HEAP_PAD;
+	P->heapcap = bytes / sizeof *h - HEAP_PAD;
+	return 0;
+}
+
 static int hpush(const struct trainer *T, struct part *P, int64_t count, uint32_t a, uint32_t b)
 {
-	if (LMT_GROW(P->heap, P->heapcap, P->nheap + 1))
+	if (heap_room(P))
 		return LMT_ENOMEM;
 	struct heap_ent x = { count, rank_of(T, a), rank_of(T, b) };
 	size_t i = P->nheap++;
 	while (i > 0) {
-		size_t p = (i - 1) / 2;
+		size_t p = (i - 1) / 4;
 		if (!heap_gt(&x, &P->heap[p]))
 			break;
 		P->heap[i] = P->heap[p];
@@ -588,6 +779,48 @@ static void hpop(struct part *P)
 	P->heap[0] = P->heap[--P->nheap];
 	if (P->nheap)
 		hsift_down(P->heap, P->nheap, 0);
+}
+
+/*
+ * The heap holds every pair of P whose count is 2^hlog or more, and the cold lists
+ * the others, by the power of two of their count when filed: most of the millions
+ * of pairs the merges make occur a few times and are never merged, and a heap of
+ * them all is many times larger than the caches, which every pop walks through. A
+ * count that rises files its pair again (a count falling leaves its entry or filing
+ * stale, as the heap's are). When the heap's best is below 2^hlog (or the heap is
+ * empty), a pair of a cold list may be better: hlog goes one down and that list is
+ * pushed (hopen).
+ */
+static int hfile(const struct trainer *T, struct part *P, uint32_t q)
+{
+	const struct pair *Q = &P->pairs[q];
+	uint32_t a = (uint32_t)((Q->key - 1) >> 32), b = (uint32_t)(Q->key - 1);
+	int k = 63 - __builtin_clzll((uint64_t)Q->count);
+	if (k >= P->hlog)
+		return hpush(T, P, Q->count, a, b);
+	struct coldlist *C = &P->cold[k];
+	if (C->n == C->cap) {
+		size_t old = C->cap;
+		if (LMT_GROW(C->q, C->cap, C->n + 1))
+			return LMT_ENOMEM;
+		P->cold_bytes += (C->cap - old) * sizeof *C->q;
+	}
+	C->q[C->n++] = q;
+	return 0;
+}
+
+static int hopen(const struct trainer *T, struct part *P)
+{
+	struct coldlist *C = &P->cold[--P->hlog];
+	for (size_t i = 0; i < C->n; i++) {
+		const struct pair *Q = &P->pairs[C->q[i]];
+		if (Q->count > 0 && hpush(T, P, Q->count, (uint32_t)((Q->key - 1) >> 32), (uint32_t)(Q->key - 1)))
+			return LMT_ENOMEM;
+	}
+	P->cold_bytes -= C->cap * sizeof *C->q;
+	free(C->q);
+	memset(C, 0, sizeof *C);
+	return 0;
 }
 
 static inline size_t pslot(const struct part *P, uint64_t key, uint64_t mix)
@@ -623,7 +856,7 @@ static long pget(struct part *P, uint64_t key, uint64_t mix)
 	size_t i = pslot(P, key, mix);
 	if (P->pidx[i])
 		return (long)P->pidx[i] - 1;
-	if (P->npairs >= UINT32_MAX - 1 || LMT_GROW(P->pairs, P->paircap, P->npairs + 1))
+	if (P->npairs >= UINT32_MAX - 1 || LMT_VGROW(P->pairs, P->paircap, P->npairs + 1))
 		return -1;
 	struct pair *p = &P->pairs[P->npairs];
 	memset(p, 0, sizeof *p);
@@ -665,8 +898,22 @@ static inline uint32_t tlen(const struct trainer *T, uint32_t id)
 	return T->toff[id + 1] - T->toff[id];
 }
 
-/* Id of the concatenation of tokens a and b: an existing one, or a new one. */
-static long token_for(struct trainer *T, uint32_t a, uint32_t b, int *is_new)
+/* The hash of the concatenation of tokens a and b (token_for's), or 0 for one
+ * too long to hash here. */
+static uint64_t token_hash(const struct trainer *T, uint32_t a, uint32_t b)
+{
+	uint8_t s[256];
+	uint32_t la = tlen(T, a), lb = tlen(T, b);
+	if (la + lb > sizeof s)
+		return 0;
+	memcpy(s, T->tb + T->toff[a], la);
+	memcpy(s + la, T->tb + T->toff[b], lb);
+	return lmt_hash_bytes(s, la + lb, 0) | 1;
+}
+
+/* Id of the concatenation of tokens a and b: an existing one, or a new one. h is
+ * its token_hash, or 0. */
+static long token_for(struct trainer *T, uint32_t a, uint32_t b, uint64_t h, int *is_new)
 {
 	uint32_t la = tlen(T, a), lb = tlen(T, b);
 	size_t used = T->toff[T->ntok];
@@ -675,7 +922,8 @@ static long token_for(struct trainer *T, uint32_t a, uint32_t b, int *is_new)
 	uint8_t *s = T->tb + used;
 	memcpy(s, T->tb + T->toff[a], la);
 	memcpy(s + la, T->tb + T->toff[b], lb);
-	uint64_t h = lmt_hash_bytes(s, la + lb, 0) | 1;
+	if (!h)
+		h = lmt_hash_bytes(s, la + lb, 0) | 1;
 	size_t i = h & T->tmask;
 	while (T->th[i]) {
 		if (T->th[i] == h) {
@@ -702,6 +950,8 @@ static void trainer_free(struct trainer *T)
 	free(T->wlen);
 	free(T->wcnt);
 	free(T->wstamp);
+	free(T->bidx);
+	free(T->bsec);
 	free(T->tb);
 	free(T->toff);
 	free(T->th);
@@ -710,9 +960,12 @@ static void trainer_free(struct trainer *T)
 		struct part *P = &T->P[p];
 		for (size_t i = 0; i < P->npairs; i++)
 			free(P->pairs[i].where);
-		free(P->pairs);
+		LMT_VFREE(P->pairs, P->paircap);
 		free(P->pidx);
-		free(P->heap);
+		if (P->heap)
+			free(P->heap - HEAP_PAD);
+		for (int k = 0; k < 64; k++)
+			free(P->cold[k].q);
 		free(P->touched);
 	}
 	free(T->P);
@@ -722,6 +975,7 @@ static void trainer_free(struct trainer *T)
 	for (int t = 0; T->S && t < T->nt; t++) {
 		free(T->S[t].old);
 		free(T->S[t].m);
+		free(T->S[t].mine);
 	}
 	free(T->S);
 }
@@ -763,27 +1017,73 @@ static inline void note(struct trainer *T, struct dbuf *db, struct scratch *S, u
 	B->v[B->n++] = (struct delta){ key, mix, d, w, add };
 }
 
+/* The merges of one step (a batch, see lmt_bpe_train), their where lists and
+ * where they are in the parts, as the work pool's items see them. */
+struct step_job {
+	struct trainer *T;
+	uint32_t step, maxlen;
+	uint32_t nm;           /* merges in the batch, at least 1 */
+	uint32_t a[BATCH_MAX], b[BATCH_MAX], c[BATCH_MAX];
+	uint8_t anext[BATCH_MAX];  /* 1 + the batch's merge before it with the same a, or 0 */
+	const uint32_t *where[BATCH_MAX];
+	uint32_t nwhere[BATCH_MAX];
+	struct part *Pab[BATCH_MAX];  /* each merged pair's part, and its index there */
+	long pi[BATCH_MAX];
+	const struct lmt_wordcount *wc;
+	const uint64_t *order;
+	/* stage A's classes done, on its own line: every worker writes it */
+	uint32_t done __attribute__((aligned(64)));
+};
+
+/* The batch's merge whose pair starts at s[0] (s[1] must exist), or -1. */
+static inline int site_at(const struct trainer *T, const struct step_job *J, const uint32_t *s)
+{
+	for (int k = T->bidx[s[0]]; k; k = J->anext[k - 1])
+		if (s[1] == J->b[k - 1])
+			return k - 1;
+	return -1;
+}
+
 /*
- * Step A for the where-list entries [lo, hi) of the merged pair (a, b) -> c, in
- * thread t: rewrite each word (once: a word listed twice is claimed by whichever
- * visit exchanges its stamp first) and note the changes of the pairs next to merge
- * sites. Changes to (a, b) itself are not noted: its count is 0 after the merge.
+ * Stage A for the words of class cls in a where list, in thread t: rewrite each
+ * word with every merge of the batch (once: its stamp says whether this step has
+ * rewritten it) and note the changes of the pairs next to merge sites. Changes to
+ * the merged pairs themselves are not noted: their counts are 0 after the step.
  */
 #define PF_FAR 16
 #define PF_NEAR 8
 
-static void rewrite_words(struct trainer *T, const uint32_t *where, size_t lo, size_t hi, int t,
-			  uint32_t a, uint32_t b, uint32_t c, uint32_t step)
+static void rewrite_words(struct trainer *T, const struct step_job *J, const uint32_t *list, size_t nlist,
+			  int t, uint32_t cls)
 {
 	struct scratch *S = &T->S[t];
 	struct dbuf *db = T->db + (size_t)t * (size_t)T->nt;
-	for (size_t wi = lo; wi < hi && !S->rc; wi++) {
-		/* The words are scattered over arrays larger than the caches, and the
-		 * claim below is a locked exchange, which lets no later load start
-		 * before it: without prefetching, each word waits for a miss on its
-		 * stamp, then one on its symbols. The where list says which words come
-		 * next, so fetch the metadata of the word PF_FAR entries ahead and the
-		 * symbols of the one PF_NEAR ahead (its woff fetched by then). */
+	const uint32_t step = J->step;
+	if (nlist > S->capmine && LMT_GROW(S->mine, S->capmine, nlist)) {
+		S->rc = LMT_ENOMEM;
+		return;
+	}
+	uint32_t *where = S->mine;
+	size_t hi = 0;
+	const int sh = T->wshift;
+	const uint32_t nt = (uint32_t)T->nt;
+	if (!(nt & (nt - 1))) {
+		for (size_t i = 0; i < nlist; i++) {
+			where[hi] = list[i];
+			hi += (list[i] >> sh & (nt - 1)) == cls;
+		}
+	} else {
+		for (size_t i = 0; i < nlist; i++) {
+			where[hi] = list[i];
+			hi += T->wclass[list[i] >> sh & 255] == cls;
+		}
+	}
+	for (size_t wi = 0; wi < hi && !S->rc; wi++) {
+		/* The words are scattered over arrays larger than the caches: without
+		 * prefetching, each word waits for a miss on its stamp, then one on
+		 * its symbols. The where list says which words come next, so fetch the
+		 * metadata of the word PF_FAR entries ahead and the symbols of the one
+		 * PF_NEAR ahead (its woff fetched by then). */
 		if (wi + PF_FAR < hi) {
 			uint32_t f = where[wi + PF_FAR];
 			__builtin_prefetch(&T->wstamp[f], 1);
@@ -793,12 +1093,14 @@ static void rewrite_words(struct trainer *T, const uint32_t *where, size_t lo, s
 		}
 		if (wi + PF_NEAR < hi)
 			__builtin_prefetch(T->sym + T->woff[where[wi + PF_NEAR]], 1);
+		/* only this class's thread visits the word in this step */
 		uint32_t w = where[wi];
-		if (__atomic_exchange_n(&T->wstamp[w], step, __ATOMIC_RELAXED) == step)
+		if (T->wstamp[w] == step)
 			continue;
+		T->wstamp[w] = step;
 		uint32_t *s = T->sym + T->woff[w], n = T->wlen[w], i;
 		for (i = 0; i + 1 < n; i++)
-			if (s[i] == a && s[i + 1] == b)
+			if (site_at(T, J, s + i) >= 0)
 				break;
 		if (i + 1 >= n)
 			continue; /* stale entry */
@@ -818,25 +1120,29 @@ static void rewrite_words(struct trainer *T, const uint32_t *where, size_t lo, s
 		uint8_t *m = S->m;
 		memcpy(o, s, (size_t)n * sizeof *o);
 		int64_t cnt = (int64_t)T->wcnt[w];
-		/* the merge sites, left to right without overlap */
+		/* the merge sites, left to right without overlap (which matters only
+		 * for a pair of one token twice): m is 1 + the merge at a site's first
+		 * symbol, BATCH_MAX + 1 at its second */
 		memset(m, 0, n);
 		for (uint32_t x = i; x + 1 < n;) {
-			if (o[x] == a && o[x + 1] == b) {
-				m[x] = m[x + 1] = 1;
+			int k = site_at(T, J, o + x);
+			if (k >= 0) {
+				m[x] = (uint8_t)(k + 1);
+				m[x + 1] = BATCH_MAX + 1;
 				x += 2;
 			} else {
 				x++;
 			}
 		}
 		for (uint32_t x = 0; x + 1 < n; x++)
-			if ((m[x] | m[x + 1]) && !(o[x] == a && o[x + 1] == b))
+			if ((m[x] | m[x + 1]) && site_at(T, J, o + x) < 0)
 				note(T, db, S, o[x], o[x + 1], -cnt, w, 0);
 		/* the new word; m[j] now marks a merged symbol of it */
 		uint32_t j = 0;
 		for (uint32_t x = 0; x < n;) {
-			if (x + 1 < n && m[x] && o[x] == a && o[x + 1] == b) {
-				m[j] = 1;
-				s[j++] = c;
+			if (m[x] && m[x] <= BATCH_MAX) {
+				s[j] = J->c[m[x] - 1];
+				m[j++] = 1;
 				x += 2;
 			} else {
 				m[j] = 0;
@@ -850,7 +1156,7 @@ static void rewrite_words(struct trainer *T, const uint32_t *where, size_t lo, s
 	}
 }
 
-/* Step B for part p: apply every thread's changes for it, push the pairs that rose. */
+/* Stage B for part p: apply every thread's changes for it, file the pairs that rose. */
 static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 {
 	struct part *P = &T->P[p];
@@ -896,7 +1202,7 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 	for (size_t k = 0; k < P->ntouched && !P->rc; k++) {
 		struct pair *Q = &P->pairs[P->touched[k]];
 		uint32_t x = (uint32_t)((Q->key - 1) >> 32), y = (uint32_t)(Q->key - 1);
-		if (Q->count > 0 && tlen(T, x) + tlen(T, y) <= maxlen && hpush(T, P, Q->count, x, y))
+		if (Q->count > 0 && tlen(T, x) + tlen(T, y) <= maxlen && hfile(T, P, P->touched[k]))
 			P->rc = LMT_ENOMEM;
 	}
 }
@@ -936,52 +1242,90 @@ static void count_part(struct trainer *T, int p, uint32_t maxlen)
 			}
 		}
 	}
+	/* the heap starts with the pairs of the 256 or more best counts' powers of two */
+	size_t have[64] = { 0 }, n = 0;
+	for (size_t q = 0; q < P->npairs; q++)
+		have[63 - __builtin_clzll((uint64_t)P->pairs[q].count)]++;
+	for (P->hlog = 63; P->hlog > 0 && (n += have[P->hlog]) < 256; P->hlog--)
+		;
 	for (size_t q = 0; q < P->npairs && !P->rc; q++) {
 		uint32_t a = (uint32_t)((P->pairs[q].key - 1) >> 32), b = (uint32_t)(P->pairs[q].key - 1);
-		if (tlen(T, a) + tlen(T, b) <= maxlen && hpush(T, P, P->pairs[q].count, a, b))
+		if (tlen(T, a) + tlen(T, b) <= maxlen && hfile(T, P, (uint32_t)q))
 			P->rc = LMT_ENOMEM;
 	}
 }
 
-/* Drop the stale entries at the top of P's heap (re-pushing them with their current
- * count); 1 if a fresh top is left, 0 if the heap is empty, < 0 on error. */
-static int clean_top(struct trainer *T, struct part *P)
+/* Drop the stale entries at the top of P's heap (filing them again with their
+ * current count), and open cold lists while the best may be in one; 1 if a fresh
+ * top is left, 0 if P has no pair left, < 0 on error. */
+static int clean_top(struct trainer *T, struct part *P, uint32_t *q)
 {
-	while (P->nheap) {
+	for (;;) {
+		if (P->hlog && (!P->nheap || P->heap[0].count < ((int64_t)1 << P->hlog))) {
+			if (hopen(T, P))
+				return LMT_ENOMEM;
+			continue;
+		}
+		if (!P->nheap)
+			return 0;
 		struct heap_ent top = P->heap[0];
 		struct part *Q;
 		long pi = pfind(T, id_of(T, top.ra), id_of(T, top.rb), &Q);
 		int64_t cur = pi >= 0 ? Q->pairs[pi].count : 0;
-		if (cur == top.count)
+		if (cur == top.count) {
+			*q = (uint32_t)pi;
 			return 1;
+		}
 		hpop(P);
-		if (cur > 0 && hpush(T, P, cur, id_of(T, top.ra), id_of(T, top.rb)))
+		if (cur > 0 && hfile(T, P, (uint32_t)pi))
 			return LMT_ENOMEM;
 	}
+}
+
+/*
+ * Fill P's list of best pairs (cand) up to CANDS: the ones the last batch did not
+ * take, if their counts did not change, and the heap's best. Every entry of the
+ * list is fresh and better than any on the heap, so the list is the part's best
+ * pairs in order; a pair whose count changed is filed again. 0, or < 0 on error.
+ */
+static int fill_cands(struct trainer *T, struct part *P)
+{
+	struct cand keep[CANDS];
+	uint32_t nk = 0, i = 0, q;
+	for (uint32_t k = P->used; k < P->ncand; k++) {
+		const struct cand *C = &P->cand[k];
+		const struct pair *Q = &P->pairs[C->q];
+		if (Q->count == C->e.count) {
+			keep[nk] = *C;
+			keep[nk].nwhere = Q->nwhere;
+			keep[nk++].where = Q->where;
+		} else if (Q->count > 0 && hfile(T, P, C->q)) {
+			return LMT_ENOMEM;
+		}
+	}
+	P->ncand = P->used = 0;
+	while (P->ncand < CANDS) {
+		int r = clean_top(T, P, &q);
+		if (r < 0)
+			return r;
+		if (i < nk && (!r || heap_gt(&keep[i].e, &P->heap[0]))) {
+			P->cand[P->ncand++] = keep[i++];
+			continue;
+		}
+		if (!r)
+			break;
+		const struct pair *Q = &P->pairs[q];
+		uint32_t a = id_of(T, P->heap[0].ra), b = id_of(T, P->heap[0].rb);
+		P->cand[P->ncand++] = (struct cand){ P->heap[0], q, Q->nwhere, Q->where, token_hash(T, a, b) };
+		hpop(P);
+	}
+	for (; i < nk; i++)
+		if (hpush(T, P, keep[i].e.count, id_of(T, keep[i].e.ra), id_of(T, keep[i].e.rb)))
+			return LMT_ENOMEM;
 	return 0;
 }
 
-/* one merge's two steps, and the set-up, as work pool items */
-struct step_job {
-	struct trainer *T;
-	const uint32_t *where;
-	size_t nwhere;
-	uint32_t a, b, c, step, maxlen;
-	struct part *Pab;      /* the merged pair's part, and its index there */
-	long pi;
-	const struct lmt_wordcount *wc;
-	const size_t *order;
-};
-
-#define STEP_CHUNK 64
 #define FILL_CHUNK 4096
-
-static void step_rewrite(void *ctx, uint32_t item, int worker)
-{
-	struct step_job *J = ctx;
-	size_t lo = (size_t)item * STEP_CHUNK;
-	rewrite_words(J->T, J->where, lo, LMT_MIN(lo + STEP_CHUNK, J->nwhere), worker, J->a, J->b, J->c, J->step);
-}
 
 /* claims other than a merge step's (which are below these) */
 enum { CLAIM_NONE = UINT32_MAX, CLAIM_COUNT = UINT32_MAX - 1, CLAIM_FREE = UINT32_MAX - 2 };
@@ -1002,8 +1346,8 @@ static uint32_t claim_part(struct trainer *T, int worker, uint32_t stamp)
 	return p;
 }
 
-/* Step B for a part, after which the merged pair is gone and the part's heap has a
- * fresh top (or none): the next merge's pick only compares the parts' tops. */
+/* Stage B for a part, after which the batch's pairs are gone and the part's list of
+ * best pairs is full again: the next batch is picked from the parts' lists. */
 static void step_apply(void *ctx, uint32_t item, int worker)
 {
 	struct step_job *J = ctx;
@@ -1011,9 +1355,11 @@ static void step_apply(void *ctx, uint32_t item, int worker)
 	uint32_t p = claim_part(T, worker, J->step);
 	(void)item;
 	struct part *P = &T->P[p];
-	if (P == J->Pab) {
+	for (uint32_t k = 0; k < J->nm; k++) {
+		if (J->Pab[k] != P)
+			continue;
 		/* J->pi stays valid: pget may move a part's table but pair indices are stable */
-		struct pair *AB = &P->pairs[J->pi];
+		struct pair *AB = &P->pairs[J->pi[k]];
 		AB->count = 0;
 		free(AB->where);
 		P->where_bytes -= (uint64_t)AB->capwhere * 4;
@@ -1022,14 +1368,46 @@ static void step_apply(void *ctx, uint32_t item, int worker)
 	}
 	apply_part(T, (int)p, J->step, J->maxlen);
 	if (!P->rc)
-		P->top = clean_top(T, P);
+		P->rc = fill_cands(T, P);
+}
+
+/*
+ * A batch's step, as nt items of one run: each item rewrites the words of a class
+ * (stage A), its worker's own first, then any other not taken, waits for the
+ * classes other workers hold, then takes a part and applies every thread's changes
+ * for it (stage B). One run a step: a step late in training rewrites a few dozen
+ * words, and each hand-over to the pool costs about as much as rewriting them.
+ * Words are dealt to classes in blocks, so a word is rewritten by the same thread
+ * at every step (its lines stay in that core's cache) unless that thread was late
+ * and its class taken; a late thread delays no one.
+ */
+static void step_merge(void *ctx, uint32_t item, int worker)
+{
+	struct step_job *J = ctx;
+	struct trainer *T = J->T;
+	const uint32_t nt = (uint32_t)T->nt;
+	(void)item;
+	for (uint32_t i = 0; i < nt; i++) {
+		uint32_t cls = ((uint32_t)worker + i) % nt;
+		if (__atomic_exchange_n(&T->P[cls].aclaimed, J->step, __ATOMIC_ACQ_REL) == J->step)
+			continue;
+		for (uint32_t l = 0; l < J->nm; l++)
+			rewrite_words(T, J, J->where[l], J->nwhere[l], worker, cls);
+		__atomic_fetch_add(&J->done, 1, __ATOMIC_RELEASE);
+	}
+	for (unsigned turn = 0; __atomic_load_n(&J->done, __ATOMIC_ACQUIRE) < nt;)
+		lmt_spin_wait(&turn);
+	step_apply(ctx, item, worker);
 }
 
 static void step_count(void *ctx, uint32_t item, int worker)
 {
 	struct step_job *J = ctx;
 	(void)item;
-	count_part(J->T, (int)claim_part(J->T, worker, CLAIM_COUNT), J->maxlen);
+	struct part *P = &J->T->P[claim_part(J->T, worker, CLAIM_COUNT)];
+	count_part(J->T, (int)(P - J->T->P), J->maxlen);
+	if (!P->rc)
+		P->rc = fill_cands(J->T, P);
 }
 
 /* the where lists of a part, a million small blocks at the end of a real corpus's
@@ -1051,12 +1429,13 @@ static void step_fill(void *ctx, uint32_t item, int worker)
 	struct step_job *J = ctx;
 	struct trainer *T = J->T;
 	size_t lo = (size_t)item * FILL_CHUNK, hi = LMT_MIN(lo + FILL_CHUNK, T->nwords);
+	(void)worker;
 	for (size_t w = lo; w < hi; w++) {
-		uint64_t key = J->wc->s[J->order[w]].key;
-		const uint8_t *s = J->wc->arena + (key >> 24);
-		uint32_t n = key & WC_MAXLEN;
+		const struct lmt_wordslot *e = &J->wc->s[VAL_SLOT(J->order[w])];
+		const uint8_t *s = J->wc->arena + (e->key >> 24);
+		uint32_t n = VAL_LEN(J->order[w]);
 		T->wlen[w] = n;
-		T->wcnt[w] = J->wc->s[J->order[w]].count;
+		T->wcnt[w] = e->count;
 		T->wstamp[w] = UINT32_MAX;
 		for (uint32_t i = 0; i < n; i++)
 			T->sym[T->woff[w] + i] = s[i];
@@ -1077,9 +1456,11 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	if (o->ties != LMT_BPE_TIES_ID && o->ties != LMT_BPE_TIES_HF)
 		return lmt_err_set(err, LMT_EINVAL, "unknown tie rule %d", o->ties);
 	const int nt = o->threads > 1 ? o->threads : 1;
-	const uint32_t par_min = o->par_min ? o->par_min : 256;
 	T.nt = nt;
 	set_ranks(&T, o->ties);
+	for (int i = 0; i < 256; i++)
+		T.wclass[i] = (uint8_t)(i % nt);
+	T.wshift = o->word_block_log2 ? (int)o->word_block_log2 - 1 : 6;
 	struct lmt_workpool *pool = lmt_workpool_new(nt);
 	struct step_job J = { .T = &T, .wc = wc };
 	res->distinct_words = wc->n;
@@ -1088,16 +1469,12 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	/* words, by their first bytes (order_words); single-byte words have no pairs
 	 * and are skipped. Ties keep the table's order, which depends on the threads
 	 * that counted the words: their ids here do, the merges do not (see above) */
-	size_t *order = malloc((wc->n ? wc->n : 1) * sizeof *order), k = 0, nsym = 0;
-	if (!order) {
+	uint64_t *order, nsym;
+	size_t k;
+	if (order_words(wc, pool, (uint32_t)nt, &order, &k, &nsym)) {
 		lmt_workpool_free(pool);
-		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory for %zu words", wc->n);
 	}
-	for (size_t i = 0; i <= wc->mask; i++)
-		if (wc->s[i].h && (wc->s[i].key & WC_MAXLEN) >= 2) {
-			order[k++] = i;
-			nsym += wc->s[i].key & WC_MAXLEN;
-		}
 	T.nwords = k;
 	T.sym = malloc((nsym ? nsym : 1) * 4);
 	T.woff = malloc((k ? k : 1) * 8);
@@ -1110,12 +1487,11 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	if (T.P) {
 		memset(T.P, 0, (size_t)nt * sizeof *T.P);
 		for (int p = 0; p < nt; p++)
-			T.P[p].claimed = CLAIM_NONE;
+			T.P[p].claimed = T.P[p].aclaimed = CLAIM_NONE;
 	}
 	if (T.S)
 		memset(T.S, 0, (size_t)nt * sizeof *T.S);
-	if (!T.sym || !T.woff || !T.wlen || !T.wcnt || !T.wstamp || !T.P || !T.S || !T.db ||
-	    (k && order_words(wc, order, k))) {
+	if (!T.sym || !T.woff || !T.wlen || !T.wcnt || !T.wstamp || !T.P || !T.S || !T.db) {
 		free(order);
 		lmt_workpool_free(pool);
 		trainer_free(&T);
@@ -1124,7 +1500,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	size_t pos = 0;
 	for (size_t w = 0; w < k; w++) {
 		T.woff[w] = pos;
-		pos += wc->s[order[w]].key & WC_MAXLEN;
+		pos += VAL_LEN(order[w]);
 	}
 	J.order = order;
 	lmt_workpool_run(pool, step_fill, &J, (uint32_t)((k + FILL_CHUNK - 1) / FILL_CHUNK));
@@ -1136,7 +1512,9 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 		T.tmask = T.tmask * 2 + 1;
 	T.th = lmt_zalloc(T.tmask + 1, sizeof *T.th);
 	T.tid = malloc((T.tmask + 1) * sizeof *T.tid);
-	if (!T.th || !T.tid || LMT_GROW(T.tb, T.tbcap, 256) || LMT_GROW(T.toff, T.toffcap, 257)) {
+	T.bidx = lmt_zalloc(target, 1);
+	T.bsec = lmt_zalloc(target, 1);
+	if (!T.th || !T.tid || !T.bidx || !T.bsec || LMT_GROW(T.tb, T.tbcap, 256) || LMT_GROW(T.toff, T.toffcap, 257)) {
 		lmt_workpool_free(pool);
 		trainer_free(&T);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
@@ -1165,66 +1543,89 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 			return lmt_err_set(err, LMT_ENOMEM, "out of memory counting pairs");
 		}
 
-	for (int p = 0; p < nt; p++)
-		T.P[p].top = clean_top(&T, &T.P[p]);
 	size_t mcap = 0;
 	uint64_t peak = 0;
 	uint32_t step = 0;
 	int64_t best = 0;
-	while (T.ntok < target) {
-		struct part *B = NULL;
-		for (int p = 0; p < nt && !rc; p++) {
-			int r = T.P[p].top;
-			if (r < 0)
-				rc = r;
-			else if (r && (!B || heap_gt(&T.P[p].heap[0], &B->heap[0])))
-				B = &T.P[p];
+	for (int done = 0; !done && T.ntok < target;) {
+		/* the batch: the best pair, then each next best while it is sure to be
+		 * the next merge (see above) */
+		/* the token table's slots of the candidates, which token_for reads:
+		 * random slots of a table larger than a core's cache */
+		for (int p = 0; p < nt; p++)
+			for (uint32_t i = T.P[p].used; i < T.P[p].ncand; i++)
+				__builtin_prefetch(&T.th[T.P[p].cand[i].h & T.tmask]);
+		J.nm = 0;
+		while (J.nm < BATCH_MAX && T.ntok < target) {
+			struct part *B = NULL;
+			int unknown = 0;
+			for (int p = 0; p < nt; p++) {
+				struct part *P = &T.P[p];
+				if (P->used < P->ncand) {
+					if (!B || heap_gt(&P->cand[P->used].e, &B->cand[B->used].e))
+						B = P;
+				} else if (P->ncand == CANDS) {
+					unknown = 1; /* a part's list is spent: its next is not known */
+				}
+			}
+			if (unknown)
+				break;
+			if (!B || (uint64_t)B->cand[B->used].e.count < min_count) {
+				done = 1;
+				break;
+			}
+			const struct cand *C = &B->cand[B->used];
+			uint32_t a = id_of(&T, C->e.ra), b = id_of(&T, C->e.rb);
+			if (J.nm && site_at(&T, &J, (const uint32_t[]){ a, b }) >= 0) {
+				/* an older entry of a pair merged in this batch, with its
+				 * count before the merge: drop it */
+				B->used++;
+				continue;
+			}
+			if (J.nm && (T.bsec[a] || T.bidx[b] || (a == b && (T.bidx[a] || T.bsec[b]))))
+				break; /* its sites could touch the batch's: the next batch's */
+			B->used++;
+			best = C->e.count;
+			int is_new;
+			long c = token_for(&T, a, b, C->h, &is_new);
+			if (c < 0 || LMT_GROW(res->merge, mcap, (size_t)res->n_merges + 1)) {
+				rc = LMT_ENOMEM;
+				break;
+			}
+			res->merge[res->n_merges][0] = a;
+			res->merge[res->n_merges][1] = b;
+			res->merge[res->n_merges][2] = (uint32_t)c;
+			res->n_merges++;
+			if (is_new && T.ntok * 2 > T.tmask) {
+				/* the token table was sized for target + 256; reuse keeps it below */
+				rc = LMT_ENOMEM;
+				break;
+			}
+			/* its where list does not change during the step: every pair
+			 * noted holds a new token, or is noted only to fall */
+			uint32_t m = J.nm++;
+			J.Pab[m] = B;
+			J.pi[m] = C->q;
+			J.where[m] = C->where;
+			J.nwhere[m] = C->nwhere;
+			J.a[m] = a;
+			J.b[m] = b;
+			J.c[m] = (uint32_t)c;
+			J.anext[m] = T.bidx[a];
+			T.bidx[a] = (uint8_t)(m + 1);
+			T.bsec[b] = 1;
+			if (a == b || !is_new)
+				break; /* the pairs it makes are not bounded (see above) */
+			if (o->progress && o->every && res->n_merges % o->every == 0)
+				break; /* report after this merge, as without batches */
 		}
-		if (rc || !B)
+		if (rc || !J.nm)
 			break;
-		struct heap_ent top = B->heap[0];
-		hpop(B);
-		if ((uint64_t)top.count < min_count)
-			break;
-		best = top.count;
-		uint32_t a = id_of(&T, top.ra), b = id_of(&T, top.rb);
-		int is_new;
-		long c = token_for(&T, a, b, &is_new);
-		if (c < 0 || LMT_GROW(res->merge, mcap, (size_t)res->n_merges + 1)) {
-			rc = LMT_ENOMEM;
-			break;
-		}
-		res->merge[res->n_merges][0] = a;
-		res->merge[res->n_merges][1] = b;
-		res->merge[res->n_merges][2] = (uint32_t)c;
-		res->n_merges++;
-		if (is_new && T.ntok * 2 > T.tmask) {
-			/* the token table was sized for target + 256; reuse keeps it below */
-			rc = LMT_ENOMEM;
-			break;
-		}
-
-		/* rewrite the words that contain (a, b). Its where list does not change
-		 * meanwhile: every pair noted holds c, or is noted only to fall */
-		struct part *Pab;
-		long pi = pfind(&T, a, b, &Pab);
-		const uint32_t *where = Pab->pairs[pi].where;
-		size_t nwhere = Pab->pairs[pi].nwhere;
-		J.where = where;
-		J.nwhere = nwhere;
-		J.a = a;
-		J.b = b;
-		J.c = (uint32_t)c;
 		J.step = step;
-		J.Pab = Pab;
-		J.pi = pi;
-		if (nwhere >= par_min && (nwhere + STEP_CHUNK - 1) / STEP_CHUNK < LMT_WORKPOOL_MAX_ITEMS) {
-			lmt_workpool_run(pool, step_rewrite, &J, (uint32_t)((nwhere + STEP_CHUNK - 1) / STEP_CHUNK));
-			lmt_workpool_run(pool, step_apply, &J, (uint32_t)nt);
-		} else {
-			rewrite_words(&T, where, 0, nwhere, 0, a, b, (uint32_t)c, step);
-			lmt_workpool_run(pool, step_apply, &J, (uint32_t)nt);
-		}
+		J.done = 0;
+		lmt_workpool_run(pool, step_merge, &J, (uint32_t)nt);
+		for (uint32_t m = 0; m < J.nm; m++)
+			T.bidx[J.a[m]] = T.bsec[J.b[m]] = 0;
 		for (int t = 0; t < nt; t++)
 			if (T.S[t].rc || T.P[t].rc)
 				rc = LMT_ENOMEM;
@@ -1234,7 +1635,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 		uint64_t bytes = nsym * 4 + T.nwords * 28;
 		for (int p = 0; p < nt; p++)
 			bytes += (uint64_t)T.P[p].npairs * sizeof(struct pair) + (T.P[p].pmask + 1) * 4 +
-				 T.P[p].heapcap * sizeof(struct heap_ent) + T.P[p].where_bytes;
+				 T.P[p].heapcap * sizeof(struct heap_ent) + T.P[p].cold_bytes + T.P[p].where_bytes;
 		if (bytes > peak)
 			peak = bytes;
 		if (o->progress && o->every && res->n_merges % o->every == 0 &&
@@ -1250,6 +1651,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	}
 	if (o->progress && !(o->every && res->n_merges && res->n_merges % o->every == 0))
 		o->progress(o->ctx, res->n_merges, T.ntok, (uint64_t)best); /* the last, if not just sent */
+	res->n_steps = step;
 	res->n_tokens = T.ntok;
 	res->bytes = T.tb;
 	res->off = T.toff;

@@ -101,9 +101,9 @@ struct lmt_bpe_opts {
 	/* threads for the pair counts and the merges (0 or 1: the caller's thread only);
 	 * the result is the same for any number */
 	int threads;
-	/* a merge rewrites its words in threads only when it touches at least this many
-	 * (0: 256); below, starting threads costs more than it saves. For tests. */
-	uint32_t par_min;
+	/* 1 + log2 of the runs of neighbouring words dealt to one thread to rewrite
+	 * (0: runs of 64). For tests, which deal out single words (1). */
+	uint32_t word_block_log2;
 };
 
 enum { LMT_BPE_TIES_ID = 0, LMT_BPE_TIES_HF = 1 };
@@ -111,6 +111,7 @@ enum { LMT_BPE_TIES_ID = 0, LMT_BPE_TIES_HF = 1 };
 struct lmt_bpe_result {
 	uint32_t n_merges;
 	uint32_t (*merge)[3];   /* a, b, c: merge i has priority i */
+	uint32_t n_steps;       /* the steps that applied them, a batch of merges each */
 	uint32_t n_tokens;      /* 256 + distinct results */
 	uint8_t *bytes;         /* token i is bytes[off[i] .. off[i+1]) */
 	uint32_t *off;

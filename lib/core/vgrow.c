@@ -1,0 +1,53 @@
+/*
+ * vgrow.c: arrays grown with mremap (vgrow.h).
+ */
+#include "core/vgrow.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static size_t page_bytes(void)
+{
+	static size_t pg;
+	if (!pg) {
+		long v = sysconf(_SC_PAGESIZE);
+		pg = v > 0 ? (size_t)v : 4096;
+	}
+	return pg;
+}
+
+/* the bytes mapped for cap elements: cap * elt rounded up to pages */
+static size_t mapped(size_t cap, size_t elt)
+{
+	size_t pg = page_bytes();
+	return (cap * elt + pg - 1) / pg * pg;
+}
+
+int lmt_vgrow(void **p, size_t *cap, size_t need, size_t elt)
+{
+	if (need <= *cap)
+		return 0;
+	if (!elt || need > SIZE_MAX / 2 / elt)
+		return -1;
+	size_t n = *cap ? *cap : 1;
+	while (n < need)
+		n *= 2;
+	size_t bytes = mapped(n, elt);
+	void *q;
+	if (*p)
+		q = mremap(*p, mapped(*cap, elt), bytes, MREMAP_MAYMOVE);
+	else
+		q = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q == MAP_FAILED)
+		return -1;
+	*p = q;
+	*cap = bytes / elt; /* the rest of the last page too */
+	return 0;
+}
+
+void lmt_vfree(void *p, size_t cap, size_t elt)
+{
+	if (p)
+		munmap(p, mapped(cap, elt));
+}
