@@ -4,8 +4,20 @@
 #include "core/vgrow.h"
 
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#if defined(__SANITIZE_THREAD__)
+#define TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TSAN 1
+#endif
+#endif
+#ifndef TSAN
+#define TSAN 0
+#endif
 
 static size_t page_bytes(void)
 {
@@ -35,10 +47,20 @@ int lmt_vgrow(void **p, size_t *cap, size_t need, size_t elt)
 		n *= 2;
 	size_t bytes = mapped(n, elt);
 	void *q;
+#if TSAN
+	/* ThreadSanitizer does not see mremap free the old range, and takes two
+	 * threads' writes to arrays that occupy it in turn for a race: copy */
+	q = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q != MAP_FAILED && *p) {
+		memcpy(q, *p, mapped(*cap, elt));
+		munmap(*p, mapped(*cap, elt));
+	}
+#else
 	if (*p)
 		q = mremap(*p, mapped(*cap, elt), bytes, MREMAP_MAYMOVE);
 	else
 		q = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+#endif
 	if (q == MAP_FAILED)
 		return -1;
 	*p = q;

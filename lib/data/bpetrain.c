@@ -444,7 +444,9 @@ struct dbuf {
 	size_t n, cap;
 };
 
-/* the most merges a step applies (a batch), and the most best pairs a part lists */
+/* the most merges a step applies (a batch), the most best pairs a part lists, and
+ * the parts a thread keeps (claim_part) */
+#define PARTS_PER_THREAD 2
 #define BATCH_MAX 32
 #define CANDS BATCH_MAX
 struct part {
@@ -476,7 +478,6 @@ struct part {
 	uint32_t ncand, used;  /* used: taken by the last batch, from the first */
 	int rc;
 	uint32_t claimed;      /* the last step (or CLAIM_*) whose work item took this part */
-	uint32_t aclaimed;     /* the last step whose stage A took the words of class p */
 } __attribute__((aligned(64)));
 
 /* stage A's working copy of a word, per thread */
@@ -484,9 +485,17 @@ struct scratch {
 	uint32_t *old;
 	uint8_t *m;
 	size_t cap;
-	uint32_t *mine;        /* the entries of a where list of the class being rewritten */
-	size_t capmine;
 	int rc;
+} __attribute__((aligned(64)));
+
+/* a class of words in stage A of a step: the worker that claims it lists its
+ * words, then any worker rewrites them, a chunk at a time */
+struct wclass {
+	uint32_t claimed;      /* the last step that listed the class's words */
+	uint32_t ready;        /* ... and published the list */
+	uint32_t next, done;   /* entries of the list claimed, and rewritten */
+	uint32_t *list;
+	size_t n, cap;
 } __attribute__((aligned(64)));
 
 struct trainer {
@@ -509,8 +518,10 @@ struct trainer {
 	 * class wclass[(w >> wshift) & 255]'s */
 	uint8_t wclass[256];
 	int wshift;
-	/* pairs, in nt parts; db[t * nt + p]: the changes thread t noted for part p */
-	int nt;
+	struct wclass *A;      /* nt classes */
+	/* nt threads; the pairs in np parts, PARTS_PER_THREAD a thread; db[t * np + p]:
+	 * the changes thread t noted for part p */
+	int nt, np;
 	struct part *P;
 	struct dbuf *db;
 	struct scratch *S;
@@ -691,7 +702,7 @@ static inline uint64_t pkey(uint32_t a, uint32_t b)
 
 static inline int part_of(const struct trainer *T, uint64_t mix)
 {
-	return (int)((mix >> 40) % (uint64_t)T->nt);
+	return (int)((mix >> 40) % (uint64_t)T->np);
 }
 
 static inline uint32_t rank_of(const struct trainer *T, uint32_t id)
@@ -956,7 +967,7 @@ static void trainer_free(struct trainer *T)
 	free(T->toff);
 	free(T->th);
 	free(T->tid);
-	for (int p = 0; T->P && p < T->nt; p++) {
+	for (int p = 0; T->P && p < T->np; p++) {
 		struct part *P = &T->P[p];
 		for (size_t i = 0; i < P->npairs; i++)
 			free(P->pairs[i].where);
@@ -969,15 +980,17 @@ static void trainer_free(struct trainer *T)
 		free(P->touched);
 	}
 	free(T->P);
-	for (size_t i = 0; T->db && i < (size_t)T->nt * (size_t)T->nt; i++)
+	for (size_t i = 0; T->db && i < (size_t)T->nt * (size_t)T->np; i++)
 		free(T->db[i].v);
 	free(T->db);
 	for (int t = 0; T->S && t < T->nt; t++) {
 		free(T->S[t].old);
 		free(T->S[t].m);
-		free(T->S[t].mine);
 	}
 	free(T->S);
+	for (int c = 0; T->A && c < T->nt; c++)
+		free(T->A[c].list);
+	free(T->A);
 }
 
 void lmt_bpe_result_release(struct lmt_bpe_result *r)
@@ -1031,8 +1044,6 @@ struct step_job {
 	long pi[BATCH_MAX];
 	const struct lmt_wordcount *wc;
 	const uint64_t *order;
-	/* stage A's classes done, on its own line: every worker writes it */
-	uint32_t done __attribute__((aligned(64)));
 };
 
 /* The batch's merge whose pair starts at s[0] (s[1] must exist), or -1. */
@@ -1045,59 +1056,34 @@ static inline int site_at(const struct trainer *T, const struct step_job *J, con
 }
 
 /*
- * Stage A for the words of class cls in a where list, in thread t: rewrite each
- * word with every merge of the batch (once: its stamp says whether this step has
- * rewritten it) and note the changes of the pairs next to merge sites. Changes to
- * the merged pairs themselves are not noted: their counts are 0 after the step.
+ * Stage A for the entries [lo, hi) of a class's list of nlist words, in thread t:
+ * rewrite each word with every merge of the batch and note the changes of the
+ * pairs next to merge sites. Changes to the merged pairs themselves are not noted:
+ * their counts are 0 after the step.
  */
 #define PF_FAR 16
 #define PF_NEAR 8
 
-static void rewrite_words(struct trainer *T, const struct step_job *J, const uint32_t *list, size_t nlist,
-			  int t, uint32_t cls)
+static void rewrite_words(struct trainer *T, const struct step_job *J, const uint32_t *where, size_t lo,
+			  size_t hi, size_t nlist, int t)
 {
 	struct scratch *S = &T->S[t];
-	struct dbuf *db = T->db + (size_t)t * (size_t)T->nt;
-	const uint32_t step = J->step;
-	if (nlist > S->capmine && LMT_GROW(S->mine, S->capmine, nlist)) {
-		S->rc = LMT_ENOMEM;
-		return;
-	}
-	uint32_t *where = S->mine;
-	size_t hi = 0;
-	const int sh = T->wshift;
-	const uint32_t nt = (uint32_t)T->nt;
-	if (!(nt & (nt - 1))) {
-		for (size_t i = 0; i < nlist; i++) {
-			where[hi] = list[i];
-			hi += (list[i] >> sh & (nt - 1)) == cls;
-		}
-	} else {
-		for (size_t i = 0; i < nlist; i++) {
-			where[hi] = list[i];
-			hi += T->wclass[list[i] >> sh & 255] == cls;
-		}
-	}
-	for (size_t wi = 0; wi < hi && !S->rc; wi++) {
+	struct dbuf *db = T->db + (size_t)t * (size_t)T->np;
+	for (size_t wi = lo; wi < hi && !S->rc; wi++) {
 		/* The words are scattered over arrays larger than the caches: without
-		 * prefetching, each word waits for a miss on its stamp, then one on
-		 * its symbols. The where list says which words come next, so fetch the
+		 * prefetching, each word waits for a miss on its metadata, then one
+		 * on its symbols. The list says which words come next, so fetch the
 		 * metadata of the word PF_FAR entries ahead and the symbols of the one
-		 * PF_NEAR ahead (its woff fetched by then). */
-		if (wi + PF_FAR < hi) {
+		 * PF_NEAR ahead (its woff fetched by then), past the chunk's end too. */
+		if (wi + PF_FAR < nlist) {
 			uint32_t f = where[wi + PF_FAR];
-			__builtin_prefetch(&T->wstamp[f], 1);
 			__builtin_prefetch(&T->woff[f]);
 			__builtin_prefetch(&T->wlen[f]);
 			__builtin_prefetch(&T->wcnt[f]);
 		}
-		if (wi + PF_NEAR < hi)
+		if (wi + PF_NEAR < nlist)
 			__builtin_prefetch(T->sym + T->woff[where[wi + PF_NEAR]], 1);
-		/* only this class's thread visits the word in this step */
 		uint32_t w = where[wi];
-		if (T->wstamp[w] == step)
-			continue;
-		T->wstamp[w] = step;
 		uint32_t *s = T->sym + T->woff[w], n = T->wlen[w], i;
 		for (i = 0; i + 1 < n; i++)
 			if (site_at(T, J, s + i) >= 0)
@@ -1162,7 +1148,7 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 	struct part *P = &T->P[p];
 	P->ntouched = 0;
 	for (int t = 0; t < T->nt; t++) {
-		struct dbuf *B = &T->db[(size_t)t * (size_t)T->nt + (size_t)p];
+		struct dbuf *B = &T->db[(size_t)t * (size_t)T->np + (size_t)p];
 		for (size_t k = 0; k < B->n && !P->rc; k++) {
 			/* each change looks up a pair in tables larger than the caches: fetch
 			 * the hash slot of the change PF_FAR ahead and the pair of the one
@@ -1208,50 +1194,56 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 }
 
 /* Initial pair counts of part p: every pair of every word that hashes to it. */
-static void count_part(struct trainer *T, int p, uint32_t maxlen)
+static void count_group(struct trainer *T, uint32_t g, uint32_t maxlen)
 {
-	struct part *P = &T->P[p];
-	P->pmask = 1023;
-	if (!(P->pidx = lmt_zalloc(P->pmask + 1, sizeof *P->pidx))) {
-		P->rc = LMT_ENOMEM;
-		return;
+	struct part *G = &T->P[g * PARTS_PER_THREAD];
+	int rc = 0;
+	for (int p = 0; p < PARTS_PER_THREAD; p++) {
+		G[p].pmask = 1023;
+		if (!(G[p].pidx = lmt_zalloc(G[p].pmask + 1, sizeof *G[p].pidx)))
+			rc = LMT_ENOMEM;
 	}
-	/* A word's pairs of this part are picked without a branch, then counted: with
-	 * n parts a pair is this part's at random, and a branch on it mispredicted
-	 * for about half of the 3 million pairs of a real corpus (at -j2 each part's
-	 * count took 34 ms against 43 ms for both at -j1). */
+	/* A word's pairs of these parts are picked without a branch, then counted:
+	 * a pair is a group's at random, and a branch on it mispredicted for about
+	 * half of the 3 million pairs of a real corpus (with 2 parts, each part's count
+	 * took 34 ms against 43 ms for both at -j1). */
 	enum { PICK = 256 };
 	uint64_t kb[PICK], mb[PICK];
-	for (uint32_t w = 0; w < T->nwords && !P->rc; w++) {
+	for (uint32_t w = 0; w < T->nwords && !rc; w++) {
 		const uint32_t *s = T->sym + T->woff[w];
-		for (uint32_t i0 = 0; i0 + 1 < T->wlen[w] && !P->rc; i0 += PICK) {
+		for (uint32_t i0 = 0; i0 + 1 < T->wlen[w] && !rc; i0 += PICK) {
 			uint32_t lim = LMT_MIN(T->wlen[w] - 1, i0 + PICK), m = 0;
 			for (uint32_t i = i0; i < lim; i++) {
 				uint64_t key = pkey(s[i], s[i + 1]), mix = lmt_mix64(key);
 				kb[m] = key;
 				mb[m] = mix;
-				m += part_of(T, mix) == p;
+				m += (uint32_t)part_of(T, mix) / PARTS_PER_THREAD == g;
 			}
 			for (uint32_t j = 0; j < m; j++) {
+				struct part *P = &T->P[part_of(T, mb[j])];
 				long q = pget(P, kb[j], mb[j]);
 				if (q < 0 || where_add(P, &P->pairs[q], w)) {
-					P->rc = LMT_ENOMEM;
+					rc = LMT_ENOMEM;
 					break;
 				}
 				P->pairs[q].count += (int64_t)T->wcnt[w];
 			}
 		}
 	}
-	/* the heap starts with the pairs of the 256 or more best counts' powers of two */
-	size_t have[64] = { 0 }, n = 0;
-	for (size_t q = 0; q < P->npairs; q++)
-		have[63 - __builtin_clzll((uint64_t)P->pairs[q].count)]++;
-	for (P->hlog = 63; P->hlog > 0 && (n += have[P->hlog]) < 256; P->hlog--)
-		;
-	for (size_t q = 0; q < P->npairs && !P->rc; q++) {
-		uint32_t a = (uint32_t)((P->pairs[q].key - 1) >> 32), b = (uint32_t)(P->pairs[q].key - 1);
-		if (tlen(T, a) + tlen(T, b) <= maxlen && hfile(T, P, (uint32_t)q))
-			P->rc = LMT_ENOMEM;
+	for (int p = 0; p < PARTS_PER_THREAD; p++) {
+		/* the heap starts with the pairs of the 256 or more best counts' powers of two */
+		struct part *P = &G[p];
+		size_t have[64] = { 0 }, n = 0;
+		for (size_t q = 0; q < P->npairs; q++)
+			have[63 - __builtin_clzll((uint64_t)P->pairs[q].count)]++;
+		for (P->hlog = 63; P->hlog > 0 && (n += have[P->hlog]) < 256; P->hlog--)
+			;
+		for (size_t q = 0; q < P->npairs && !rc; q++) {
+			uint32_t a = (uint32_t)((P->pairs[q].key - 1) >> 32), b = (uint32_t)(P->pairs[q].key - 1);
+			if (tlen(T, a) + tlen(T, b) <= maxlen && hfile(T, P, (uint32_t)q))
+				rc = LMT_ENOMEM;
+		}
+		P->rc = rc;
 	}
 }
 
@@ -1331,29 +1323,31 @@ static int fill_cands(struct trainer *T, struct part *P)
 enum { CLAIM_NONE = UINT32_MAX, CLAIM_COUNT = UINT32_MAX - 1, CLAIM_FREE = UINT32_MAX - 2 };
 
 /*
- * The part that this worker's item takes in a run of nt items, one a part (stamp
- * names the run): the worker's own (part w for worker w) if no item of the run has
- * taken it, else the next one free. So a part is counted, updated at each merge
- * and freed by one thread, unless that thread was late and its part taken: its
- * tables and heap stay in that core's cache from step to step, and its where lists
- * come from that thread's malloc arena.
+ * The next part that this worker takes in a run (stamp names the run), or
+ * UINT32_MAX when every part is taken: the worker's own (parts w * PARTS_PER_THREAD
+ * and on for worker w) first, then the others'. So a part is counted, updated at
+ * each step and freed by one thread, unless that thread was late or slow and its
+ * part taken: its tables and heap stay in that core's cache from step to step, and
+ * its where lists come from that thread's malloc arena. Several parts a thread, so
+ * that a thread done early takes what is left of another's.
  */
 static uint32_t claim_part(struct trainer *T, int worker, uint32_t stamp)
 {
-	uint32_t p = (uint32_t)worker % (uint32_t)T->nt;
-	while (__atomic_exchange_n(&T->P[p].claimed, stamp, __ATOMIC_ACQ_REL) == stamp)
-		p = (p + 1) % (uint32_t)T->nt;
-	return p;
+	uint32_t np = (uint32_t)T->np, first = (uint32_t)worker * PARTS_PER_THREAD;
+	for (uint32_t i = 0; i < np; i++) {
+		uint32_t p = (first + i) % np;
+		if (__atomic_load_n(&T->P[p].claimed, __ATOMIC_RELAXED) != stamp &&
+		    __atomic_exchange_n(&T->P[p].claimed, stamp, __ATOMIC_ACQ_REL) != stamp)
+			return p;
+	}
+	return UINT32_MAX;
 }
 
 /* Stage B for a part, after which the batch's pairs are gone and the part's list of
  * best pairs is full again: the next batch is picked from the parts' lists. */
-static void step_apply(void *ctx, uint32_t item, int worker)
+static void step_apply(struct step_job *J, uint32_t p)
 {
-	struct step_job *J = ctx;
 	struct trainer *T = J->T;
-	uint32_t p = claim_part(T, worker, J->step);
-	(void)item;
 	struct part *P = &T->P[p];
 	for (uint32_t k = 0; k < J->nm; k++) {
 		if (J->Pab[k] != P)
@@ -1372,42 +1366,123 @@ static void step_apply(void *ctx, uint32_t item, int worker)
 }
 
 /*
- * A batch's step, as nt items of one run: each item rewrites the words of a class
- * (stage A), its worker's own first, then any other not taken, waits for the
- * classes other workers hold, then takes a part and applies every thread's changes
- * for it (stage B). One run a step: a step late in training rewrites a few dozen
- * words, and each hand-over to the pool costs about as much as rewriting them.
- * Words are dealt to classes in blocks, so a word is rewritten by the same thread
- * at every step (its lines stay in that core's cache) unless that thread was late
- * and its class taken; a late thread delays no one.
+ * The words of class cls in the batch's where lists, each once (a word listed twice,
+ * or in two lists, is stamped with the step when first met), into C's list; 0, or
+ * LMT_ENOMEM (C's list then empty).
+ */
+static int class_words(struct trainer *T, const struct step_job *J, struct wclass *C, uint32_t cls)
+{
+	size_t all = 0, n = 0;
+	for (uint32_t l = 0; l < J->nm; l++)
+		all += J->nwhere[l];
+	C->n = 0;
+	if (all > C->cap && LMT_GROW(C->list, C->cap, all))
+		return LMT_ENOMEM;
+	const int sh = T->wshift;
+	const uint32_t nt = (uint32_t)T->nt;
+	uint32_t *v = C->list;
+	for (uint32_t l = 0; l < J->nm; l++) {
+		const uint32_t *w = J->where[l];
+		if (!(nt & (nt - 1)))
+			for (size_t i = 0; i < J->nwhere[l]; i++) {
+				v[n] = w[i];
+				n += (w[i] >> sh & (nt - 1)) == cls;
+			}
+		else
+			for (size_t i = 0; i < J->nwhere[l]; i++) {
+				v[n] = w[i];
+				n += T->wclass[w[i] >> sh & 255] == cls;
+			}
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i + PF_FAR < n)
+			__builtin_prefetch(&T->wstamp[v[i + PF_FAR]], 1);
+		if (T->wstamp[v[i]] != J->step) {
+			T->wstamp[v[i]] = J->step;
+			v[k++] = v[i];
+		}
+	}
+	C->n = k;
+	return 0;
+}
+
+/* Rewrite chunks of C's list while any is left. */
+#define A_CHUNK 32
+
+static void rewrite_chunks(struct trainer *T, const struct step_job *J, struct wclass *C, int worker)
+{
+	size_t k;
+	while ((k = __atomic_fetch_add(&C->next, A_CHUNK, __ATOMIC_RELAXED)) < C->n) {
+		size_t hi = LMT_MIN(k + A_CHUNK, C->n);
+		rewrite_words(T, J, C->list, k, hi, C->n, worker);
+		__atomic_fetch_add(&C->done, (uint32_t)(hi - k), __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * A batch's step, as nt items of one run: each item lists the words of the classes
+ * not yet listed, its worker's own first, and rewrites them a chunk at a time (stage
+ * A); then rewrites what is left of any class's words and waits for the chunks
+ * other workers hold; then takes a part and applies every thread's changes for it
+ * (stage B). One run a step: a step late in training rewrites a few dozen words, and
+ * each hand-over to the pool costs about as much as rewriting them. Words are dealt
+ * to classes in blocks, so a word is rewritten by the same thread at every step
+ * (its lines stay in that core's cache) unless its thread was late or slow and
+ * another took its chunks: a late thread delays no one.
  */
 static void step_merge(void *ctx, uint32_t item, int worker)
 {
 	struct step_job *J = ctx;
 	struct trainer *T = J->T;
-	const uint32_t nt = (uint32_t)T->nt;
+	const uint32_t nt = (uint32_t)T->nt, step = J->step;
 	(void)item;
 	for (uint32_t i = 0; i < nt; i++) {
 		uint32_t cls = ((uint32_t)worker + i) % nt;
-		if (__atomic_exchange_n(&T->P[cls].aclaimed, J->step, __ATOMIC_ACQ_REL) == J->step)
+		struct wclass *C = &T->A[cls];
+		if (__atomic_exchange_n(&C->claimed, step, __ATOMIC_ACQ_REL) == step)
 			continue;
-		for (uint32_t l = 0; l < J->nm; l++)
-			rewrite_words(T, J, J->where[l], J->nwhere[l], worker, cls);
-		__atomic_fetch_add(&J->done, 1, __ATOMIC_RELEASE);
+		if (class_words(T, J, C, cls))
+			T->S[worker].rc = LMT_ENOMEM;
+		C->next = C->done = 0;
+		__atomic_store_n(&C->ready, step, __ATOMIC_RELEASE);
+		rewrite_chunks(T, J, C, worker);
 	}
-	for (unsigned turn = 0; __atomic_load_n(&J->done, __ATOMIC_ACQUIRE) < nt;)
-		lmt_spin_wait(&turn);
-	step_apply(ctx, item, worker);
+	for (unsigned turn = 0;; lmt_spin_wait(&turn)) {
+		uint32_t left = 0;
+		for (uint32_t i = 0; i < nt; i++) {
+			struct wclass *C = &T->A[((uint32_t)worker + i) % nt];
+			if (__atomic_load_n(&C->ready, __ATOMIC_ACQUIRE) != step) {
+				left++;
+				continue;
+			}
+			rewrite_chunks(T, J, C, worker);
+			left += __atomic_load_n(&C->done, __ATOMIC_ACQUIRE) < C->n;
+		}
+		if (!left)
+			break;
+	}
+	for (uint32_t p; (p = claim_part(T, worker, step)) != UINT32_MAX;)
+		step_apply(J, p);
 }
 
+/* the initial pair counts, a thread's group of parts an item */
 static void step_count(void *ctx, uint32_t item, int worker)
 {
 	struct step_job *J = ctx;
+	struct trainer *T = J->T;
 	(void)item;
-	struct part *P = &J->T->P[claim_part(J->T, worker, CLAIM_COUNT)];
-	count_part(J->T, (int)(P - J->T->P), J->maxlen);
-	if (!P->rc)
-		P->rc = fill_cands(J->T, P);
+	for (uint32_t i = 0; i < (uint32_t)T->nt; i++) {
+		uint32_t g = ((uint32_t)worker + i) % (uint32_t)T->nt;
+		if (__atomic_exchange_n(&T->P[g * PARTS_PER_THREAD].claimed, CLAIM_COUNT, __ATOMIC_ACQ_REL) !=
+		    CLAIM_COUNT) {
+			count_group(T, g, J->maxlen);
+			for (uint32_t p = g * PARTS_PER_THREAD; p < (g + 1) * PARTS_PER_THREAD; p++)
+				if (!T->P[p].rc)
+					T->P[p].rc = fill_cands(T, &T->P[p]);
+			return;
+		}
+	}
 }
 
 /* the where lists of a part, a million small blocks at the end of a real corpus's
@@ -1415,11 +1490,13 @@ static void step_count(void *ctx, uint32_t item, int worker)
 static void step_free(void *ctx, uint32_t item, int worker)
 {
 	struct step_job *J = ctx;
-	struct part *P = &J->T->P[claim_part(J->T, worker, CLAIM_FREE)];
 	(void)item;
-	for (size_t i = 0; i < P->npairs; i++) {
-		free(P->pairs[i].where);
-		P->pairs[i].where = NULL;
+	for (uint32_t p; (p = claim_part(J->T, worker, CLAIM_FREE)) != UINT32_MAX;) {
+		struct part *P = &J->T->P[p];
+		for (size_t i = 0; i < P->npairs; i++) {
+			free(P->pairs[i].where);
+			P->pairs[i].where = NULL;
+		}
 	}
 }
 
@@ -1456,7 +1533,9 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	if (o->ties != LMT_BPE_TIES_ID && o->ties != LMT_BPE_TIES_HF)
 		return lmt_err_set(err, LMT_EINVAL, "unknown tie rule %d", o->ties);
 	const int nt = o->threads > 1 ? o->threads : 1;
+	const int np = nt * PARTS_PER_THREAD;
 	T.nt = nt;
+	T.np = np;
 	set_ranks(&T, o->ties);
 	for (int i = 0; i < 256; i++)
 		T.wclass[i] = (uint8_t)(i % nt);
@@ -1481,17 +1560,23 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	T.wlen = malloc((k ? k : 1) * 4);
 	T.wcnt = malloc((k ? k : 1) * 8);
 	T.wstamp = malloc((k ? k : 1) * 4);
-	T.P = aligned_alloc(64, (size_t)nt * sizeof *T.P);
+	T.P = aligned_alloc(64, (size_t)np * sizeof *T.P);
 	T.S = aligned_alloc(64, (size_t)nt * sizeof *T.S);
-	T.db = calloc((size_t)nt * (size_t)nt, sizeof *T.db);
-	if (T.P) {
-		memset(T.P, 0, (size_t)nt * sizeof *T.P);
+	T.db = calloc((size_t)nt * (size_t)np, sizeof *T.db);
+	T.A = aligned_alloc(64, (size_t)nt * sizeof *T.A);
+	if (T.A) {
+		memset(T.A, 0, (size_t)nt * sizeof *T.A);
 		for (int p = 0; p < nt; p++)
-			T.P[p].claimed = T.P[p].aclaimed = CLAIM_NONE;
+			T.A[p].claimed = T.A[p].ready = CLAIM_NONE;
+	}
+	if (T.P) {
+		memset(T.P, 0, (size_t)np * sizeof *T.P);
+		for (int p = 0; p < np; p++)
+			T.P[p].claimed = CLAIM_NONE;
 	}
 	if (T.S)
 		memset(T.S, 0, (size_t)nt * sizeof *T.S);
-	if (!T.sym || !T.woff || !T.wlen || !T.wcnt || !T.wstamp || !T.P || !T.S || !T.db) {
+	if (!T.sym || !T.woff || !T.wlen || !T.wcnt || !T.wstamp || !T.P || !T.S || !T.db || !T.A) {
 		free(order);
 		lmt_workpool_free(pool);
 		trainer_free(&T);
@@ -1536,7 +1621,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	uint32_t maxlen = o->max_token_len ? o->max_token_len : UINT32_MAX;
 	J.maxlen = maxlen;
 	lmt_workpool_run(pool, step_count, &J, (uint32_t)nt);
-	for (int p = 0; p < nt; p++)
+	for (int p = 0; p < np; p++)
 		if (T.P[p].rc) {
 			lmt_workpool_free(pool);
 			trainer_free(&T);
@@ -1552,14 +1637,14 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 		 * the next merge (see above) */
 		/* the token table's slots of the candidates, which token_for reads:
 		 * random slots of a table larger than a core's cache */
-		for (int p = 0; p < nt; p++)
+		for (int p = 0; p < np; p++)
 			for (uint32_t i = T.P[p].used; i < T.P[p].ncand; i++)
 				__builtin_prefetch(&T.th[T.P[p].cand[i].h & T.tmask]);
 		J.nm = 0;
 		while (J.nm < BATCH_MAX && T.ntok < target) {
 			struct part *B = NULL;
 			int unknown = 0;
-			for (int p = 0; p < nt; p++) {
+			for (int p = 0; p < np; p++) {
 				struct part *P = &T.P[p];
 				if (P->used < P->ncand) {
 					if (!B || heap_gt(&P->cand[P->used].e, &B->cand[B->used].e))
@@ -1622,18 +1707,20 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 		if (rc || !J.nm)
 			break;
 		J.step = step;
-		J.done = 0;
 		lmt_workpool_run(pool, step_merge, &J, (uint32_t)nt);
 		for (uint32_t m = 0; m < J.nm; m++)
 			T.bidx[J.a[m]] = T.bsec[J.b[m]] = 0;
 		for (int t = 0; t < nt; t++)
-			if (T.S[t].rc || T.P[t].rc)
+			if (T.S[t].rc)
+				rc = LMT_ENOMEM;
+		for (int p = 0; p < np; p++)
+			if (T.P[p].rc)
 				rc = LMT_ENOMEM;
 		if (rc)
 			break;
 		step++;
 		uint64_t bytes = nsym * 4 + T.nwords * 28;
-		for (int p = 0; p < nt; p++)
+		for (int p = 0; p < np; p++)
 			bytes += (uint64_t)T.P[p].npairs * sizeof(struct pair) + (T.P[p].pmask + 1) * 4 +
 				 T.P[p].heapcap * sizeof(struct heap_ent) + T.P[p].cold_bytes + T.P[p].where_bytes;
 		if (bytes > peak)
