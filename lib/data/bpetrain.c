@@ -700,9 +700,11 @@ static inline uint64_t pkey(uint32_t a, uint32_t b)
 	return ((uint64_t)a << 32 | b) + 1;
 }
 
+/* the part of a pair: the high half of its hash scaled to the parts (a multiply, not
+ * a division; the table slots take the low bits) */
 static inline int part_of(const struct trainer *T, uint64_t mix)
 {
-	return (int)((mix >> 40) % (uint64_t)T->np);
+	return (int)(((mix >> 32) * (uint64_t)T->np) >> 32);
 }
 
 static inline uint32_t rank_of(const struct trainer *T, uint32_t id)
@@ -1193,60 +1195,6 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 	}
 }
 
-/* Initial pair counts of part p: every pair of every word that hashes to it. */
-static void count_group(struct trainer *T, uint32_t g, uint32_t maxlen)
-{
-	struct part *G = &T->P[g * PARTS_PER_THREAD];
-	int rc = 0;
-	for (int p = 0; p < PARTS_PER_THREAD; p++) {
-		G[p].pmask = 1023;
-		if (!(G[p].pidx = lmt_zalloc(G[p].pmask + 1, sizeof *G[p].pidx)))
-			rc = LMT_ENOMEM;
-	}
-	/* A word's pairs of these parts are picked without a branch, then counted:
-	 * a pair is a group's at random, and a branch on it mispredicted for about
-	 * half of the 3 million pairs of a real corpus (with 2 parts, each part's count
-	 * took 34 ms against 43 ms for both at -j1). */
-	enum { PICK = 256 };
-	uint64_t kb[PICK], mb[PICK];
-	for (uint32_t w = 0; w < T->nwords && !rc; w++) {
-		const uint32_t *s = T->sym + T->woff[w];
-		for (uint32_t i0 = 0; i0 + 1 < T->wlen[w] && !rc; i0 += PICK) {
-			uint32_t lim = LMT_MIN(T->wlen[w] - 1, i0 + PICK), m = 0;
-			for (uint32_t i = i0; i < lim; i++) {
-				uint64_t key = pkey(s[i], s[i + 1]), mix = lmt_mix64(key);
-				kb[m] = key;
-				mb[m] = mix;
-				m += (uint32_t)part_of(T, mix) / PARTS_PER_THREAD == g;
-			}
-			for (uint32_t j = 0; j < m; j++) {
-				struct part *P = &T->P[part_of(T, mb[j])];
-				long q = pget(P, kb[j], mb[j]);
-				if (q < 0 || where_add(P, &P->pairs[q], w)) {
-					rc = LMT_ENOMEM;
-					break;
-				}
-				P->pairs[q].count += (int64_t)T->wcnt[w];
-			}
-		}
-	}
-	for (int p = 0; p < PARTS_PER_THREAD; p++) {
-		/* the heap starts with the pairs of the 256 or more best counts' powers of two */
-		struct part *P = &G[p];
-		size_t have[64] = { 0 }, n = 0;
-		for (size_t q = 0; q < P->npairs; q++)
-			have[63 - __builtin_clzll((uint64_t)P->pairs[q].count)]++;
-		for (P->hlog = 63; P->hlog > 0 && (n += have[P->hlog]) < 256; P->hlog--)
-			;
-		for (size_t q = 0; q < P->npairs && !rc; q++) {
-			uint32_t a = (uint32_t)((P->pairs[q].key - 1) >> 32), b = (uint32_t)(P->pairs[q].key - 1);
-			if (tlen(T, a) + tlen(T, b) <= maxlen && hfile(T, P, (uint32_t)q))
-				rc = LMT_ENOMEM;
-		}
-		P->rc = rc;
-	}
-}
-
 /* Drop the stale entries at the top of P's heap (filing them again with their
  * current count), and open cold lists while the best may be in one; 1 if a fresh
  * top is left, 0 if P has no pair left, < 0 on error. */
@@ -1320,7 +1268,12 @@ static int fill_cands(struct trainer *T, struct part *P)
 #define FILL_CHUNK 4096
 
 /* claims other than a merge step's (which are below these) */
-enum { CLAIM_NONE = UINT32_MAX, CLAIM_COUNT = UINT32_MAX - 1, CLAIM_FREE = UINT32_MAX - 2 };
+enum {
+	CLAIM_NONE = UINT32_MAX,
+	CLAIM_COUNT = UINT32_MAX - 1,
+	CLAIM_FILL = UINT32_MAX - 2,
+	CLAIM_FREE = UINT32_MAX - 3
+};
 
 /*
  * The next part that this worker takes in a run (stamp names the run), or
@@ -1466,22 +1419,137 @@ static void step_merge(void *ctx, uint32_t item, int worker)
 		step_apply(J, p);
 }
 
-/* the initial pair counts, a thread's group of parts an item */
-static void step_count(void *ctx, uint32_t item, int worker)
+/*
+ * The initial pair counts. Before any merge every symbol is a byte, so a pair is
+ * one of 65536 and is found by index, not by hash: each thread counts the pairs of
+ * its range of words (count_scan); then each pair's where list is made once, at
+ * its size, in its part, by the part's thread (count_build); then each thread
+ * writes its words into its stretch of the lists (count_fill), so a list holds its
+ * words in order; then each part's heap is filled (count_finish).
+ */
+struct count_job {
+	struct trainer *T;
+	uint32_t maxlen;
+	uint32_t (*occ)[65536];  /* per thread: its words with the pair, then where the next goes */
+	uint64_t (*cnt)[65536];  /* per thread: the pair's occurrences weighted by word counts */
+	uint32_t (*last)[65536]; /* per thread: 1 + the last word met with the pair */
+	uint32_t **where;        /* the pair's where list */
+};
+
+static void count_words(const struct count_job *C, uint32_t t, int fill)
 {
-	struct step_job *J = ctx;
-	struct trainer *T = J->T;
-	(void)item;
+	struct trainer *T = C->T;
+	size_t lo = T->nwords / (size_t)T->nt * t + LMT_MIN(t, T->nwords % (size_t)T->nt);
+	size_t hi = lo + T->nwords / (size_t)T->nt + (t < T->nwords % (size_t)T->nt);
+	uint32_t *occ = C->occ[t], *last = C->last[t];
+	uint64_t *cnt = C->cnt[t];
+	memset(last, 0, sizeof C->last[t]);
+	for (size_t w = lo; w < hi; w++) {
+		const uint32_t *s = T->sym + T->woff[w];
+		for (uint32_t i = 0; i + 1 < T->wlen[w]; i++) {
+			uint32_t k = s[i] << 8 | s[i + 1];
+			if (!fill)
+				cnt[k] += T->wcnt[w];
+			if (last[k] == w + 1)
+				continue; /* a word is listed once */
+			last[k] = (uint32_t)w + 1;
+			if (fill)
+				C->where[k][occ[k]++] = (uint32_t)w;
+			else
+				occ[k]++;
+		}
+	}
+}
+
+static void count_scan(void *ctx, uint32_t item, int worker)
+{
+	(void)worker;
+	count_words(ctx, item, 0);
+}
+
+static void count_fill(void *ctx, uint32_t item, int worker)
+{
+	(void)worker;
+	count_words(ctx, item, 1);
+}
+
+/* the pairs of group g's parts (g: a thread's), claimed as claim_part does */
+static uint32_t claim_group(struct trainer *T, int worker, uint32_t stamp)
+{
 	for (uint32_t i = 0; i < (uint32_t)T->nt; i++) {
 		uint32_t g = ((uint32_t)worker + i) % (uint32_t)T->nt;
-		if (__atomic_exchange_n(&T->P[g * PARTS_PER_THREAD].claimed, CLAIM_COUNT, __ATOMIC_ACQ_REL) !=
-		    CLAIM_COUNT) {
-			count_group(T, g, J->maxlen);
-			for (uint32_t p = g * PARTS_PER_THREAD; p < (g + 1) * PARTS_PER_THREAD; p++)
-				if (!T->P[p].rc)
-					T->P[p].rc = fill_cands(T, &T->P[p]);
-			return;
+		if (__atomic_exchange_n(&T->P[g * PARTS_PER_THREAD].claimed, stamp, __ATOMIC_ACQ_REL) != stamp)
+			return g;
+	}
+	return UINT32_MAX;
+}
+
+static void count_build(void *ctx, uint32_t item, int worker)
+{
+	struct count_job *C = ctx;
+	struct trainer *T = C->T;
+	uint32_t g = claim_group(T, worker, CLAIM_COUNT);
+	(void)item;
+	if (g == UINT32_MAX)
+		return;
+	struct part *G = &T->P[g * PARTS_PER_THREAD];
+	int rc = 0;
+	for (int p = 0; p < PARTS_PER_THREAD; p++) {
+		G[p].pmask = 1023;
+		if (!(G[p].pidx = lmt_zalloc(G[p].pmask + 1, sizeof *G[p].pidx)))
+			rc = LMT_ENOMEM;
+	}
+	for (uint32_t k = 0; k < 65536 && !rc; k++) {
+		uint64_t key = pkey(k >> 8, k & 255), mix = lmt_mix64(key);
+		int p = part_of(T, mix);
+		if ((uint32_t)p / PARTS_PER_THREAD != g)
+			continue;
+		uint32_t n = 0;
+		uint64_t count = 0;
+		for (int t = 0; t < T->nt; t++) {
+			uint32_t o = C->occ[t][k];
+			C->occ[t][k] = n;
+			n += o;
+			count += C->cnt[t][k];
 		}
+		if (!n)
+			continue;
+		struct part *P = &T->P[p];
+		long q = pget(P, key, mix);
+		uint32_t *v = q < 0 ? NULL : malloc((size_t)n * sizeof *v);
+		if (!v) {
+			rc = LMT_ENOMEM;
+			break;
+		}
+		P->pairs[q].count = (int64_t)count;
+		P->pairs[q].where = C->where[k] = v;
+		P->pairs[q].nwhere = P->pairs[q].capwhere = n;
+		P->where_bytes += (uint64_t)n * sizeof *v;
+	}
+	for (int p = 0; p < PARTS_PER_THREAD; p++)
+		G[p].rc = rc;
+}
+
+static void count_finish(void *ctx, uint32_t item, int worker)
+{
+	struct count_job *C = ctx;
+	struct trainer *T = C->T;
+	(void)item;
+	for (uint32_t p; (p = claim_part(T, worker, CLAIM_FILL)) != UINT32_MAX;) {
+		/* the heap starts with the pairs of the 256 or more best counts' powers of two */
+		struct part *P = &T->P[p];
+		size_t have[64] = { 0 }, n = 0;
+		for (size_t q = 0; q < P->npairs; q++)
+			have[63 - __builtin_clzll((uint64_t)P->pairs[q].count)]++;
+		for (P->hlog = 63; P->hlog > 0 && (n += have[P->hlog]) < 256; P->hlog--)
+			;
+		for (size_t q = 0; q < P->npairs && !P->rc; q++) {
+			uint32_t a = (uint32_t)((P->pairs[q].key - 1) >> 32), b = (uint32_t)(P->pairs[q].key - 1);
+			if (tlen(T, a) + tlen(T, b) <= C->maxlen && hfile(T, P, (uint32_t)q))
+				P->rc = LMT_ENOMEM;
+		}
+		if (!P->rc)
+			P->rc = fill_cands(T, P);
 	}
 }
 
@@ -1620,7 +1688,28 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	/* initial pair counts, each part by its own thread */
 	uint32_t maxlen = o->max_token_len ? o->max_token_len : UINT32_MAX;
 	J.maxlen = maxlen;
-	lmt_workpool_run(pool, step_count, &J, (uint32_t)nt);
+	struct count_job CJ = { .T = &T, .maxlen = maxlen };
+	CJ.occ = calloc((size_t)nt, sizeof *CJ.occ);
+	CJ.cnt = calloc((size_t)nt, sizeof *CJ.cnt);
+	CJ.last = malloc((size_t)nt * sizeof *CJ.last);
+	CJ.where = malloc(65536 * sizeof *CJ.where);
+	if (CJ.occ && CJ.cnt && CJ.last && CJ.where) {
+		lmt_workpool_run(pool, count_scan, &CJ, (uint32_t)nt);
+		lmt_workpool_run(pool, count_build, &CJ, (uint32_t)nt);
+		int built = 1;
+		for (int p = 0; p < np; p++)
+			built &= !T.P[p].rc;
+		if (built) {
+			lmt_workpool_run(pool, count_fill, &CJ, (uint32_t)nt);
+			lmt_workpool_run(pool, count_finish, &CJ, (uint32_t)nt);
+		}
+	} else {
+		T.P[0].rc = LMT_ENOMEM;
+	}
+	free(CJ.occ);
+	free(CJ.cnt);
+	free(CJ.last);
+	free(CJ.where);
 	for (int p = 0; p < np; p++)
 		if (T.P[p].rc) {
 			lmt_workpool_free(pool);
