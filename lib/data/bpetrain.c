@@ -381,7 +381,7 @@ int lmt_wordcount_merge(struct lmt_wordcount *t, int n, struct lmt_workpool *poo
  *     better than R; likewise (c1, y) from (b1, y) and (c1, c1) from (b1, a1). Its
  *     count is at most R's, and on equal counts it loses: c1 is newer than every
  *     token of R, so it ranks after them, and where x is R's first token,
- *     (x, a1) lost to R on a1 against R's second, and c1 ranks after that too.
+ *     (x, a1) lost to R on its second token, and c1, newer, loses there too.
  *     This needs c1 new (a reused token may rank first) and a1 != b1 (else the
  *     pair (c1, a1) of a1 a1 a1 comes from (a1, a1) itself).
  * The same holds along a batch of merges, each checked against all before it, the
@@ -396,17 +396,19 @@ int lmt_wordcount_merge(struct lmt_wordcount *t, int n, struct lmt_workpool *poo
  * Late in training a batch holds 10 to 30 merges, and a step costs the threads two
  * meetings, whatever the number of merges it applies.
  *
- * Threads. The pairs are split into parts by a hash of the pair, one part per
- * thread; each part has its own table, where lists and heap, and only one thread
+ * Threads. The pairs are split into parts by a hash of the pair, PARTS_PER_THREAD
+ * a thread; each part has its own table, where lists and heap, and only one thread
  * changes a part at a time, so no locks are needed. A step runs in two stages:
  *   A. the words of the batch's where lists are rewritten, and each thread notes
  *      the pair count changes its words make, bucketed by part: only the pairs next
  *      to a merge site change, so a word of n symbols with one site notes about
  *      five changes, not 2n. Words are dealt to the threads in blocks of 64, so a
- *      word is rewritten by the same thread at every step and stays in its cache;
- *   B. each part's owner applies the changes of every bucket meant for it, files
+ *      word is rewritten by the same thread at every step and stays in its cache,
+ *      unless a thread done early takes chunks of another's (step_merge);
+ *   B. each part's thread applies the changes of every bucket meant for it, files
  *      the pairs whose counts rose, and refills the part's list of its best pairs
- *      (fill_cands), which the next batch is picked from.
+ *      (fill_cands), which the next batch is picked from; a thread done early takes
+ *      another's parts not yet begun (claim_part).
  * Counts are sums, where lists are sets (order only decides which word is visited
  * first) and the heap order is total, so nothing depends on which thread rewrote
  * which word or on the number of parts: the merges are the same for any thread
@@ -1149,6 +1151,14 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 {
 	struct part *P = &T->P[p];
 	P->ntouched = 0;
+	/* the pairs last looked up, by a few bits of their hash: a big merge's changes
+	 * hit the same neighbouring pairs again and again (every word with "th" before
+	 * an "e" takes one from (h, e)), and a hit saves a lookup in the tables */
+	struct {
+		uint64_t key;
+		uint32_t q;
+	} memo[256];
+	memset(memo, 0, sizeof memo);
 	for (int t = 0; t < T->nt; t++) {
 		struct dbuf *B = &T->db[(size_t)t * (size_t)T->np + (size_t)p];
 		for (size_t k = 0; k < B->n && !P->rc; k++) {
@@ -1163,10 +1173,18 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 					__builtin_prefetch(&P->pairs[v - 1], 1);
 			}
 			const struct delta *D = &B->v[k];
-			long q = pget(P, D->key, D->mix);
-			if (q < 0) {
-				P->rc = LMT_ENOMEM;
-				break;
+			size_t mi = D->mix >> 56;
+			long q;
+			if (memo[mi].key == D->key) {
+				q = memo[mi].q;
+			} else {
+				q = pget(P, D->key, D->mix);
+				if (q < 0) {
+					P->rc = LMT_ENOMEM;
+					break;
+				}
+				memo[mi].key = D->key;
+				memo[mi].q = (uint32_t)q;
 			}
 			struct pair *Q = &P->pairs[q];
 			Q->count += D->d;
