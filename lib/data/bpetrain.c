@@ -487,6 +487,12 @@ struct scratch {
 	uint32_t *old;
 	uint8_t *m;
 	size_t cap;
+	/* the falls noted since the last flush, summed by pair (fall_note) */
+	struct fall {
+		uint64_t key;
+		int64_t d;
+	} *fall;
+	size_t fmask, nfall;
 	int rc;
 } __attribute__((aligned(64)));
 
@@ -990,6 +996,7 @@ static void trainer_free(struct trainer *T)
 	for (int t = 0; T->S && t < T->nt; t++) {
 		free(T->S[t].old);
 		free(T->S[t].m);
+		free(T->S[t].fall);
 	}
 	free(T->S);
 	for (int c = 0; T->A && c < T->nt; c++)
@@ -1022,10 +1029,10 @@ static void set_ranks(struct trainer *T, int ties)
 		T->unrank[T->rank[b]] = b;
 }
 
-static inline void note(struct trainer *T, struct dbuf *db, struct scratch *S, uint32_t x, uint32_t y,
-			int64_t d, uint32_t w, uint32_t add)
+static inline void put_delta(struct trainer *T, struct dbuf *db, struct scratch *S, uint64_t key, int64_t d,
+			     uint32_t w, uint32_t add)
 {
-	uint64_t key = pkey(x, y), mix = lmt_mix64(key);
+	uint64_t mix = lmt_mix64(key);
 	struct dbuf *B = &db[part_of(T, mix)];
 	if (B->n == B->cap && LMT_GROW(B->v, B->cap, B->n + 1)) {
 		S->rc = LMT_ENOMEM;
@@ -1034,12 +1041,32 @@ static inline void note(struct trainer *T, struct dbuf *db, struct scratch *S, u
 	B->v[B->n++] = (struct delta){ key, mix, d, w, add };
 }
 
+static inline void note(struct trainer *T, struct dbuf *db, struct scratch *S, uint32_t x, uint32_t y,
+			int64_t d, uint32_t w, uint32_t add)
+{
+	put_delta(T, db, S, pkey(x, y), d, w, add);
+}
+
+/* Hand the summed falls over to the parts (fall_note). */
+static void fall_flush(struct trainer *T, struct dbuf *db, struct scratch *S)
+{
+	for (size_t i = 0; S->nfall && i <= S->fmask; i++)
+		if (S->fall[i].key) {
+			if (S->fall[i].d)
+				put_delta(T, db, S, S->fall[i].key, S->fall[i].d, 0, 0);
+			S->fall[i].key = 0;
+			S->fall[i].d = 0;
+			S->nfall--;
+		}
+}
+
 /* The merges of one step (a batch, see lmt_bpe_train), their where lists and
  * where they are in the parts, as the work pool's items see them. */
 struct step_job {
 	struct trainer *T;
 	uint32_t step, maxlen;
 	uint32_t nm;           /* merges in the batch, at least 1 */
+	int sum_falls;         /* a big step: falls are summed by pair in stage A (fall_note) */
 	uint32_t a[BATCH_MAX], b[BATCH_MAX], c[BATCH_MAX];
 	uint8_t anext[BATCH_MAX];  /* 1 + the batch's merge before it with the same a, or 0 */
 	const uint32_t *where[BATCH_MAX];
@@ -1057,6 +1084,39 @@ static inline int site_at(const struct trainer *T, const struct step_job *J, con
 		if (s[1] == J->b[k - 1])
 			return k - 1;
 	return -1;
+}
+
+/*
+ * In a big step the falls a thread notes are summed by pair before they go to the
+ * parts: most of them hit the same neighbouring pairs (every word with "th" before
+ * an "e" takes one from (h, e)), and each change handed over costs its part's
+ * thread a lookup in tables larger than the caches, and half of them cross to the
+ * other core. A rise is handed over as it is: its word joins the pair's where list.
+ */
+static void fall_note(struct trainer *T, struct dbuf *db, struct scratch *S, uint32_t x, uint32_t y, int64_t d)
+{
+	uint64_t key = pkey(x, y);
+	if (S->nfall * 2 >= S->fmask) {
+		/* full: hand the sums over and start again, twice the size */
+		size_t n = S->fmask ? 2 * (S->fmask + 1) : 1024;
+		struct fall *f = lmt_zalloc(n, sizeof *f);
+		if (!f) {
+			note(T, db, S, x, y, d, 0, 0);
+			return;
+		}
+		fall_flush(T, db, S);
+		free(S->fall);
+		S->fall = f;
+		S->fmask = n - 1;
+	}
+	size_t i = lmt_mix64(key) >> 20 & S->fmask;
+	while (S->fall[i].key && S->fall[i].key != key)
+		i = (i + 1) & S->fmask;
+	if (!S->fall[i].key) {
+		S->fall[i].key = key;
+		S->nfall++;
+	}
+	S->fall[i].d += d;
 }
 
 /*
@@ -1125,8 +1185,12 @@ static void rewrite_words(struct trainer *T, const struct step_job *J, const uin
 			}
 		}
 		for (uint32_t x = 0; x + 1 < n; x++)
-			if ((m[x] | m[x + 1]) && site_at(T, J, o + x) < 0)
-				note(T, db, S, o[x], o[x + 1], -cnt, w, 0);
+			if ((m[x] | m[x + 1]) && site_at(T, J, o + x) < 0) {
+				if (J->sum_falls)
+					fall_note(T, db, S, o[x], o[x + 1], -cnt);
+				else
+					note(T, db, S, o[x], o[x + 1], -cnt, w, 0);
+			}
 		/* the new word; m[j] now marks a merged symbol of it */
 		uint32_t j = 0;
 		for (uint32_t x = 0; x < n;) {
@@ -1383,12 +1447,18 @@ static int class_words(struct trainer *T, const struct step_job *J, struct wclas
 
 static void rewrite_chunks(struct trainer *T, const struct step_job *J, struct wclass *C, int worker)
 {
-	size_t k;
+	size_t k, done = 0;
 	while ((k = __atomic_fetch_add(&C->next, A_CHUNK, __ATOMIC_RELAXED)) < C->n) {
 		size_t hi = LMT_MIN(k + A_CHUNK, C->n);
 		rewrite_words(T, J, C->list, k, hi, C->n, worker);
-		__atomic_fetch_add(&C->done, (uint32_t)(hi - k), __ATOMIC_RELEASE);
+		done += hi - k;
 	}
+	/* the words count as done only once the falls summed from them are handed
+	 * over: stage B, which waits for all to be done, then sees every change */
+	if (J->sum_falls)
+		fall_flush(T, T->db + (size_t)worker * (size_t)T->np, &T->S[worker]);
+	if (done)
+		__atomic_fetch_add(&C->done, (uint32_t)done, __ATOMIC_RELEASE);
 }
 
 /*
@@ -1814,6 +1884,10 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 		if (rc || !J.nm)
 			break;
 		J.step = step;
+		uint64_t nw = 0;
+		for (uint32_t m = 0; m < J.nm; m++)
+			nw += J.nwhere[m];
+		J.sum_falls = nw >= (o->sum_min ? o->sum_min : 256);
 		lmt_workpool_run(pool, step_merge, &J, (uint32_t)nt);
 		for (uint32_t m = 0; m < J.nm; m++)
 			T.bidx[J.a[m]] = T.bsec[J.b[m]] = 0;

@@ -104,6 +104,9 @@ struct lmt_bpe_opts {
 	/* 1 + log2 of the runs of neighbouring words dealt to one thread to rewrite
 	 * (0: runs of 64). For tests, which deal out single words (1). */
 	uint32_t word_block_log2;
+	/* the words a step rewrites from which the falls of pair counts are summed by
+	 * pair before they are handed over (0: 256). For tests, which set 1. */
+	uint32_t sum_min;
 };
 
 enum { LMT_BPE_TIES_ID = 0, LMT_BPE_TIES_HF = 1 };
