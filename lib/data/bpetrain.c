@@ -492,6 +492,7 @@ struct scratch {
 		uint64_t key;
 		int64_t d;
 	} *fall;
+	uint32_t *fused;       /* the slots of fall in use, nfall of them */
 	size_t fmask, nfall;
 	int rc;
 } __attribute__((aligned(64)));
@@ -997,6 +998,7 @@ static void trainer_free(struct trainer *T)
 		free(T->S[t].old);
 		free(T->S[t].m);
 		free(T->S[t].fall);
+		free(T->S[t].fused);
 	}
 	free(T->S);
 	for (int c = 0; T->A && c < T->nt; c++)
@@ -1050,14 +1052,14 @@ static inline void note(struct trainer *T, struct dbuf *db, struct scratch *S, u
 /* Hand the summed falls over to the parts (fall_note). */
 static void fall_flush(struct trainer *T, struct dbuf *db, struct scratch *S)
 {
-	for (size_t i = 0; S->nfall && i <= S->fmask; i++)
-		if (S->fall[i].key) {
-			if (S->fall[i].d)
-				put_delta(T, db, S, S->fall[i].key, S->fall[i].d, 0, 0);
-			S->fall[i].key = 0;
-			S->fall[i].d = 0;
-			S->nfall--;
-		}
+	for (size_t k = 0; k < S->nfall; k++) {
+		struct fall *f = &S->fall[S->fused[k]];
+		if (f->d)
+			put_delta(T, db, S, f->key, f->d, 0, 0);
+		f->key = 0;
+		f->d = 0;
+	}
+	S->nfall = 0;
 }
 
 /* The merges of one step (a batch, see lmt_bpe_train), their where lists and
@@ -1100,13 +1102,17 @@ static void fall_note(struct trainer *T, struct dbuf *db, struct scratch *S, uin
 		/* full: hand the sums over and start again, twice the size */
 		size_t n = S->fmask ? 2 * (S->fmask + 1) : 1024;
 		struct fall *f = lmt_zalloc(n, sizeof *f);
-		if (!f) {
+		uint32_t *u = f ? malloc(n / 2 * sizeof *u) : NULL;
+		if (!u) {
+			free(f);
 			note(T, db, S, x, y, d, 0, 0);
 			return;
 		}
 		fall_flush(T, db, S);
 		free(S->fall);
+		free(S->fused);
 		S->fall = f;
+		S->fused = u;
 		S->fmask = n - 1;
 	}
 	size_t i = lmt_mix64(key) >> 20 & S->fmask;
@@ -1114,7 +1120,7 @@ static void fall_note(struct trainer *T, struct dbuf *db, struct scratch *S, uin
 		i = (i + 1) & S->fmask;
 	if (!S->fall[i].key) {
 		S->fall[i].key = key;
-		S->nfall++;
+		S->fused[S->nfall++] = (uint32_t)i;
 	}
 	S->fall[i].d += d;
 }
