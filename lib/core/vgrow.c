@@ -19,14 +19,12 @@
 #define TSAN 0
 #endif
 
+/* asked each time (a growth is rare): a cached value would be a variable every
+ * thread that grows an array writes */
 static size_t page_bytes(void)
 {
-	static size_t pg;
-	if (!pg) {
-		long v = sysconf(_SC_PAGESIZE);
-		pg = v > 0 ? (size_t)v : 4096;
-	}
-	return pg;
+	long v = sysconf(_SC_PAGESIZE);
+	return v > 0 ? (size_t)v : 4096;
 }
 
 /* the bytes mapped for cap elements: cap * elt rounded up to pages */

@@ -478,6 +478,14 @@ struct part {
 		uint64_t h;           /* token_hash of the pair */
 	} cand[CANDS];
 	uint32_t ncand, used;  /* used: taken by the last batch, from the first */
+	/* the pairs stage B last looked up, by a few bits of their hash: a big merge's
+	 * changes hit the same neighbouring pairs again and again (every word with "th"
+	 * before an "e" takes one from (h, e)), and a hit saves a lookup in the tables.
+	 * A pair's index never changes, so an entry holds across steps (key 0: none) */
+	struct {
+		uint64_t key;
+		uint32_t q;
+	} memo[256];
 	int rc;
 	uint32_t claimed;      /* the last step (or CLAIM_*) whose work item took this part */
 } __attribute__((aligned(64)));
@@ -709,6 +717,16 @@ static inline uint64_t pkey(uint32_t a, uint32_t b)
 	return ((uint64_t)a << 32 | b) + 1;
 }
 
+static inline uint32_t key_a(uint64_t key)
+{
+	return (uint32_t)((key - 1) >> 32);
+}
+
+static inline uint32_t key_b(uint64_t key)
+{
+	return (uint32_t)(key - 1);
+}
+
 /* the part of a pair: the high half of its hash scaled to the parts (a multiply, not
  * a division; the table slots take the low bits) */
 static inline int part_of(const struct trainer *T, uint64_t mix)
@@ -779,11 +797,10 @@ static int heap_room(struct part *P)
 	return 0;
 }
 
-static int hpush(const struct trainer *T, struct part *P, int64_t count, uint32_t a, uint32_t b)
+static int heap_push(struct part *P, struct heap_ent x)
 {
 	if (heap_room(P))
 		return LMT_ENOMEM;
-	struct heap_ent x = { count, rank_of(T, a), rank_of(T, b) };
 	size_t i = P->nheap++;
 	while (i > 0) {
 		size_t p = (i - 1) / 4;
@@ -794,6 +811,12 @@ static int hpush(const struct trainer *T, struct part *P, int64_t count, uint32_
 	}
 	P->heap[i] = x;
 	return 0;
+}
+
+/* Push pair key with its count. */
+static int hpush(const struct trainer *T, struct part *P, int64_t count, uint64_t key)
+{
+	return heap_push(P, (struct heap_ent){ count, rank_of(T, key_a(key)), rank_of(T, key_b(key)) });
 }
 
 static void hpop(struct part *P)
@@ -816,10 +839,9 @@ static void hpop(struct part *P)
 static int hfile(const struct trainer *T, struct part *P, uint32_t q)
 {
 	const struct pair *Q = &P->pairs[q];
-	uint32_t a = (uint32_t)((Q->key - 1) >> 32), b = (uint32_t)(Q->key - 1);
 	int k = 63 - __builtin_clzll((uint64_t)Q->count);
 	if (k >= P->hlog)
-		return hpush(T, P, Q->count, a, b);
+		return hpush(T, P, Q->count, Q->key);
 	struct coldlist *C = &P->cold[k];
 	if (C->n == C->cap) {
 		size_t old = C->cap;
@@ -836,7 +858,7 @@ static int hopen(const struct trainer *T, struct part *P)
 	struct coldlist *C = &P->cold[--P->hlog];
 	for (size_t i = 0; i < C->n; i++) {
 		const struct pair *Q = &P->pairs[C->q[i]];
-		if (Q->count > 0 && hpush(T, P, Q->count, (uint32_t)((Q->key - 1) >> 32), (uint32_t)(Q->key - 1)))
+		if (Q->count > 0 && hpush(T, P, Q->count, Q->key))
 			return LMT_ENOMEM;
 	}
 	P->cold_bytes -= C->cap * sizeof *C->q;
@@ -888,14 +910,6 @@ static long pget(struct part *P, uint64_t key, uint64_t mix)
 	if (P->npairs * 2 > P->pmask && prehash(P))
 		return -1;
 	return (long)P->npairs - 1;
-}
-
-/* The pair (a, b): its part in *P, its index there (-1 if absent). */
-static inline long pfind(const struct trainer *T, uint32_t a, uint32_t b, struct part **P)
-{
-	uint64_t key = pkey(a, b), mix = lmt_mix64(key);
-	*P = &T->P[part_of(T, mix)];
-	return (long)(*P)->pidx[pslot(*P, key, mix)] - 1;
 }
 
 static int where_add(struct part *P, struct pair *p, uint32_t w)
@@ -1221,14 +1235,6 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 {
 	struct part *P = &T->P[p];
 	P->ntouched = 0;
-	/* the pairs last looked up, by a few bits of their hash: a big merge's changes
-	 * hit the same neighbouring pairs again and again (every word with "th" before
-	 * an "e" takes one from (h, e)), and a hit saves a lookup in the tables */
-	struct {
-		uint64_t key;
-		uint32_t q;
-	} memo[256];
-	memset(memo, 0, sizeof memo);
 	for (int t = 0; t < T->nt; t++) {
 		struct dbuf *B = &T->db[(size_t)t * (size_t)T->np + (size_t)p];
 		for (size_t k = 0; k < B->n && !P->rc; k++) {
@@ -1245,16 +1251,16 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 			const struct delta *D = &B->v[k];
 			size_t mi = D->mix >> 56;
 			long q;
-			if (memo[mi].key == D->key) {
-				q = memo[mi].q;
+			if (P->memo[mi].key == D->key) {
+				q = P->memo[mi].q;
 			} else {
 				q = pget(P, D->key, D->mix);
 				if (q < 0) {
 					P->rc = LMT_ENOMEM;
 					break;
 				}
-				memo[mi].key = D->key;
-				memo[mi].q = (uint32_t)q;
+				P->memo[mi].key = D->key;
+				P->memo[mi].q = (uint32_t)q;
 			}
 			struct pair *Q = &P->pairs[q];
 			Q->count += D->d;
@@ -1277,8 +1283,8 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 	}
 	for (size_t k = 0; k < P->ntouched && !P->rc; k++) {
 		struct pair *Q = &P->pairs[P->touched[k]];
-		uint32_t x = (uint32_t)((Q->key - 1) >> 32), y = (uint32_t)(Q->key - 1);
-		if (Q->count > 0 && tlen(T, x) + tlen(T, y) <= maxlen && hfile(T, P, P->touched[k]))
+		if (Q->count > 0 && tlen(T, key_a(Q->key)) + tlen(T, key_b(Q->key)) <= maxlen &&
+		    hfile(T, P, P->touched[k]))
 			P->rc = LMT_ENOMEM;
 	}
 }
@@ -1296,16 +1302,17 @@ static int clean_top(struct trainer *T, struct part *P, uint32_t *q)
 		}
 		if (!P->nheap)
 			return 0;
+		/* a pair on P's heap is P's, and is never removed from its table */
 		struct heap_ent top = P->heap[0];
-		struct part *Q;
-		long pi = pfind(T, id_of(T, top.ra), id_of(T, top.rb), &Q);
-		int64_t cur = pi >= 0 ? Q->pairs[pi].count : 0;
+		uint64_t key = pkey(id_of(T, top.ra), id_of(T, top.rb));
+		uint32_t pi = P->pidx[pslot(P, key, lmt_mix64(key))] - 1;
+		int64_t cur = P->pairs[pi].count;
 		if (cur == top.count) {
-			*q = (uint32_t)pi;
+			*q = pi;
 			return 1;
 		}
 		hpop(P);
-		if (cur > 0 && hfile(T, P, (uint32_t)pi))
+		if (cur > 0 && hfile(T, P, pi))
 			return LMT_ENOMEM;
 	}
 }
@@ -1348,7 +1355,7 @@ static int fill_cands(struct trainer *T, struct part *P)
 		hpop(P);
 	}
 	for (; i < nk; i++)
-		if (hpush(T, P, keep[i].e.count, id_of(T, keep[i].e.ra), id_of(T, keep[i].e.rb)))
+		if (heap_push(P, keep[i].e))
 			return LMT_ENOMEM;
 	return 0;
 }
@@ -1420,20 +1427,13 @@ static int class_words(struct trainer *T, const struct step_job *J, struct wclas
 	if (all > C->cap && LMT_GROW(C->list, C->cap, all))
 		return LMT_ENOMEM;
 	const int sh = T->wshift;
-	const uint32_t nt = (uint32_t)T->nt;
 	uint32_t *v = C->list;
 	for (uint32_t l = 0; l < J->nm; l++) {
 		const uint32_t *w = J->where[l];
-		if (!(nt & (nt - 1)))
-			for (size_t i = 0; i < J->nwhere[l]; i++) {
-				v[n] = w[i];
-				n += (w[i] >> sh & (nt - 1)) == cls;
-			}
-		else
-			for (size_t i = 0; i < J->nwhere[l]; i++) {
-				v[n] = w[i];
-				n += T->wclass[w[i] >> sh & 255] == cls;
-			}
+		for (size_t i = 0; i < J->nwhere[l]; i++) {
+			v[n] = w[i];
+			n += T->wclass[w[i] >> sh & 255] == cls;
+		}
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -1638,8 +1638,8 @@ static void count_finish(void *ctx, uint32_t item, int worker)
 		for (P->hlog = 63; P->hlog > 0 && (n += have[P->hlog]) < 256; P->hlog--)
 			;
 		for (size_t q = 0; q < P->npairs && !P->rc; q++) {
-			uint32_t a = (uint32_t)((P->pairs[q].key - 1) >> 32), b = (uint32_t)(P->pairs[q].key - 1);
-			if (tlen(T, a) + tlen(T, b) <= C->maxlen && hfile(T, P, (uint32_t)q))
+			uint64_t key = P->pairs[q].key;
+			if (tlen(T, key_a(key)) + tlen(T, key_b(key)) <= C->maxlen && hfile(T, P, (uint32_t)q))
 				P->rc = LMT_ENOMEM;
 		}
 		if (!P->rc)
