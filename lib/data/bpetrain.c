@@ -979,6 +979,26 @@ static long token_for(struct trainer *T, uint32_t a, uint32_t b, uint64_t h, int
 	return id;
 }
 
+/* Free what a part holds, and leave it empty. */
+static void part_free(struct part *P)
+{
+	for (size_t i = 0; i < P->npairs; i++)
+		free(P->pairs[i].where);
+	LMT_VFREE(P->pairs, P->paircap);
+	free(P->pidx);
+	if (P->heap)
+		free(P->heap - HEAP_PAD);
+	for (int k = 0; k < 64; k++)
+		free(P->cold[k].q);
+	free(P->touched);
+	P->pairs = NULL;
+	P->npairs = P->paircap = 0;
+	P->pidx = NULL;
+	P->heap = NULL;
+	P->touched = NULL;
+	memset(P->cold, 0, sizeof P->cold);
+}
+
 static void trainer_free(struct trainer *T)
 {
 	free(T->sym);
@@ -992,18 +1012,8 @@ static void trainer_free(struct trainer *T)
 	free(T->toff);
 	free(T->th);
 	free(T->tid);
-	for (int p = 0; T->P && p < T->np; p++) {
-		struct part *P = &T->P[p];
-		for (size_t i = 0; i < P->npairs; i++)
-			free(P->pairs[i].where);
-		LMT_VFREE(P->pairs, P->paircap);
-		free(P->pidx);
-		if (P->heap)
-			free(P->heap - HEAP_PAD);
-		for (int k = 0; k < 64; k++)
-			free(P->cold[k].q);
-		free(P->touched);
-	}
+	for (int p = 0; T->P && p < T->np; p++)
+		part_free(&T->P[p]);
 	free(T->P);
 	for (size_t i = 0; T->db && i < (size_t)T->nt * (size_t)T->np; i++)
 		free(T->db[i].v);
@@ -1647,18 +1657,23 @@ static void count_finish(void *ctx, uint32_t item, int worker)
 	}
 }
 
-/* the where lists of a part, a million small blocks at the end of a real corpus's
- * training: freed by the thread that made most of them, and in parallel */
+/*
+ * The end of training, freed in parallel: the parts, each by the thread that made
+ * most of its where lists (a million small blocks at the end of a real corpus's
+ * training), and the word arrays, dealt to the items. Unmapping the large arrays
+ * costs a few milliseconds each, which the threads share.
+ */
 static void step_free(void *ctx, uint32_t item, int worker)
 {
 	struct step_job *J = ctx;
-	(void)item;
-	for (uint32_t p; (p = claim_part(J->T, worker, CLAIM_FREE)) != UINT32_MAX;) {
-		struct part *P = &J->T->P[p];
-		for (size_t i = 0; i < P->npairs; i++) {
-			free(P->pairs[i].where);
-			P->pairs[i].where = NULL;
-		}
+	struct trainer *T = J->T;
+	for (uint32_t p; (p = claim_part(T, worker, CLAIM_FREE)) != UINT32_MAX;)
+		part_free(&T->P[p]);
+	void **words[] = { (void **)&T->sym, (void **)&T->woff, (void **)&T->wcnt, (void **)&T->wlen,
+			   (void **)&T->wstamp };
+	for (size_t i = item; i < sizeof words / sizeof *words; i += (size_t)T->nt) {
+		free(*words[i]);
+		*words[i] = NULL;
 	}
 }
 
