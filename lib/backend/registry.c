@@ -3,12 +3,12 @@
  * (lmt_backend_open) and never call a backend's own init, so adding the cuda
  * backend changes this table, not the tools.
  *
- * CUDA device discovery lives here too: kernels/device.cu answers how many devices
- * the runtime sees, and any CUDA error (error 35 without a driver) counts as none.
+ * The names this build has, and what CUDA says, are in names.c: every tool's
+ * --version prints them, and only the tools that open a backend should link the
+ * backends (and load oneDNN).
  */
 #include "backend/backend.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "backend/impl.h"
@@ -32,32 +32,3 @@ int lmt_backend_open(struct lmt_backend *be, const char *name, int threads, stru
 			return backends[i].init(be, threads, err);
 	return lmt_err_set(err, LMT_EINVAL, "unknown backend '%s' (this build has: %s)", name, lmt_backend_names());
 }
-
-const char *lmt_backend_names(void)
-{
-	/* what lmt_backend_open accepts; cuda opens only where a GPU is visible */
-#ifdef LMT_HAVE_CUDA
-	return "cpu cuda";
-#else
-	return "cpu";
-#endif
-}
-
-#ifdef LMT_HAVE_CUDA
-int lmt_cuda_device_count(int *runtime_version);
-
-const char *lmt_backend_cuda_status(void)
-{
-	static char buf[96];
-	int rt = 0;
-	int n = lmt_cuda_device_count(&rt);
-	snprintf(buf, sizeof buf, "cuda backend built, cuda runtime %d.%d, %d device%s visible", rt / 1000,
-		 (rt % 1000) / 10, n, n == 1 ? "" : "s");
-	return buf;
-}
-#else
-const char *lmt_backend_cuda_status(void)
-{
-	return "cuda not built (no nvcc at build time)";
-}
-#endif

@@ -128,22 +128,6 @@ static int format_of(const struct lmt_corpus *c, const char *name)
 	return any_sfx(tmp, jsonl_sfx, LMT_ARRAY_SIZE(jsonl_sfx)) ? LMT_CORPUS_JSONL : LMT_CORPUS_TEXT;
 }
 
-int lmt_txt_docs_parse(const char *s)
-{
-	if (!strcmp(s, "file")) return LMT_TXT_FILE;
-	if (!strcmp(s, "line")) return LMT_TXT_LINE;
-	if (!strcmp(s, "blank")) return LMT_TXT_BLANK;
-	return -1;
-}
-
-int lmt_corpus_format_parse(const char *s)
-{
-	if (!strcmp(s, "auto")) return LMT_CORPUS_AUTO;
-	if (!strcmp(s, "text")) return LMT_CORPUS_TEXT;
-	if (!strcmp(s, "jsonl")) return LMT_CORPUS_JSONL;
-	return -1;
-}
-
 static int add_leaf(struct lmt_corpus *c, const char *path, int found, struct lmt_err *err)
 {
 	if (LMT_GROW(c->leaves, c->leafcap, c->nleaves + 1))
