@@ -223,6 +223,17 @@ void lmt_binreader_close(struct lmt_binreader *f)
 	memset(f, 0, sizeof *f);
 }
 
+void lmt_binreader_drop(const struct lmt_binreader *f, const void *p, size_t n)
+{
+	if (!f->map || !f->size || !n)
+		return;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p, b = a + n;
+	a = (a + page - 1) & ~(page - 1);
+	b &= ~(page - 1);
+	if (b > a)
+		madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 int lmt_binreader_read_stream(struct lmt_binreader *f, FILE *in, const char *name,
 			    const struct lmt_format *fmt, struct lmt_err *err)
 {

@@ -81,6 +81,14 @@ int lmt_binreader_open(struct lmt_binreader *f, const char *path, const struct l
 		     int flags, struct lmt_err *err);
 void lmt_binreader_close(struct lmt_binreader *f);
 
+/*
+ * Done with bytes [p, p + n) of f's payload for now: the whole pages among them
+ * leave the mapping (a later read maps them again from the page cache), so that
+ * close has less to unmap and the threads that read a large file share that
+ * work. Nothing for a file read into memory (lmt_binreader_read_stream).
+ */
+void lmt_binreader_drop(const struct lmt_binreader *f, const void *p, size_t n);
+
 /* Check a header already in memory (avail bytes of it); fills *h. */
 int lmt_hdr_parse(struct lmt_hdr *h, const uint8_t *buf, size_t avail, const char *path,
 		  const struct lmt_format *fmt, struct lmt_err *err);

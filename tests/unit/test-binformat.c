@@ -132,6 +132,76 @@ static void check_afile(void)
 	unlink(p);
 }
 
+/* Resident bytes of the mapping that holds p, from /proc/self/smaps (-1: not found). */
+static long rss_of(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	long rss = -1;
+	int in = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+			continue;
+		}
+		if (in && sscanf(line, "Rss: %ld kB", &rss) == 1)
+			break;
+	}
+	if (f)
+		fclose(f);
+	return in ? rss * 1024 : -1;
+}
+
+/*
+ * lmt_binreader_drop: the pages of a mapped file's payload leave the mapping (its
+ * resident size falls) and read back the same bytes; a file read into memory keeps
+ * its bytes.
+ */
+static void check_drop(void)
+{
+	size_t n = (size_t)1 << 20;
+	uint8_t *pay = malloc(n), *bin, ext[256] = { 0 }; /* at least any format's ext_size */
+	size_t binlen;
+	struct lmt_err err = { 0 };
+	for (size_t i = 0; i < n; i++)
+		pay[i] = (uint8_t)(i * 2654435761u >> 13);
+	if (lmt_bin_pack(&lmt_format_tokens, ext, pay, n, &bin, &binlen, &err)) {
+		tap_ok(0, "pack a 1 MiB payload: %s", err.msg);
+		free(pay);
+		return;
+	}
+	snprintf(path, sizeof path, "%s/drop.lmtoks", dir);
+	put(bin, binlen);
+	struct lmt_binreader f;
+	int rc = lmt_binreader_open(&f, path, &lmt_format_tokens, LMT_BIN_VERIFY, &err);
+	tap_ok(rc == 0, "a 1 MiB payload maps (%s)", err.msg);
+	if (!rc) {
+		long before = rss_of(f.payload + n / 2);
+		lmt_binreader_drop(&f, f.payload, (size_t)f.payload_size);
+		long after = rss_of(f.payload + n / 2);
+		/* every whole page of the payload leaves: at most the header's page and
+		 * the last partial one stay */
+		tap_ok(before >= (long)n && after >= 0 && after <= 2 * 4096,
+		       "dropping the payload unmaps its pages: resident %ld bytes before, %ld after", before, after);
+		tap_ok(!memcmp(f.payload, pay, n), "the dropped payload reads back the same bytes");
+		lmt_binreader_close(&f);
+	}
+	FILE *in = fopen(path, "rb");
+	rc = in ? lmt_binreader_read_stream(&f, in, path, &lmt_format_tokens, &err) : -1;
+	if (in)
+		fclose(in);
+	tap_ok(rc == 0, "the same file reads from a stream (%s)", err.msg);
+	if (!rc) {
+		lmt_binreader_drop(&f, f.payload, (size_t)f.payload_size);
+		tap_ok(!memcmp(f.payload, pay, n), "dropping a payload read into memory keeps its bytes");
+		lmt_binreader_close(&f);
+	}
+	unlink(path);
+	free(bin);
+	free(pay);
+}
+
 int main(void)
 {
 	check_vectors();
@@ -139,6 +209,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	check_afile();
+	check_drop();
 	snprintf(path, sizeof path, "%s/t.lmtok", dir);
 	struct lmt_tokenizer t;
 	struct lmt_err err = { 0 };
