@@ -441,10 +441,12 @@ struct delta {
 	uint32_t add;          /* the pair holds the new token: add w to its where list */
 };
 
+/* a line each: thread t appends to its buffers while the others append to theirs,
+ * and their counts side by side in a line went back and forth between the cores */
 struct dbuf {
 	struct delta *v;
 	size_t n, cap;
-};
+} __attribute__((aligned(64)));
 
 /* the most merges a step applies (a batch), the most best pairs a part lists, and
  * the parts a thread keeps (claim_part) */
@@ -1739,7 +1741,9 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	T.wstamp = malloc((k ? k : 1) * 4);
 	T.P = aligned_alloc(64, (size_t)np * sizeof *T.P);
 	T.S = aligned_alloc(64, (size_t)nt * sizeof *T.S);
-	T.db = calloc((size_t)nt * (size_t)np, sizeof *T.db);
+	T.db = aligned_alloc(64, (size_t)nt * (size_t)np * sizeof *T.db);
+	if (T.db)
+		memset(T.db, 0, (size_t)nt * (size_t)np * sizeof *T.db);
 	T.A = aligned_alloc(64, (size_t)nt * sizeof *T.A);
 	if (T.A) {
 		memset(T.A, 0, (size_t)nt * sizeof *T.A);
