@@ -1351,8 +1351,9 @@ static int fill_cands(struct trainer *T, struct part *P)
 		}
 	}
 	P->ncand = P->used = 0;
+	/* the heap's top is looked up once, and again only when it is taken */
+	int r = clean_top(T, P, &q);
 	while (P->ncand < CANDS) {
-		int r = clean_top(T, P, &q);
 		if (r < 0)
 			return r;
 		if (i < nk && (!r || heap_gt(&keep[i].e, &P->heap[0]))) {
@@ -1365,6 +1366,8 @@ static int fill_cands(struct trainer *T, struct part *P)
 		uint32_t a = id_of(T, P->heap[0].ra), b = id_of(T, P->heap[0].rb);
 		P->cand[P->ncand++] = (struct cand){ P->heap[0], q, Q->nwhere, Q->where, token_hash(T, a, b) };
 		hpop(P);
+		if (P->ncand < CANDS)
+			r = clean_top(T, P, &q);
 	}
 	for (; i < nk; i++)
 		if (heap_push(P, keep[i].e))
