@@ -1674,12 +1674,14 @@ static void step_free(void *ctx, uint32_t item, int worker)
 	struct trainer *T = J->T;
 	for (uint32_t p; (p = claim_part(T, worker, CLAIM_FREE)) != UINT32_MAX;)
 		part_free(&T->P[p]);
-	void **words[] = { (void **)&T->sym, (void **)&T->woff, (void **)&T->wcnt, (void **)&T->wlen,
-			   (void **)&T->wstamp };
-	for (size_t i = item; i < sizeof words / sizeof *words; i += (size_t)T->nt) {
-		free(*words[i]);
-		*words[i] = NULL;
-	}
+	for (uint32_t i = item; i < 5; i += (uint32_t)T->nt)
+		switch (i) {
+		case 0: free(T->sym); T->sym = NULL; break;
+		case 1: free(T->woff); T->woff = NULL; break;
+		case 2: free(T->wcnt); T->wcnt = NULL; break;
+		case 3: free(T->wlen); T->wlen = NULL; break;
+		case 4: free(T->wstamp); T->wstamp = NULL; break;
+		}
 }
 
 /* the words' symbols, FILL_CHUNK words per item */
