@@ -620,30 +620,36 @@ static void order_list(void *ctx, uint32_t part, int worker)
 	}
 }
 
-static void order_hist(void *ctx, uint32_t part, int worker)
+/* One radix pass over a part's words: count its digits (scatter 0), or move each
+ * word to where its digit's count says (scatter 1) */
+static void order_pass(const struct order_job *O, uint32_t part, int scatter)
 {
-	struct order_job *O = ctx;
 	uint32_t *cnt = O->cnt + (size_t)part * 65536;
 	size_t lo, hi;
-	(void)worker;
 	order_range(O, O->k, part, &lo, &hi);
-	memset(cnt, 0, 65536 * sizeof *cnt);
-	for (size_t i = lo; i < hi; i++)
-		cnt[O->key[i] >> O->shift & 0xffff]++;
-}
-
-static void order_scatter(void *ctx, uint32_t part, int worker)
-{
-	struct order_job *O = ctx;
-	uint32_t *cnt = O->cnt + (size_t)part * 65536;
-	size_t lo, hi;
-	(void)worker;
-	order_range(O, O->k, part, &lo, &hi);
+	if (!scatter) {
+		memset(cnt, 0, 65536 * sizeof *cnt);
+		for (size_t i = lo; i < hi; i++)
+			cnt[O->key[i] >> O->shift & 0xffff]++;
+		return;
+	}
 	for (size_t i = lo; i < hi; i++) {
 		uint32_t o = cnt[O->key[i] >> O->shift & 0xffff]++;
 		O->key2[o] = O->key[i];
 		O->val2[o] = O->val[i];
 	}
+}
+
+static void order_hist(void *ctx, uint32_t part, int worker)
+{
+	(void)worker;
+	order_pass(ctx, part, 0);
+}
+
+static void order_scatter(void *ctx, uint32_t part, int worker)
+{
+	(void)worker;
+	order_pass(ctx, part, 1);
 }
 
 /* The words in order, as slot | length << 40 in *val (*k of them, *nsym symbols in
