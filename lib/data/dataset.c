@@ -431,8 +431,8 @@ static void finish_vfile(const struct lmt_dataset *d, struct vfile *v)
 }
 
 /*
- * Verify shards [lo, hi) of d into F[lo..hi) (and, with docs, the documents table
- * into F[d->nshards]), a window of them mapped at a time: every piece of every
+ * Verify shards [lo, hi) of d into F[0..hi - lo) (and, with docs, the documents
+ * table into F[hi - lo]), a window of them mapped at a time: every piece of every
  * mapped file is an item of one run, the documents table first, so the threads
  * stay busy across shard boundaries and on datasets of one shard.
  */
@@ -440,39 +440,39 @@ static int verify_files(const struct lmt_dataset *d, struct lmt_workpool *pool, 
 			int docs, struct lmt_err *err)
 {
 	struct vitem *it = NULL;
-	size_t cap = 0;
+	size_t cap = 0, base = lo;
 	while (lo < hi || docs) {
 		size_t n = 0, w = lo;
 		if (docs) {
-			struct vfile *v = &F[d->nshards];
+			struct vfile *v = &F[hi - base];
 			memset(v, 0, sizeof *v);
 			if (LMT_GROW(it, cap, 1))
 				goto oom;
-			it[n++] = (struct vitem){ (uint32_t)d->nshards, 0 };
+			it[n++] = (struct vitem){ (uint32_t)(hi - base), 0 };
 			docs = 0;
 		}
 		for (uint64_t bytes = 0; w < hi && w - lo < WINDOW_SHARDS && bytes < WINDOW_BYTES; w++) {
-			struct vfile *v = &F[w];
+			struct vfile *v = &F[w - base];
 			if (open_vfile(v, &d->shards[w]))
 				continue;
 			bytes += v->f.payload_size;
 			if (LMT_GROW(it, cap, n + v->npieces))
 				goto oom;
 			for (uint64_t k = 0; k < v->npieces; k++)
-				it[n++] = (struct vitem){ (uint32_t)w, k };
+				it[n++] = (struct vitem){ (uint32_t)(w - base), k };
 		}
 		struct vjob J = { d, F, it };
 		lmt_workpool_for(pool, verify_item, &J, n);
 		for (size_t i = lo; i < w; i++)
-			finish_vfile(d, &F[i]);
+			finish_vfile(d, &F[i - base]);
 		lo = w;
 	}
 	free(it);
 	return 0;
 oom:
 	for (size_t i = lo; i < hi; i++)
-		if (F[i].mapped)
-			lmt_binreader_close(&F[i].f);
+		if (F[i - base].mapped)
+			lmt_binreader_close(&F[i - base].f);
 	free(it);
 	return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 }
@@ -496,12 +496,12 @@ static void finish_documents(const struct lmt_dataset *d, struct vfile *v)
 
 int lmt_dataset_verify_shard(struct lmt_dataset *d, size_t i, struct lmt_err *err)
 {
-	struct vfile *F = calloc(d->nshards + 1, sizeof *F);
+	struct vfile *F = calloc(1, sizeof *F);
 	if (!F)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	int rc = verify_files(d, NULL, F, i, i + 1, 0, err);
-	if (!rc && F[i].failed) {
-		*err = F[i].err;
+	if (!rc && F[0].failed) {
+		*err = F[0].err;
 		rc = err->code ? err->code : LMT_EFORMAT;
 	}
 	free(F);

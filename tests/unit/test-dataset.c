@@ -387,20 +387,32 @@ static void check_window(void)
 	lmt_dataset_close(&d);
 }
 
+/* A copy of dataset A in dir/name (path, n bytes) with bit 'bit' of the byte at
+ * off in its shard file flipped (off < 0: from the end); 0, or -1. */
+static int corrupt_copy(const char *name, const char *file, long off, int bit, char *path, size_t n)
+{
+	char shard[600];
+	snprintf(path, n, "%s/%s", dir, name);
+	if (sh("cp -r '%s/A' '%s'", dir, path))
+		return -1;
+	snprintf(shard, sizeof shard, "%s/%s", path, file);
+	FILE *f = fopen(shard, "r+b");
+	if (!f)
+		return -1;
+	fseek(f, off, off < 0 ? SEEK_END : SEEK_SET);
+	int c = fgetc(f);
+	fseek(f, off, off < 0 ? SEEK_END : SEEK_SET);
+	fputc(c ^ (1 << bit), f);
+	return fclose(f) ? -1 : 0;
+}
+
 static void check_corruption(void)
 {
-	char path[512], shard[600];
+	char path[512];
 	struct lmt_err err = { 0 };
-	snprintf(path, sizeof path, "%s/bad", dir);
-	if (sh("cp -r '%s/A' '%s'", dir, path))
+	if (!tap_ok(corrupt_copy("bad", "train-00000.lmshard", 200, 0, path, sizeof path) == 0,
+		    "a copy of A with its first shard corrupted"))
 		return;
-	snprintf(shard, sizeof shard, "%s/train-00000.lmshard", path);
-	FILE *f = fopen(shard, "r+b");
-	fseek(f, 200, SEEK_SET);
-	int c = fgetc(f);
-	fseek(f, 200, SEEK_SET);
-	fputc(c ^ 1, f);
-	fclose(f);
 	struct lmt_dataset d;
 	lmt_dataset_open(&d, path, &err);
 	struct lmt_loader l;
@@ -413,6 +425,35 @@ static void check_corruption(void)
 	       "a corrupted shard stops the loader, naming it: %s", err.msg);
 	lmt_sample_free(&s);
 	lmt_loader_release(&l);
+	lmt_dataset_close(&d);
+}
+
+/* lmt_dataset_verify_shard one shard at a time: every shard of a copy of A with
+ * its second training shard corrupted passes but that one, which is named. */
+static void check_verify_shard(void)
+{
+	char path[512];
+	struct lmt_err err = { 0 };
+	if (!tap_ok(corrupt_copy("bad2", "train-00001.lmshard", -9, 2, path, sizeof path) == 0,
+		    "a copy of A with its second training shard corrupted"))
+		return;
+	struct lmt_dataset d;
+	if (!tap_ok(lmt_dataset_open(&d, path, &err) == 0, "open the copy: %s", err.msg))
+		return;
+	size_t good = 0, bad = 0, named = 0;
+	for (size_t i = 0; i < d.nshards; i++) {
+		int rc = lmt_dataset_verify_shard(&d, i, &err);
+		int corrupt = strstr(d.shards[i].path, "train-00001.lmshard") != NULL;
+		if (!corrupt && rc == 0)
+			good++;
+		if (corrupt && rc == LMT_ECHECKSUM) {
+			bad++;
+			named += strstr(err.msg, "train-00001.lmshard") != NULL;
+		}
+	}
+	tap_ok(d.nshards > 2 && good == d.nshards - 1 && bad == 1 && named == 1,
+	       "verifying each of %zu shards alone: %zu pass, the corrupted one fails, named (%s)", d.nshards, good,
+	       err.msg);
 	lmt_dataset_close(&d);
 }
 
@@ -443,6 +484,7 @@ int main(void)
 	check_loader("C");
 	check_window();
 	check_corruption();
+	check_verify_shard();
 	sh("rm -rf '%s'", dir);
 	return tap_done();
 }
