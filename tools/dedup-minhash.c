@@ -316,7 +316,7 @@ static void write_summary(const struct opts *o, const struct lmt_dedup *d, const
 	lmt_json_num(&j, "docs_per_s", t->total > 0 ? (double)d->n / t->total : 0);
 	lmt_json_u64(&j, "threads", (uint64_t)o->p.threads);
 	lmt_json_str(&j, "kernel", lmt_minhash_kernel(&d->mh));
-	lmt_json_str(&j, "norm_kernel", lmt_textnorm_kernel(o->p.norm));
+	lmt_json_str(&j, "norm_kernel", lmt_textnorm_kernel());
 	corpus_skips_json(&j, o->corpus.skips);
 	lmt_json_end(&j);
 	if (j.out.oom)

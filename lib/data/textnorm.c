@@ -436,10 +436,9 @@ size_t lmt_textnorm_apply(unsigned flags, const char *text, size_t n, char *out)
 	return lmt_textnorm_apply_scalar(flags, text, n, out);
 }
 
-const char *lmt_textnorm_kernel(unsigned flags)
+const char *lmt_textnorm_kernel(void)
 {
 	pthread_once(&kernel_once, kernel_init);
-	(void)flags;
 	return use_avx512 ? "avx512" : "scalar";
 }
 

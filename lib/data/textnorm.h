@@ -50,10 +50,10 @@ static inline size_t lmt_textnorm_bound(size_t n)
  * bytes); returns the output length. out is not NUL-terminated. */
 size_t lmt_textnorm_apply(unsigned flags, const char *text, size_t n, char *out);
 /* The same, one character at a time: the reference the vector kernel is tested
- * against. lmt_textnorm_kernel names the kernel lmt_textnorm_apply uses for
- * flags: "avx512" (on CPUs with AVX-512 VBMI2) or "scalar". */
+ * against. lmt_textnorm_kernel names the kernel lmt_textnorm_apply uses, for
+ * any flags: "avx512" (on CPUs with AVX-512 VBMI2) or "scalar". */
 size_t lmt_textnorm_apply_scalar(unsigned flags, const char *text, size_t n, char *out);
-const char *lmt_textnorm_kernel(unsigned flags);
+const char *lmt_textnorm_kernel(void);
 
 /* "lower,digits,punct,space,accents" (any subset, in any order), "all" or "none"
  * to flags. Returns 0, or -1 naming the first unknown word in *bad (a pointer
