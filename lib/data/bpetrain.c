@@ -578,10 +578,16 @@ struct order_job {
 #define VAL_SLOT(v) ((v) & (((uint64_t)1 << 40) - 1))
 #define VAL_LEN(v) ((uint32_t)((v) >> 40))
 
+/* Share i of n things split into parts near-equal shares: [*lo, *hi). */
+static void share_of(size_t n, uint32_t parts, uint32_t i, size_t *lo, size_t *hi)
+{
+	*lo = n / parts * i + LMT_MIN(i, n % parts);
+	*hi = *lo + n / parts + (i < n % parts);
+}
+
 static void order_range(const struct order_job *O, size_t n, uint32_t part, size_t *lo, size_t *hi)
 {
-	*lo = n / O->parts * part + LMT_MIN(part, n % O->parts);
-	*hi = *lo + n / O->parts + (part < n % O->parts);
+	share_of(n, O->parts, part, lo, hi);
 }
 
 /* the words (of two bytes or more: single bytes have no pairs) of a part's slots */
@@ -861,18 +867,19 @@ static int hfile(const struct trainer *T, struct part *P, uint32_t q)
 	return 0;
 }
 
+/* Open the cold list below hlog: each pair in it is filed again at its count now,
+ * on the heap or, if its count fell, in a list further down. */
 static int hopen(const struct trainer *T, struct part *P)
 {
-	struct coldlist *C = &P->cold[--P->hlog];
-	for (size_t i = 0; i < C->n; i++) {
-		const struct pair *Q = &P->pairs[C->q[i]];
-		if (Q->count > 0 && hpush(T, P, Q->count, Q->key))
-			return LMT_ENOMEM;
-	}
-	P->cold_bytes -= C->cap * sizeof *C->q;
-	free(C->q);
-	memset(C, 0, sizeof *C);
-	return 0;
+	struct coldlist C = P->cold[--P->hlog];
+	memset(&P->cold[P->hlog], 0, sizeof C);
+	int rc = 0;
+	for (size_t i = 0; i < C.n && !rc; i++)
+		if (P->pairs[C.q[i]].count > 0)
+			rc = hfile(T, P, C.q[i]);
+	P->cold_bytes -= C.cap * sizeof *C.q;
+	free(C.q);
+	return rc ? LMT_ENOMEM : 0;
 }
 
 static inline size_t pslot(const struct part *P, uint64_t key, uint64_t mix)
@@ -1554,8 +1561,8 @@ struct count_job {
 static void count_words(const struct count_job *C, uint32_t t, int fill)
 {
 	struct trainer *T = C->T;
-	size_t lo = T->nwords / (size_t)T->nt * t + LMT_MIN(t, T->nwords % (size_t)T->nt);
-	size_t hi = lo + T->nwords / (size_t)T->nt + (t < T->nwords % (size_t)T->nt);
+	size_t lo, hi;
+	share_of(T->nwords, (uint32_t)T->nt, t, &lo, &hi);
 	uint32_t *occ = C->occ[t], *last = C->last[t];
 	uint64_t *cnt = C->cnt[t];
 	memset(last, 0, sizeof C->last[t]);

@@ -273,19 +273,29 @@ static int compare(const struct lmt_wordcount *wc, uint32_t target, uint32_t max
 	return all;
 }
 
+/* Train wc into *res, pairs of count 1 merged too; 0, or -1 after a failed test
+ * named what. */
+static int train_min1(const struct lmt_wordcount *wc, uint32_t n_tokens, int ties, int threads,
+		      struct lmt_bpe_result *res, const char *what)
+{
+	struct lmt_bpe_opts o = { 0 };
+	o.n_tokens = n_tokens;
+	o.min_count = 1;
+	o.ties = ties;
+	o.threads = threads;
+	struct lmt_err err = { 0 };
+	if (!lmt_bpe_train(wc, &o, res, &err))
+		return 0;
+	tap_ok(0, "%s: train: %s", what, err.msg);
+	return -1;
+}
+
 /* The first merge under each tie rule is the one written out. */
 static void first_merge(const struct lmt_wordcount *wc, int ties, uint32_t a, uint32_t b, const char *what)
 {
-	struct lmt_bpe_opts o = { 0 };
-	o.n_tokens = 257;
-	o.min_count = 1;
-	o.ties = ties;
 	struct lmt_bpe_result res;
-	struct lmt_err err = { 0 };
-	if (lmt_bpe_train(wc, &o, &res, &err)) {
-		tap_ok(0, "%s: train: %s", what, err.msg);
+	if (train_min1(wc, 257, ties, 1, &res, what))
 		return;
-	}
 	int ok = res.n_merges == 1 && res.merge[0][0] == a && res.merge[0][1] == b;
 	if (!tap_ok(ok, "%s, ties %s: first merge (0x%02x,0x%02x)", what, ties_name[ties], a, b) && res.n_merges)
 		tap_diag("got (0x%02x,0x%02x)", res.merge[0][0], res.merge[0][1]);
@@ -298,16 +308,9 @@ static void first_merge(const struct lmt_wordcount *wc, int ties, uint32_t a, ui
 static void batched(const struct lmt_wordcount *wc)
 {
 	for (int nt = 1; nt <= 2; nt++) {
-		struct lmt_bpe_opts o = { 0 };
-		o.n_tokens = 2000;
-		o.min_count = 1;
-		o.threads = nt;
 		struct lmt_bpe_result res;
-		struct lmt_err err = { 0 };
-		if (lmt_bpe_train(wc, &o, &res, &err)) {
-			tap_ok(0, "batches: train: %s", err.msg);
+		if (train_min1(wc, 2000, LMT_BPE_TIES_ID, nt, &res, "batches"))
 			continue;
-		}
 		tap_ok(res.n_steps > 0 && res.n_steps * 4 <= res.n_merges,
 		       "text fixtures, %d thread%s: %u merges in %u steps (at least 4 a step)", nt, nt > 1 ? "s" : "",
 		       res.n_merges, res.n_steps);
