@@ -685,7 +685,17 @@ static int doc_reserve(struct lmt_corpus *c, size_t n, struct lmt_err *err)
  * where the text field's string is and decodes it as it goes; it gives up (returns
  * 0) on anything it does not handle plainly, and jansson then reads the line as
  * before, with its messages for bad input. Like jansson, the last of duplicate keys
- * wins. */
+ * wins. It gives up on no valid line that jansson takes (escaped keys are decoded,
+ * and it nests as deep as jansson does), so a line's verdict does not depend on
+ * which of the two reads it. The one thing jansson refuses that RFC 8259 allows, a
+ * number beyond 64-bit integers or doubles ("too big integer", "real number
+ * overflow"), the scan takes, as Python's json module does: a document's metadata
+ * may hold a 64-bit unsigned hash, and the reader keeps only the text. */
+
+/* the depth of a value jansson reads at most (JSON_PARSER_MAX_DEPTH in 2.14; the top
+ * object is at depth 1, a value in it at 2, a string or a number counts as an
+ * object does): the scan gives up beyond, and jansson says why */
+#define JSCAN_MAX_DEPTH 2048
 
 struct jscan {
 	const unsigned char *p, *end;
@@ -847,6 +857,28 @@ static int jstring(struct jscan *s, const unsigned char **start, size_t *len, in
 
 static int jvalue(struct jscan *s);
 
+/*
+ * Whether the escaped key whose opening quote is at q (checked, kl bytes between
+ * its quotes) decodes to the text field's name: 1 or 0; -1 where the name is too
+ * long to check here (jansson then reads the line).
+ */
+static int key_is_field(const struct jscan *s, const unsigned char *q, size_t kl)
+{
+	unsigned char buf[6 * 64 + 16];
+	if (kl > 6 * s->flen)
+		return 0; /* each byte decoded comes from 6 bytes at most (\u0041) */
+	if (s->flen > 64)
+		return -1;
+	struct jscan k = *s;
+	k.p = q;
+	k.escaped_out = 0;
+	const unsigned char *start;
+	size_t len, olen;
+	if (!jstring(&k, &start, &len, NULL, buf, &olen))
+		return -1;
+	return olen == s->flen && !memcmp(buf, s->field, olen);
+}
+
 static int jobject(struct jscan *s, int top)
 {
 	s->p++;
@@ -856,17 +888,21 @@ static int jobject(struct jscan *s, int top)
 		return 1;
 	}
 	for (;;) {
-		const unsigned char *k;
+		const unsigned char *k, *q = s->p;
 		size_t kl;
 		int kesc;
-		if (s->p >= s->end || *s->p != '"' || !jstring(s, &k, &kl, &kesc, NULL, NULL) || kesc)
+		if (s->p >= s->end || *s->p != '"' || !jstring(s, &k, &kl, &kesc, NULL, NULL))
+			return 0;
+		int is_field = 0;
+		if (top && !kesc)
+			is_field = kl == s->flen && !memcmp(k, s->field, kl);
+		else if (top && (is_field = key_is_field(s, q, kl)) < 0)
 			return 0;
 		jws(s);
 		if (s->p >= s->end || *s->p != ':')
 			return 0;
 		s->p++;
 		jws(s);
-		int is_field = top && kl == s->flen && !memcmp(k, s->field, kl);
 		if (is_field) {
 			if (s->p >= s->end || *s->p != '"')
 				return 0; /* not a string: jansson says so */
@@ -891,7 +927,7 @@ static int jobject(struct jscan *s, int top)
 
 static int jvalue(struct jscan *s)
 {
-	if (s->p >= s->end || ++s->depth > 512)
+	if (s->p >= s->end || ++s->depth > JSCAN_MAX_DEPTH)
 		return 0;
 	int ok = 0;
 	const unsigned char *start;
@@ -979,7 +1015,7 @@ static int jvalue(struct jscan *s)
 static int fast_jsonl(const char *line, size_t n, const char *field, unsigned char *out, int escaped_out,
 		      const unsigned char **start, size_t *len, size_t *olen)
 {
-	struct jscan s = { (const unsigned char *)line, (const unsigned char *)line + n, 0, field, strlen(field), NULL,
+	struct jscan s = { (const unsigned char *)line, (const unsigned char *)line + n, 1, field, strlen(field), NULL,
 			   0, out, 0, escaped_out };
 	jws(&s);
 	if (s.p >= s.end || *s.p != '{' || !jobject(&s, 1))

@@ -258,6 +258,86 @@ static void check_jsonl_agrees(void)
 	tap_ok(mismatch == 0, "the JSONL fast path agrees with jansson on %d valid and mutated lines", tried);
 }
 
+/*
+ * A line's verdict does not depend on which of the reader's two parsers reads it.
+ * The fast path hands jansson a line with an escaped key or nested too deep, and
+ * once did so for valid lines: a number jansson refuses (beyond 64-bit integers or
+ * doubles, which RFC 8259 allows and the fast path takes) was read in one line and
+ * refused in the same line with one key escaped. Now the fast path decodes escaped
+ * keys and nests as deep as jansson (a value at depth 2048, the top object at 1), so
+ * it takes every such line, and jansson reads only lines that it refuses too.
+ */
+static void check_jsonl_big_numbers(void)
+{
+	static const char *const numbers[] = { "1e400", "-1e999", "123456789012345678901234567890",
+					       "18446744073709551615", "-9223372036854775809" };
+	static const char *const shapes[] = {
+		"{\"text\": \"plain\", \"n\": %s}",
+		"{\"\\u006e\": %s, \"text\": \"escaped key\"}",
+		"{\"t\\u0065xt\": \"escaped field\", \"n\": [%s]}",
+		"{\"meta\": {\"h\\u0061sh\": %s}, \"text\": \"nested escaped key\"}",
+	};
+	static const char *const want[] = { "plain", "escaped key", "escaped field", "nested escaped key" };
+	char line[256];
+	int bad = 0, n = 0;
+	for (size_t i = 0; i < LMT_ARRAY_SIZE(numbers); i++)
+		for (size_t k = 0; k < LMT_ARRAY_SIZE(shapes); k++) {
+			int len = snprintf(line, sizeof line, shapes[k], numbers[i]);
+			line[len++] = '\n';
+			writef("big.jsonl", line, (size_t)len);
+			/* jansson refuses the line: the check would pass without the number */
+			json_error_t je;
+			json_t *root = json_loadb(line, (size_t)len, 0, &je);
+			bad += root != NULL;
+			json_decref(root);
+			char *got;
+			char expect_doc[128];
+			snprintf(expect_doc, sizeof expect_doc, "big.jsonl|0|1|%s\n", want[k]);
+			struct lmt_err err = { 0 };
+			struct lmt_corpus_opts o = { 0 };
+			const char *names[] = { "big.jsonl" };
+			int rc = read_all(names, 1, &o, &got, &err);
+			if (rc != 0 || strcmp(got, expect_doc)) {
+				if (bad++ < 5)
+					tap_diag("%.*s: %s", len - 1, line, rc ? err.msg : got);
+			}
+			free(got);
+			n++;
+		}
+	tap_ok(!bad, "%d lines with a number jansson refuses, four shapes (escaped keys among them): the text read "
+	       "from each", n);
+
+	/* the depth, with the field's key escaped: a line whose deepest value is at
+	 * depth 2048 (the top object at 1) is read, whatever that value is; one at
+	 * 2049 is refused, as jansson refuses it (a number it refuses says so first) */
+	static const char *const tails[] = { "", "1e400", "\"\\u0041\"" };
+	for (int depth = 2048; depth <= 2049; depth++)
+		for (size_t t = 0; t < LMT_ARRAY_SIZE(tails); t++) {
+			/* arrays down to the deepest value: an empty array, or a leaf in one */
+			int arrays = depth - 1 - (*tails[t] != 0);
+			char *deep = malloc(2 * (size_t)depth + 64);
+			size_t m = (size_t)sprintf(deep, "{\"t\\u0065xt\": \"deep\", \"a\": ");
+			for (int d = 0; d < arrays; d++)
+				deep[m++] = '[';
+			m += (size_t)sprintf(deep + m, "%s", tails[t]);
+			for (int d = 0; d < arrays; d++)
+				deep[m++] = ']';
+			deep[m++] = '}';
+			deep[m++] = '\n';
+			writef("deep.jsonl", deep, m);
+			free(deep);
+			const char *names[] = { "deep.jsonl" };
+			struct lmt_corpus_opts o = { 0 };
+			char what[96];
+			snprintf(what, sizeof what, "a value at depth %d (%s) %s", depth, *tails[t] ? tails[t] : "[]",
+				 depth == 2048 ? "is read" : "is refused");
+			if (depth == 2048)
+				expect(what, names, 1, &o, "deep.jsonl|0|1|deep\n");
+			else
+				expect_error(what, names, 1, &o, "deep.jsonl': line 1", "invalid JSON");
+		}
+}
+
 /* The binary threshold the man pages state: a NUL in the first 8 KiB; more than
  * 10% of the first 64 KiB's bytes starting invalid UTF-8; a cut-off sequence at the
  * sample's end is no fault. */
@@ -536,6 +616,7 @@ int main(void)
 	expect_error("stdin twice is refused", n11, 3, &o, "more than once", NULL);
 	check_jsonl_agrees();
 	check_jsonl_decoding();
+	check_jsonl_big_numbers();
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
