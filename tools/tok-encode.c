@@ -125,6 +125,7 @@ struct batch_writer {
 	size_t n, cap;
 	int rc, write_errno;                  /* the first failure, for the main thread */
 	struct lmt_err err;
+	struct lmt_batchq *q;                 /* whose next batch the same task reads */
 };
 
 /* Write the pending batch (bw->n documents) and empty it; on failure note it and
@@ -148,6 +149,16 @@ static void write_pending(void *ctx)
 			bw->rc = lmt_tokstream_writer_index(bw->w, bw->enc->ntok[i], bw->d[i].len, bw->d[i].source,
 							   bw->d[i].ordinal, &bw->err);
 	}
+}
+
+/* The pool's side task while a batch is encoded: write the one before and read the
+ * one after (a reader thread of its own took turns on the cores with the encoding
+ * threads, and one descheduled at the end of a batch kept the others waiting). */
+static void side_task(void *ctx)
+{
+	struct batch_writer *bw = ctx;
+	write_pending(bw);
+	lmt_batchq_fill(bw->q);
 }
 
 /* in the main thread: exit on a failure write_pending noted */
@@ -255,18 +266,18 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 	lmt_corpus_progress(c, &done, &total);
 	lmt_progress_init(&bar, "encoding", "B", total, tool_quiet);
 	double t0 = lmt_now();
-	struct lmt_batchq *q = lmt_batchq_start(c, 8u << 20, 1u << 15, NULL, NULL, nt > 1);
+	struct lmt_batchq *q = lmt_batchq_start(c, 8u << 20, 1u << 15, NULL, NULL, 0);
 	struct lmt_docbatch *b;
 	if (!q)
-		die("cannot start the reader thread");
-	/* batch k is written while batch k + 1 is encoded, by whichever thread is free
-	 * first: the output's order is the input's all the same */
-	struct batch_writer bw = { o->llmc, o->ids, &enc, &w, &l, idout, NULL, 0, 0, 0, 0, { 0 } };
+		die("out of memory");
+	/* batch k is written and batch k + 2 read while batch k + 1 is encoded, by
+	 * whichever thread is free first: the output's order is the input's all the same */
+	struct batch_writer bw = { o->llmc, o->ids, &enc, &w, &l, idout, NULL, 0, 0, 0, 0, { 0 }, q };
 	const char *outname = to_stdout ? "<stdout>" : o->out;
 	int n;
 	while ((n = lmt_batchq_get(q, &b, &err)) > 0) {
 		size_t nd = b->n;
-		if (lmt_batchenc_run_side(&enc, b, write_pending, &bw, &err))
+		if (lmt_batchenc_run_side(&enc, b, side_task, &bw, &err))
 			die_err(&err);
 		writer_check(&bw, outname);
 		if (LMT_GROW(bw.d, bw.cap, nd))

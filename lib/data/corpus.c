@@ -1362,7 +1362,7 @@ struct lmt_batchq {
 	int count[2];            /* documents in the slot */
 	int fill, take;          /* next slot to fill / to take */
 	int done, stop, rc;
-	int ahead;               /* 0: no thread, lmt_batchq_get reads into slot[0] */
+	int ahead;               /* 0: no thread (lmt_batchq_get or lmt_batchq_fill reads) */
 	unsigned nread;          /* batches read so far */
 	struct lmt_err err;
 };
@@ -1438,10 +1438,17 @@ struct lmt_batchq *lmt_batchq_start(struct lmt_corpus *c, size_t max_bytes, size
 int lmt_batchq_get(struct lmt_batchq *q, struct lmt_docbatch **b, struct lmt_err *err)
 {
 	if (!q->ahead) {
-		int n = q->done ? 0 : batchq_read(q, &q->slot[0], err);
-		q->done = n <= 0;
-		*b = n > 0 ? &q->slot[0] : NULL;
-		return n > 0 ? 1 : n;
+		lmt_batchq_fill(q);
+		if (q->full[q->take]) {
+			q->full[q->take] = 0;
+			*b = &q->slot[q->take];
+			q->take = 1 - q->take;
+			return 1;
+		}
+		if (q->rc < 0 && err)
+			*err = q->err;
+		*b = NULL;
+		return q->rc;
 	}
 	pthread_mutex_lock(&q->mu);
 	while (!q->full[q->take] && !q->done)
@@ -1462,6 +1469,20 @@ int lmt_batchq_get(struct lmt_batchq *q, struct lmt_docbatch **b, struct lmt_err
 	}
 	pthread_mutex_unlock(&q->mu);
 	return rc;
+}
+
+void lmt_batchq_fill(struct lmt_batchq *q)
+{
+	if (q->ahead || q->done || q->full[q->take])
+		return;
+	int n = batchq_read(q, &q->slot[q->take], &q->err);
+	if (n > 0) {
+		q->count[q->take] = n;
+		q->full[q->take] = 1;
+	} else {
+		q->done = 1;
+		q->rc = n;
+	}
 }
 
 void lmt_batchq_put(struct lmt_batchq *q, struct lmt_docbatch *b)

@@ -156,7 +156,7 @@ void lmt_docbatch_release(struct lmt_docbatch *b);
  * max_bytes, so that the caller's threads start soon. The corpus must not be used
  * directly while the queue runs. With ahead 0 there is no thread: lmt_batchq_get
  * reads the batch itself, so that a tool asked for one thread (-j1) runs on one
- * core; the same batches come either way.
+ * core, unless lmt_batchq_fill read it before; the same batches come either way.
  *
  *	struct lmt_batchq *q = lmt_batchq_start(c, 8 << 20, 1 << 15, keep, ctx, threads > 1);
  *	struct lmt_docbatch *b;
@@ -169,6 +169,16 @@ struct lmt_batchq *lmt_batchq_start(struct lmt_corpus *c, size_t max_bytes, size
 /* 1: *b holds a batch; 0: end of input; < 0: the reader's error (in err). */
 int lmt_batchq_get(struct lmt_batchq *q, struct lmt_docbatch **b, struct lmt_err *err);
 void lmt_batchq_put(struct lmt_batchq *q, struct lmt_docbatch *b);
+/*
+ * Without the thread (ahead 0): read the next batch now, into the slot that the
+ * batch last got does not use, for the next lmt_batchq_get to hand over (its
+ * error, if any, too). A caller whose threads work on a batch runs this as one
+ * of their tasks, so that reading takes a share of the same cores instead of a
+ * thread of its own competing with them; never while lmt_batchq_get runs, or
+ * twice at once. Nothing with a thread, at the end of input, or when the next
+ * batch is read already.
+ */
+void lmt_batchq_fill(struct lmt_batchq *q);
 void lmt_batchq_stop(struct lmt_batchq *q);
 
 #endif

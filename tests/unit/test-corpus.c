@@ -338,6 +338,101 @@ static void check_jsonl_big_numbers(void)
 		}
 }
 
+/*
+ * The read-ahead queue's three ways give the same batches, in order, and the same
+ * error after the same documents: a thread of its own (ahead 1), lmt_batchq_get
+ * reading each batch itself (ahead 0), and lmt_batchq_fill reading the next one
+ * while the caller holds the current one, as tok-train's counting pool does. The
+ * file: 3000 documents, then a bad line; batches of at most 4 KiB, the first three
+ * smaller; then the same with keep skipping every tenth document and stopping at
+ * document 2990. The batch the bad line is in never comes (no partial batch).
+ */
+static int bq_keep(void *ctx, const struct lmt_doc *d)
+{
+	(void)ctx;
+	if (d->ordinal >= 2990)
+		return -1;
+	return d->ordinal % 10 != 3;
+}
+
+static void bq_trace(int way, int stop, char **out, size_t *len, size_t *cap)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/bq.jsonl", dir);
+	const char *pp = path;
+	struct lmt_corpus *c;
+	struct lmt_err err = { 0 };
+	struct lmt_corpus_opts o = { 0 };
+	*len = 0;
+	if (lmt_corpus_open(&c, &pp, 1, &o, &err))
+		return;
+	struct lmt_batchq *q = lmt_batchq_start(c, 4096, 1000, stop ? bq_keep : NULL, NULL, way == 1);
+	struct lmt_docbatch *b;
+	int rc;
+	while ((rc = lmt_batchq_get(q, &b, &err)) > 0) {
+		if (way == 2)
+			lmt_batchq_fill(q); /* the next batch, while this one is held */
+		char head[64];
+		int hl = snprintf(head, sizeof head, "batch of %zu:", b->n);
+		LMT_GROW(*out, *cap, *len + (size_t)hl + 1);
+		memcpy(*out + *len, head, (size_t)hl);
+		*len += (size_t)hl;
+		for (size_t i = 0; i < b->n; i++) {
+			LMT_GROW(*out, *cap, *len + b->docs[i].len + 2);
+			(*out)[(*len)++] = ' ';
+			memcpy(*out + *len, b->docs[i].text, b->docs[i].len);
+			*len += b->docs[i].len;
+		}
+		(*out)[(*len)++] = '\n';
+		lmt_batchq_put(q, b);
+	}
+	const char *end = rc < 0 ? err.msg : "end";
+	LMT_GROW(*out, *cap, *len + strlen(end) + 1);
+	memcpy(*out + *len, end, strlen(end) + 1);
+	*len += strlen(end);
+	lmt_batchq_stop(q);
+	lmt_corpus_close(c);
+}
+
+static void check_batchq(void)
+{
+	size_t n = 0, cap = 0;
+	char *file = NULL;
+	for (int i = 0; i < 3000; i++) {
+		LMT_GROW(file, cap, n + 64);
+		n += (size_t)snprintf(file + n, 64, "{\"text\": \"document %d\"}\n", i);
+	}
+	LMT_GROW(file, cap, n + 64);
+	n += (size_t)snprintf(file + n, 64, "{\"text\": unquoted}\n");
+	writef("bq.jsonl", file, n);
+	free(file);
+	static const char *const name[] = { "get", "thread", "fill" };
+	for (int stop = 0; stop <= 1; stop++) {
+		char *want = NULL, *got = NULL;
+		size_t wl, wcap = 0, gl, gcap = 0;
+		bq_trace(0, stop, &want, &wl, &wcap);
+		int batches = 0;
+		for (size_t i = 0; i < wl; i++)
+			batches += want[i] == '\n';
+		for (int way = 1; way <= 2; way++) {
+			bq_trace(way, stop, &got, &gl, &gcap);
+			if (!tap_ok(gl == wl && !memcmp(got, want, wl), "read-ahead by %s: the batches of reading by get "
+				    "(%d batches, then %s)", name[way], batches, stop ? "keep's stop" : "the bad line's error"))
+				tap_diag("got %.300s\nwant %.300s", got, want);
+		}
+		/* the trace itself: the bad line's error, or keep's skips and stop */
+		const char *tail = strrchr(want, '\n');
+		tap_ok(batches > 4 && tail && (stop ? !strcmp(tail + 1, "end") && strstr(want, " document 2989\n") &&
+						      !strstr(want, "document 2990") && !strstr(want, " document 2983 ") &&
+						      strstr(want, " document 2984 ")
+						    : strstr(tail + 1, "bq.jsonl': line 3001") != NULL),
+		       "%s: %s", stop ? "keep skips and stops at document 2990" : "the error names line 3001",
+		       tail ? tail + 1 : "");
+		free(want);
+		free(got);
+	}
+}
+
 /* The binary threshold the man pages state: a NUL in the first 8 KiB; more than
  * 10% of the first 64 KiB's bytes starting invalid UTF-8; a cut-off sequence at the
  * sample's end is no fault. */
@@ -617,6 +712,7 @@ int main(void)
 	check_jsonl_agrees();
 	check_jsonl_decoding();
 	check_jsonl_big_numbers();
+	check_batchq();
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
