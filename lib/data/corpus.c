@@ -1369,7 +1369,10 @@ struct lmt_batchq {
 
 /* The first batches are smaller (an eighth of max_bytes, then a quarter, a half),
  * so that the caller starts on the first one soon instead of waiting for the whole
- * of it; the batches are the same with or without the thread. */
+ * of it; the batches are the same with or without the thread. A batch that ends
+ * the input or keep's documents (its stopped flag) is the last: the other slot's
+ * flag is clear, and reading into it went on past keep's stop (tok-train -j2
+ * --max-bytes took a short document after the one that did not fit). */
 static int batchq_read(struct lmt_batchq *q, struct lmt_docbatch *b, struct lmt_err *err)
 {
 	unsigned k = q->nread < 3 ? 3 - q->nread : 0;
@@ -1397,14 +1400,16 @@ static void *batchq_main(void *arg)
 			q->count[i] = n;
 			q->full[i] = 1;
 			q->fill = 1 - i;
+			q->done = q->slot[i].stopped;
 		} else {
 			q->done = 1;
 			q->rc = n;
 			q->err = err;
 		}
+		int done = q->done;
 		pthread_cond_broadcast(&q->cv);
 		pthread_mutex_unlock(&q->mu);
-		if (n <= 0)
+		if (done)
 			break;
 	}
 	return NULL;
@@ -1479,6 +1484,7 @@ void lmt_batchq_fill(struct lmt_batchq *q)
 	if (n > 0) {
 		q->count[q->take] = n;
 		q->full[q->take] = 1;
+		q->done = q->slot[q->take].stopped;
 	} else {
 		q->done = 1;
 		q->rc = n;

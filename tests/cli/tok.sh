@@ -53,6 +53,19 @@ check "train into a directory" $TT -q -v 600 -o "$T/" "$DATA/text"
 [ -f "$T/tok-$(echo "$sha" | cut -c1-16).lmtok" ] && ok "-o DIR/ names the file by its sha256" || notok "-o DIR/ naming" "$(ls "$T")"
 check "train with --max-bytes and a custom regex" $TT -q -v 400 --max-bytes 1000 --regex '\w+|\W' -o "$T/c.lmtok" "$DATA/text"
 grep -q '"input_bytes":[0-9]\{1,3\},' "$T/.out" && ok "--max-bytes bounds the input" || notok "--max-bytes bounds the input" "$(cat "$T/.out")"
+# --max-bytes keeps the documents before the first that does not fit, and none after
+# it, even one that would fit (-j2 read on past the stop, and took the short one)
+{
+	for i in 1 2 3 4 5 6 7 8 9 10; do printf '{"text":"%0100d"}\n' "$i"; done
+	printf '{"text":"%0500d"}\n' 11
+	printf '{"text":"short one"}\n'
+} > "$T/fit.jsonl"
+for j in 1 2 3; do
+	check "--max-bytes 1200, -j$j" $TT -q -j$j -v 300 --max-bytes 1200 -o "$T/fit$j.lmtok" "$T/fit.jsonl"
+	grep -q '"event":"counted","documents":10,"bytes":1000,' "$T/.out" \
+		&& ok "--max-bytes, -j$j: the 10 documents before the one that does not fit" \
+		|| notok "--max-bytes, -j$j: the prefix that fits" "$(grep counted "$T/.out")"
+done
 
 # ---- encoding: threads, round trips ----
 for j in 1 2 3; do
