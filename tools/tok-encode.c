@@ -125,7 +125,7 @@ struct batch_writer {
 	size_t n, cap;
 	int rc, write_errno;                  /* the first failure, for the main thread */
 	struct lmt_err err;
-	struct lmt_batchq *q;                 /* whose next batch the same task reads */
+	struct lmt_batchq *q;                 /* whose next batch the same task reads (NULL: -j1) */
 };
 
 /* Write the pending batch (bw->n documents) and empty it; on failure note it and
@@ -158,7 +158,8 @@ static void side_task(void *ctx)
 {
 	struct batch_writer *bw = ctx;
 	write_pending(bw);
-	lmt_batchq_fill(bw->q);
+	if (bw->q)
+		lmt_batchq_fill(bw->q);
 }
 
 /* in the main thread: exit on a failure write_pending noted */
@@ -272,7 +273,7 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 		die("out of memory");
 	/* batch k is written and batch k + 2 read while batch k + 1 is encoded, by
 	 * whichever thread is free first: the output's order is the input's all the same */
-	struct batch_writer bw = { o->llmc, o->ids, &enc, &w, &l, idout, NULL, 0, 0, 0, 0, { 0 }, q };
+	struct batch_writer bw = { o->llmc, o->ids, &enc, &w, &l, idout, NULL, 0, 0, 0, 0, { 0 }, nt > 1 ? q : NULL };
 	const char *outname = to_stdout ? "<stdout>" : o->out;
 	int n;
 	while ((n = lmt_batchq_get(q, &b, &err)) > 0) {

@@ -1443,7 +1443,13 @@ struct lmt_batchq *lmt_batchq_start(struct lmt_corpus *c, size_t max_bytes, size
 int lmt_batchq_get(struct lmt_batchq *q, struct lmt_docbatch **b, struct lmt_err *err)
 {
 	if (!q->ahead) {
-		lmt_batchq_fill(q);
+		if (!q->full[q->take] && !q->done) {
+			/* nothing read ahead: into the slot the caller had last (done with
+			 * it, as it asks for the next), so that without lmt_batchq_fill
+			 * one slot is all the memory used */
+			q->take = 1 - q->take;
+			lmt_batchq_fill(q);
+		}
 		if (q->full[q->take]) {
 			q->full[q->take] = 0;
 			*b = &q->slot[q->take];

@@ -9,10 +9,13 @@
  * again, checks that it is the same input (document positions and a running hash
  * of the raw texts), and hands every document to the caller, kept or removed. The
  * signing work of both passes runs in OpenMP threads, each with its own scratch
- * space; everything that depends on order runs on the calling thread. With more
- * than one thread a reader thread parses the next batch while the current one is
- * signed (lmt_batchq); with one, the calling thread reads too, so that -j1 is one
- * core (the reader thread took a quarter of another, parsing JSON).
+ * space; everything that depends on order runs on the calling thread. In pass 1
+ * one of the signing threads reads the next batch (lmt_batchq_fill), first, while
+ * the others sign the current one; a reader thread of its own took turns with them
+ * on the cores. Pass 2, whose hashing is light, reads ahead in a thread of its own
+ * with more than one thread, so that reading overlaps the writing of the kept
+ * documents on the calling thread. With one thread the calling thread reads too,
+ * so that -j1 is one core.
  */
 #include <omp.h>
 #include <stdio.h>
@@ -153,13 +156,14 @@ double lmt_dedup_bytes_per_doc(const struct lmt_dedup *d)
 	       (d->n ? 4.0 * (double)d->tcap / (double)d->n : 0);
 }
 
-/* the input in batches: read ahead in a thread, or here with one thread */
+/* the input in batches: read ahead in a thread (ahead), or by the caller's threads
+ * (lmt_batchq_fill), or here with one thread */
 #define BATCH_BYTES (8u << 20)
 #define BATCH_DOCS (1u << 15)
 
-static int reader_start(struct lmt_batchq **q, struct lmt_corpus *c, int threads, struct lmt_err *err)
+static int reader_start(struct lmt_batchq **q, struct lmt_corpus *c, int ahead, struct lmt_err *err)
 {
-	if (!(*q = lmt_batchq_start(c, BATCH_BYTES, BATCH_DOCS, NULL, NULL, threads > 1)))
+	if (!(*q = lmt_batchq_start(c, BATCH_BYTES, BATCH_DOCS, NULL, NULL, ahead)))
 		return lmt_err_set(err, LMT_ENOMEM, "cannot start the reader thread");
 	return 0;
 }
@@ -445,8 +449,10 @@ int lmt_dedup_pass1(struct lmt_dedup *d, const char *const *inputs, int ninputs,
 	lmt_corpus_progress(c, &done, &total);
 	if (cb->progress)
 		cb->progress(cb->ctx, 0, total);
+	/* the next batch is read by one of the signing threads, first, while the others
+	 * sign (a reader thread of its own took turns with them on the cores) */
 	struct lmt_batchq *q;
-	if ((rc = reader_start(&q, c, d->p.threads, err))) {
+	if ((rc = reader_start(&q, c, 0, err))) {
 		lmt_corpus_close(c);
 		return rc;
 	}
@@ -463,17 +469,24 @@ int lmt_dedup_pass1(struct lmt_dedup *d, const char *const *inputs, int ninputs,
 		if ((rc = grow_docs(d, base + (size_t)nd, err)))
 			break;
 		int failed = 0;
-#pragma omp parallel for num_threads(d->p.threads) schedule(dynamic, 16) reduction(| : failed)
-		for (int i = 0; i < nd; i++) {
-			struct lmt_dedup_scratch *s = &d->W[omp_get_thread_num()];
-			struct p1res *r = &res[i];
-			uint32_t *sig = lmt_sigstore_at(&d->sigs, base + (size_t)i);
-			r->rawhash = b->docs[i].raw_hash;
-			analyse(d, s, b->docs[i].text, b->docs[i].len, r->dg, sig);
-			r->empty = s->nw == 0;
-			r->method = d->p.nagainst && !s->oom ? (uint8_t)contaminated(d, s, r->dg, sig, &r->eval)
-							     : LMT_DEDUP_METHOD_NONE;
-			failed |= s->oom;
+#pragma omp parallel num_threads(d->p.threads) reduction(| : failed)
+		{
+#pragma omp single nowait
+			if (d->p.threads > 1)
+				lmt_batchq_fill(q); /* with one thread lmt_batchq_get reads, into one slot */
+#pragma omp for schedule(dynamic, 16)
+			for (int i = 0; i < nd; i++) {
+				struct lmt_dedup_scratch *s = &d->W[omp_get_thread_num()];
+				struct p1res *r = &res[i];
+				uint32_t *sig = lmt_sigstore_at(&d->sigs, base + (size_t)i);
+				r->rawhash = b->docs[i].raw_hash;
+				analyse(d, s, b->docs[i].text, b->docs[i].len, r->dg, sig);
+				r->empty = s->nw == 0;
+				r->method = d->p.nagainst && !s->oom
+						    ? (uint8_t)contaminated(d, s, r->dg, sig, &r->eval)
+						    : LMT_DEDUP_METHOD_NONE;
+				failed |= s->oom;
+			}
 		}
 		if (failed || pass1_record(d, b, res)) {
 			rc = oom(err);
@@ -692,7 +705,9 @@ int lmt_dedup_pass2(struct lmt_dedup *d, const char *const *inputs, int ninputs,
 	}
 	if (cb->progress)
 		cb->progress(cb->ctx, 0, d->n);
-	if ((rc = reader_start(&q, P.c, d->p.threads, err)))
+	/* here a reader thread: the hashing is light, and reading overlaps the
+	 * writing of kept documents on this thread */
+	if ((rc = reader_start(&q, P.c, d->p.threads > 1, err)))
 		goto out;
 	while ((rc = lmt_batchq_get(q, &b, err)) > 0) {
 		if (LMT_GROW(res, rescap, b->n)) {

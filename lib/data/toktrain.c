@@ -111,8 +111,9 @@ static int count_doc(struct lmt_wordcount *wc, struct lmt_pretok_iter *it, const
  * counters (with 2 threads their cache lines went back and forth for each). */
 #define COUNT_CHUNK (32u << 10)
 
-/* item 0 reads the next batch (q); item i > 0 counts the documents of the batch
- * from cut[i - 1] to cut[i], in the worker's own table */
+/* with q, item 0 reads the next batch and the others count; item i counts the
+ * documents of the batch from cut[i] to cut[i + 1] (less one with q), in the
+ * worker's own table */
 struct count_job {
 	struct lmt_toktrain *t;
 	struct lmt_batchq *q;
@@ -125,7 +126,7 @@ static void count_item(void *ctx, size_t i, int worker)
 {
 	struct count_job *J = ctx;
 	struct lmt_toktrain_worker *W = &J->t->W[worker];
-	if (i-- == 0) {
+	if (J->q && i-- == 0) {
 		lmt_batchq_fill(J->q);
 		return;
 	}
@@ -176,14 +177,14 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 	 * threads took turns on two cores, and one descheduled while it held a batch's
 	 * last chunk kept the other waiting. -j2 against -j1, best of 6-8 runs: 1.72x
 	 * then, 1.81x now, on short documents (reading is a quarter of the work) and on
-	 * long ones */
+	 * long ones. With one thread lmt_batchq_get reads, into one slot */
 	struct lmt_batchq *q = lmt_batchq_start(c, 16u << 20, 1u << 16, keep_doc, &sel, 0);
 	struct lmt_docbatch *bp;
 	if (!q) {
 		lmt_corpus_close(c);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory for the reader");
 	}
-	struct count_job J = { t, q, NULL, NULL, 0, 0, 0 };
+	struct count_job J = { t, nt > 1 ? q : NULL, NULL, NULL, 0, 0, 0 };
 	struct lmt_workpool *pool = lmt_workpool_new(nt);
 	while ((rc = lmt_batchq_get(q, &bp, err)) > 0) {
 		J.b = bp;
@@ -191,7 +192,7 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory counting words");
 			break;
 		}
-		lmt_workpool_for(pool, count_item, &J, J.ncut);
+		lmt_workpool_for(pool, count_item, &J, J.ncut - (J.q == NULL));
 		if (J.failed) {
 			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory counting words");
 			break;
