@@ -358,8 +358,12 @@ static int bq_keep(void *ctx, const struct lmt_doc *d)
 	return d->ordinal % 10 != 3;
 }
 
+/* the slots the batches came in: 1 if every batch of the way came in the same one */
+static int bq_one_slot[3];
+
 static void bq_trace(int way, int stop, char **out, size_t *len, size_t *cap)
 {
+	const struct lmt_docbatch *first = NULL;
 	char path[512];
 	snprintf(path, sizeof path, "%s/bq.jsonl", dir);
 	const char *pp = path;
@@ -375,6 +379,11 @@ static void bq_trace(int way, int stop, char **out, size_t *len, size_t *cap)
 	while ((rc = lmt_batchq_get(q, &b, &err)) > 0) {
 		if (way == 2)
 			lmt_batchq_fill(q); /* the next batch, while this one is held */
+		if (!first) {
+			first = b;
+			bq_one_slot[way] = 1;
+		}
+		bq_one_slot[way] &= b == first;
 		char head[64];
 		int hl = snprintf(head, sizeof head, "batch of %zu:", b->n);
 		LMT_GROW(*out, *cap, *len + (size_t)hl + 1);
@@ -435,6 +444,10 @@ static void check_batchq(void)
 		free(want);
 		free(got);
 	}
+	/* without fill or a thread one batch is kept at a time; with them, two */
+	tap_ok(bq_one_slot[0] && !bq_one_slot[1] && !bq_one_slot[2],
+	       "one slot without read-ahead, two with it (get %d, thread %d, fill %d)", bq_one_slot[0], bq_one_slot[1],
+	       bq_one_slot[2]);
 }
 
 /* The binary threshold the man pages state: a NUL in the first 8 KiB; more than
