@@ -970,8 +970,9 @@ static long pget(struct part *P, uint64_t key, uint64_t mix)
 /*
  * Where lists, from their part's pool. glibc's malloc gave them to the main thread
  * from its main arena and to the others from an arena of their own, which grows a
- * few pages at a time, an mprotect call each (1,238 in a -j2 run on the real
- * corpus); and freeing a million small lists at the end took milliseconds. A part's
+ * few pages at a time, an mprotect call each (1,130 in a tok-train -j2 run on the
+ * real corpus, `strace -c`; 47 now); and freeing a million small lists at the end
+ * took milliseconds. A part's
  * pool is used by the thread that holds the part, so it takes no lock, and its
  * chunks are unmapped at the end as they are. 8 bytes a list of 2 words, where
  * malloc took 32. Merging took 8-9% less time at -j1 and -j2 on both benchmark

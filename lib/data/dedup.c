@@ -164,7 +164,8 @@ double lmt_dedup_bytes_per_doc(const struct lmt_dedup *d)
 static int reader_start(struct lmt_batchq **q, struct lmt_corpus *c, int ahead, struct lmt_err *err)
 {
 	if (!(*q = lmt_batchq_start(c, BATCH_BYTES, BATCH_DOCS, NULL, NULL, ahead)))
-		return lmt_err_set(err, LMT_ENOMEM, "cannot start the reader thread");
+		return lmt_err_set(err, LMT_ENOMEM,
+				   ahead ? "cannot start the reader thread" : "out of memory for the reader");
 	return 0;
 }
 
