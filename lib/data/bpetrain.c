@@ -460,13 +460,16 @@ struct heap_ent {
 	uint32_t q;
 };
 
-/* a pair count change noted in stage A */
+/* a pair count change noted in stage A: 24 bytes, which half the time cross to
+ * the other core (it was 32, with the whole hash and a word for add) */
 struct delta {
-	uint64_t key, mix;
+	uint64_t key;          /* pkey, | DELTA_ADD if the pair holds the new token: add w
+				* to its where list (token ids are below 2^31) */
 	int64_t d;
 	uint32_t w;            /* the word it comes from */
-	uint32_t add;          /* the pair holds the new token: add w to its where list */
+	uint32_t mix;          /* lmt_mix64(pkey)'s low bits: the pair's slot and memo */
 };
+#define DELTA_ADD ((uint64_t)1 << 63)
 
 /* a line each: thread t appends to its buffers while the others append to theirs,
  * and their counts side by side in a line went back and forth between the cores */
@@ -1228,7 +1231,7 @@ static inline void put_delta(struct trainer *T, struct dbuf *db, struct scratch 
 		S->rc = LMT_ENOMEM;
 		return;
 	}
-	B->v[B->n++] = (struct delta){ key, mix, d, w, add };
+	B->v[B->n++] = (struct delta){ key | (uint64_t)add << 63, d, w, (uint32_t)mix };
 }
 
 static inline void note(struct trainer *T, struct dbuf *db, struct scratch *S, uint32_t x, uint32_t y,
@@ -1423,22 +1426,24 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 					__builtin_prefetch(&P->pairs[v - 1], 1);
 			}
 			const struct delta *D = &B->v[k];
-			size_t mi = D->mix >> 56;
+			uint64_t key = D->key & ~DELTA_ADD;
+			size_t mi = D->mix >> 24;
 			long q;
-			if (P->memo[mi].key == D->key) {
+			if (P->memo[mi].key == key) {
 				q = P->memo[mi].q;
 			} else {
-				q = pget(P, D->key, D->mix);
+				/* a table of more than 2^32 slots needs more of the hash */
+				q = pget(P, key, P->pmask >> 32 ? lmt_mix64(key) : D->mix);
 				if (q < 0) {
 					P->rc = LMT_ENOMEM;
 					break;
 				}
-				P->memo[mi].key = D->key;
+				P->memo[mi].key = key;
 				P->memo[mi].q = (uint32_t)q;
 			}
 			struct pair *Q = &P->pairs[q];
 			Q->count += D->d;
-			if (!D->add)
+			if (!(D->key & DELTA_ADD))
 				continue;
 			if (where_add(P, Q, D->w)) {
 				P->rc = LMT_ENOMEM;
@@ -1911,6 +1916,8 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	uint32_t target = o->n_tokens;
 	if (target < 256)
 		return lmt_err_set(err, LMT_EINVAL, "target of %u tokens is below the 256 byte tokens", target);
+	if (target > (uint32_t)1 << 31)
+		return lmt_err_set(err, LMT_EINVAL, "target of %u tokens is above 2^31", target); /* DELTA_ADD */
 	if (o->ties != LMT_BPE_TIES_ID && o->ties != LMT_BPE_TIES_HF)
 		return lmt_err_set(err, LMT_EINVAL, "unknown tie rule %d", o->ties);
 	const int nt = o->threads > 1 ? o->threads : 1;

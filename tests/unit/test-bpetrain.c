@@ -451,6 +451,37 @@ static void test_merge_tables(void)
 	tap_ok(ok, "tables without words merge: one word of three tables, and none");
 }
 
+/* Options out of range are refused with a message, and nothing is trained: fewer
+ * tokens than the bytes, more than 2^31 (a change's pair key keeps its top bit for
+ * a flag), an unknown tie rule. */
+static void test_bad_opts(void)
+{
+	static const struct {
+		uint32_t n_tokens;
+		int ties;
+		const char *msg;
+	} bad[] = {
+		{ 255, LMT_BPE_TIES_ID, "below the 256 byte tokens" },
+		{ ((uint32_t)1 << 31) + 1, LMT_BPE_TIES_ID, "above 2^31" },
+		{ UINT32_MAX, LMT_BPE_TIES_HF, "above 2^31" },
+		{ 300, 7, "unknown tie rule 7" },
+	};
+	struct lmt_wordcount wc;
+	lmt_wordcount_init(&wc);
+	lmt_wordcount_add(&wc, "abab", 4, 3);
+	for (size_t i = 0; i < LMT_ARRAY_SIZE(bad); i++) {
+		struct lmt_bpe_opts o = { 0 };
+		o.n_tokens = bad[i].n_tokens;
+		o.ties = bad[i].ties;
+		struct lmt_bpe_result res;
+		struct lmt_err err = { 0 };
+		int rc = lmt_bpe_train(&wc, &o, &res, &err);
+		tap_ok(rc == LMT_EINVAL && strstr(err.msg, bad[i].msg) && !res.n_merges && !res.merge,
+		       "%u tokens, tie rule %d: refused (%s)", bad[i].n_tokens, bad[i].ties, err.msg);
+	}
+	lmt_wordcount_release(&wc);
+}
+
 int main(void)
 {
 	struct lmt_wordcount wc;
@@ -458,6 +489,7 @@ int main(void)
 
 	check_zalloc();
 	test_merge_tables();
+	test_bad_opts();
 
 	/* ties everywhere: three pairs of count 2 */
 	lmt_wordcount_init(&wc);
