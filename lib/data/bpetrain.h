@@ -107,6 +107,10 @@ struct lmt_bpe_opts {
 	/* the words a step rewrites from which the falls of pair counts are summed by
 	 * pair before they are handed over (0: 256). For tests, which set 1. */
 	uint32_t sum_min;
+	/* the pairs each part's heap starts with, at least, the others waiting in
+	 * cold lists by the power of two of their count (0: 256). For tests, which
+	 * set a few, so that small corpora open the lists. */
+	uint32_t heap_min;
 };
 
 enum { LMT_BPE_TIES_ID = 0, LMT_BPE_TIES_HF = 1 };
