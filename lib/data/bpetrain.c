@@ -630,11 +630,6 @@ static void share_of(size_t n, uint32_t parts, uint32_t i, size_t *lo, size_t *h
 	*hi = *lo + n / parts + (i < n % parts);
 }
 
-static void order_range(const struct order_job *O, size_t n, uint32_t part, size_t *lo, size_t *hi)
-{
-	share_of(n, O->parts, part, lo, hi);
-}
-
 /* the words (of two bytes or more: single bytes have no pairs) of a part's slots */
 static void order_scan(void *ctx, uint32_t part, int worker)
 {
@@ -642,7 +637,7 @@ static void order_scan(void *ctx, uint32_t part, int worker)
 	size_t lo, hi, n = 0;
 	uint64_t sym = 0;
 	(void)worker;
-	order_range(O, O->wc->mask + 1, part, &lo, &hi);
+	share_of(O->wc->mask + 1, O->parts, part, &lo, &hi);
 	for (size_t i = lo; i < hi; i++) {
 		uint32_t len = O->wc->s[i].key & WC_MAXLEN;
 		if (O->wc->s[i].h && len >= 2) {
@@ -659,7 +654,7 @@ static void order_list(void *ctx, uint32_t part, int worker)
 	struct order_job *O = ctx;
 	size_t lo, hi, j = O->first[part];
 	(void)worker;
-	order_range(O, O->wc->mask + 1, part, &lo, &hi);
+	share_of(O->wc->mask + 1, O->parts, part, &lo, &hi);
 	for (size_t i = lo; i < hi; i++) {
 		uint64_t kk = O->wc->s[i].key, x = 0;
 		uint32_t len = kk & WC_MAXLEN;
@@ -677,7 +672,7 @@ static void order_pass(const struct order_job *O, uint32_t part, int scatter)
 {
 	uint32_t *cnt = O->cnt + (size_t)part * 65536;
 	size_t lo, hi;
-	order_range(O, O->k, part, &lo, &hi);
+	share_of(O->k, O->parts, part, &lo, &hi);
 	if (!scatter) {
 		memset(cnt, 0, 65536 * sizeof *cnt);
 		for (size_t i = lo; i < hi; i++)
@@ -873,11 +868,23 @@ static int heap_push(struct part *P, struct heap_ent x)
 	return 0;
 }
 
+/* The heap entry of P's pair q with its count now. */
+static inline struct heap_ent hent(const struct trainer *T, const struct part *P, uint32_t q)
+{
+	const struct pair *Q = &P->pairs[q];
+	return (struct heap_ent){ Q->count, rank_of(T, key_a(Q->key)), rank_of(T, key_b(Q->key)), q };
+}
+
+/* The largest k with 2^k <= x (x > 0): a count's cold list, a block's class. */
+static inline int log2_of(uint64_t x)
+{
+	return 63 - __builtin_clzll(x);
+}
+
 /* Push P's pair q with its count now. */
 static int hpush(const struct trainer *T, struct part *P, uint32_t q)
 {
-	const struct pair *Q = &P->pairs[q];
-	return heap_push(P, (struct heap_ent){ Q->count, rank_of(T, key_a(Q->key)), rank_of(T, key_b(Q->key)), q });
+	return heap_push(P, hent(T, P, q));
 }
 
 static void hpop(struct part *P)
@@ -899,8 +906,7 @@ static void hpop(struct part *P)
  */
 static int hfile(const struct trainer *T, struct part *P, uint32_t q)
 {
-	const struct pair *Q = &P->pairs[q];
-	int k = 63 - __builtin_clzll((uint64_t)Q->count);
+	int k = log2_of((uint64_t)P->pairs[q].count);
 	if (k >= P->hlog)
 		return hpush(T, P, q);
 	struct coldlist *C = &P->cold[k];
@@ -937,15 +943,12 @@ static int hopen(const struct trainer *T, struct part *P)
 		if (i + PF_OPEN < C.n)
 			__builtin_prefetch(&P->pairs[C.q[i + PF_OPEN]]);
 		const uint32_t q = C.q[i];
-		const struct pair *Q = &P->pairs[q];
-		if (Q->count <= 0)
+		if (P->pairs[q].count <= 0)
 			continue;
-		if (63 - __builtin_clzll((uint64_t)Q->count) < P->hlog) {
+		if (log2_of((uint64_t)P->pairs[q].count) < P->hlog)
 			rc = hfile(T, P, q); /* a list further down */
-		} else if (!(rc = heap_room(P))) {
-			P->heap[P->nheap++] = (struct heap_ent){ Q->count, rank_of(T, key_a(Q->key)),
-								  rank_of(T, key_b(Q->key)), q };
-		}
+		else if (!(rc = heap_room(P)))
+			P->heap[P->nheap++] = hent(T, P, q);
 	}
 	if (P->nheap > old)
 		for (size_t i = P->nheap > 1 ? (P->nheap - 2) / 4 + 1 : 0; i-- > 0;)
@@ -1074,7 +1077,7 @@ static void wl_give(struct part *P, uint32_t *where, uint32_t cap)
 		free(where);
 		return;
 	}
-	int k = 63 - __builtin_clzll((uint64_t)cap);
+	int k = log2_of(cap);
 	memcpy(where, &P->wl.free[k], sizeof P->wl.free[k]);
 	WL_POISON(where + 2, (size_t)(cap - 2) * 4);
 	P->wl.free[k] = where;
@@ -1878,7 +1881,7 @@ static void count_finish(void *ctx, uint32_t item, int worker)
 		struct part *P = &T->P[p];
 		size_t have[64] = { 0 }, n = 0;
 		for (size_t q = 0; q < P->npairs; q++)
-			have[63 - __builtin_clzll((uint64_t)P->pairs[q].count)]++;
+			have[log2_of((uint64_t)P->pairs[q].count)]++;
 		for (P->hlog = 63; P->hlog > 0 && (n += have[P->hlog]) < C->heap_min; P->hlog--)
 			;
 		for (size_t q = 0; q < P->npairs && !P->rc; q++) {

@@ -1381,6 +1381,21 @@ static int batchq_read(struct lmt_batchq *q, struct lmt_docbatch *b, struct lmt_
 	return lmt_corpus_read_batch(q->c, b, max_bytes, q->max_docs, q->keep, q->ctx, err);
 }
 
+/* What reading into slot i gave: n documents (the slot full, and the queue done if
+ * the batch stopped), or n <= 0 and the reader's error (the queue done). */
+static void batchq_took(struct lmt_batchq *q, int i, int n, const struct lmt_err *err)
+{
+	if (n > 0) {
+		q->count[i] = n;
+		q->full[i] = 1;
+		q->done = q->slot[i].stopped;
+	} else {
+		q->done = 1;
+		q->rc = n;
+		q->err = *err;
+	}
+}
+
 static void *batchq_main(void *arg)
 {
 	struct lmt_batchq *q = arg;
@@ -1396,16 +1411,9 @@ static void *batchq_main(void *arg)
 		struct lmt_err err = { 0 };
 		int n = batchq_read(q, &q->slot[i], &err);
 		pthread_mutex_lock(&q->mu);
-		if (n > 0) {
-			q->count[i] = n;
-			q->full[i] = 1;
+		batchq_took(q, i, n, &err);
+		if (n > 0)
 			q->fill = 1 - i;
-			q->done = q->slot[i].stopped;
-		} else {
-			q->done = 1;
-			q->rc = n;
-			q->err = err;
-		}
 		int done = q->done;
 		pthread_cond_broadcast(&q->cv);
 		pthread_mutex_unlock(&q->mu);
@@ -1486,15 +1494,8 @@ void lmt_batchq_fill(struct lmt_batchq *q)
 {
 	if (q->ahead || q->done || q->full[q->take])
 		return;
-	int n = batchq_read(q, &q->slot[q->take], &q->err);
-	if (n > 0) {
-		q->count[q->take] = n;
-		q->full[q->take] = 1;
-		q->done = q->slot[q->take].stopped;
-	} else {
-		q->done = 1;
-		q->rc = n;
-	}
+	struct lmt_err err = { 0 };
+	batchq_took(q, q->take, batchq_read(q, &q->slot[q->take], &err), &err);
 }
 
 void lmt_batchq_put(struct lmt_batchq *q, struct lmt_docbatch *b)
