@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/atomicfile.h"
@@ -327,18 +326,16 @@ static int verify(const struct opts *o)
 	if (lmt_dataset_open(&d, o->verify, &err))
 		die_err(&err);
 	int nt = tool_threads(o->threads);
-	uint64_t bytes = 0;
 	size_t nfiles = d.nshards + (d.docs_path != NULL);
-	struct stat st;
-	for (size_t i = 0; i < d.nshards; i++)
-		bytes += d.shards[i].bytes;
-	if (d.docs_path && stat(d.docs_path, &st) == 0)
-		bytes += (uint64_t)st.st_size;
 	struct lmt_json j;
 	lmt_json_init(&j);
 	int nbad = lmt_dataset_verify(&d, nt, report_file, &j, &err);
 	if (nbad < 0)
 		die_err(&err);
+	/* the documents table's size is the manifest's, or the one verify read */
+	uint64_t bytes = d.docs_path && d.docs_bytes != UINT64_MAX ? d.docs_bytes : 0;
+	for (size_t i = 0; i < d.nshards; i++)
+		bytes += d.shards[i].bytes;
 	double secs = lmt_now() - t0;
 	lmt_json_begin(&j);
 	lmt_json_str(&j, "event", "verify-summary");

@@ -61,7 +61,8 @@ static int get_chunks(json_t *x, struct lmt_dataset_shard *s, const char *path, 
 	return 0;
 }
 
-/* The documents table, if listed: a file of the directory, its SHA-256 and lines. */
+/* The documents table, if listed: a file of the directory, its SHA-256, lines and
+ * size (which manifests written before the size was added do not give). */
 static int get_documents(struct lmt_dataset *d, json_t *m, const char *dir, const char *path, struct lmt_err *err)
 {
 	json_t *dj = json_object_get(m, "documents"), *name = json_object_get(dj, "path"),
@@ -69,8 +70,10 @@ static int get_documents(struct lmt_dataset *d, json_t *m, const char *dir, cons
 	if (!dj)
 		return 0;
 	const char *n = json_string_value(name);
+	d->docs_bytes = UINT64_MAX;
 	if (!n || !*n || strchr(n, '/') || !strcmp(n, "..") || !strcmp(n, ".") || !json_is_string(sha) ||
-	    lmt_sha256_parse(json_string_value(sha), d->docs_sha256) || get_u64(dj, "count", &d->docs_count))
+	    lmt_sha256_parse(json_string_value(sha), d->docs_sha256) || get_u64(dj, "count", &d->docs_count) ||
+	    (json_object_get(dj, "bytes") && (get_u64(dj, "bytes", &d->docs_bytes) || d->docs_bytes == UINT64_MAX)))
 		return lmt_err_set(err, LMT_EFORMAT, "'%s': documents is incomplete or names no file of the dataset",
 				   path);
 	size_t pl = strlen(dir) + strlen(n) + 2;
@@ -266,7 +269,7 @@ struct vfile {
 	const uint8_t *want;     /* npieces digests */
 	uint64_t piece, npieces; /* bytes a piece (the last one shorter) */
 	uint64_t bad;            /* the first piece whose digest differs (UINT64_MAX: none) */
-	uint64_t lines;          /* the documents table's */
+	uint64_t lines, size;    /* the documents table's */
 	uint8_t got[LMT_SHA256_LEN];
 	int failed;              /* err says what is wrong */
 	struct lmt_err err;
@@ -299,8 +302,8 @@ static uint64_t count_lines(const unsigned char *p, size_t n)
 	return k;
 }
 
-/* The documents table: its SHA-256 and its lines, a mapped MiB at a time (so the
- * count reads what the hash has just brought into the cache). */
+/* The documents table: its size, then its SHA-256 and its lines, a mapped MiB at a
+ * time (so the count reads what the hash has just brought into the cache). */
 static void hash_documents(const struct lmt_dataset *d, struct vfile *v)
 {
 	struct lmt_sha256 h;
@@ -317,7 +320,13 @@ static void hash_documents(const struct lmt_dataset *d, struct vfile *v)
 	}
 	close(fd);
 	size_t n = (size_t)st.st_size;
-	if (lmt_sha256_init(&h)) {
+	v->size = n;
+	if (d->docs_bytes != UINT64_MAX && n != d->docs_bytes) {
+		/* cut short or grown: no need to hash it to know */
+		lmt_err_set(&v->err, LMT_EFORMAT, "'%s': %zu bytes, the manifest says %llu", d->docs_path, n,
+			    (unsigned long long)d->docs_bytes);
+		v->failed = 1;
+	} else if (lmt_sha256_init(&h)) {
 		lmt_err_set(&v->err, LMT_ENOMEM, "out of memory");
 		v->failed = 1;
 	} else {
@@ -522,8 +531,11 @@ int lmt_dataset_verify(struct lmt_dataset *d, int nt, lmt_dataset_report_fn repo
 		free(F);
 		return nbad;
 	}
-	if (d->docs_path)
+	if (d->docs_path) {
 		finish_documents(d, &F[d->nshards]);
+		if (d->docs_bytes == UINT64_MAX && !F[d->nshards].failed)
+			d->docs_bytes = F[d->nshards].size;
+	}
 	for (size_t i = 0; i < nf; i++) {
 		nbad += F[i].failed;
 		int rc = report ? report(ctx, i < d->nshards ? d->shards[i].path : d->docs_path,

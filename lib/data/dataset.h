@@ -50,6 +50,9 @@ struct lmt_dataset {
 	char *docs_path;         /* directory + name, or NULL */
 	uint8_t docs_sha256[LMT_SHA256_LEN];
 	uint64_t docs_count;     /* its lines */
+	uint64_t docs_bytes;     /* its size: the manifest's (a manifest written before
+				  * it had one: UINT64_MAX, then after
+				  * lmt_dataset_verify the size it read) */
 	pthread_mutex_t mu;      /* guards opening shards */
 };
 
@@ -63,7 +66,7 @@ int lmt_dataset_shard(struct lmt_dataset *d, size_t i, const struct lmt_shard **
 int lmt_dataset_verify_shard(struct lmt_dataset *d, size_t i, struct lmt_err *err);
 /*
  * Verify every shard as lmt_dataset_verify_shard does, and the documents table
- * (its SHA-256 and its lines against the manifest), in nt threads: each shard's
+ * (its size, SHA-256 and lines against the manifest), in nt threads: each shard's
  * chunks (or, without chunk digests, its whole payload) and the documents table
  * are items of a work pool, a window of shards mapped at a time. Then report each
  * file, the shards in manifest order and the documents table last, through

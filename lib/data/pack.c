@@ -356,7 +356,7 @@ static char *put_str(char *p, const char *s)
  * as one packed from a file does; the manifest records the file's SHA-256.
  */
 static int write_documents(const struct lmt_pack *pk, const struct lmt_tokstream_reader *r, uint8_t *sha,
-			   struct lmt_err *err)
+			   uint64_t *bytes, struct lmt_err *err)
 {
 	/* lines formatted by hand into a buffer, hashed and written a buffer at a
 	 * time (snprintf, one hash update and one fwrite a line were a tenth of
@@ -375,10 +375,12 @@ static int write_documents(const struct lmt_pack *pk, const struct lmt_tokstream
 		free(buf);
 		return rc;
 	}
+	*bytes = 0;
 	for (uint64_t i = 0; i <= r->info.n_docs; i++) {
 		if (i == r->info.n_docs || (size_t)(p - buf) > CAP - LINE) {
 			size_t n = (size_t)(p - buf);
 			lmt_sha256_update(&h, buf, n);
+			*bytes += n;
 			if (fwrite(buf, 1, n, af.fp) != n) {
 				rc = lmt_err_errno(err, "'%s': write", path);
 				lmt_atomicfile_abort(&af);
@@ -488,7 +490,8 @@ int lmt_pack_write_manifest(const struct lmt_pack *pk, const struct lmt_tokstrea
 	struct lmt_json j;
 	char hex[LMT_SHA256_HEX];
 	uint8_t docs_sha[LMT_SHA256_LEN];
-	int rc = write_documents(pk, r, docs_sha, err);
+	uint64_t docs_bytes = 0;
+	int rc = write_documents(pk, r, docs_sha, &docs_bytes, err);
 	if (rc)
 		return rc;
 	lmt_json_init(&j);
@@ -510,6 +513,7 @@ int lmt_pack_write_manifest(const struct lmt_pack *pk, const struct lmt_tokstrea
 	lmt_json_str(&j, "path", LMT_PACK_DOCUMENTS);
 	lmt_json_u64(&j, "count", r->info.n_docs);
 	lmt_json_str(&j, "sha256", lmt_sha256_hex(docs_sha, hex));
+	lmt_json_u64(&j, "bytes", docs_bytes);
 	lmt_json_obj_end(&j);
 	lmt_json_str(&j, "tokenizer_sha256", lmt_sha256_hex(r->info.tokenizer_sha256, hex));
 	lmt_json_u64(&j, "vocab_size", r->info.vocab_size);

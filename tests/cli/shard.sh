@@ -126,14 +126,35 @@ for j in 1 2; do
 done
 
 # the documents table (documents.jsonl, which evalppl reads for bits per byte) is
-# checked too: its SHA-256 and its lines against the manifest, a record of its own
+# checked too: its size, SHA-256 and lines against the manifest, a record of its own
+docsize=$(wc -c < "$T/ch/documents.jsonl")
+[ "$(jq --argjson n "$docsize" '.documents.bytes == $n' "$T/ch/manifest.json")" = true ] &&
+	ok "the manifest gives the documents table's size" || notok "documents.bytes" "$(jq -c .documents "$T/ch/manifest.json")"
 check "verify: a record for the documents table" $SP --verify "$T/ch" -j2
 grep -q '"event":"verify","path":"[^"]*ch/documents.jsonl","ok":true' "$T/.out" && ok "... ok:true" ||
 	notok "documents record" "$(cat "$T/.out")"
 [ "$(jq -s '.[-1] | .files == .shards + 1' "$T/.out")" = true ] && ok "the summary counts it among the files" ||
 	notok "files count" "$(tail -1 "$T/.out")"
+sumbytes=$(($(cat "$T"/ch/*.lmshard | wc -c) + docsize))
+[ "$(jq -s --argjson n "$sumbytes" '.[-1].bytes == $n' "$T/.out")" = true ] &&
+	ok "the summary's bytes are the shards' and the documents table's ($sumbytes)" ||
+	notok "summary bytes" "$(tail -1 "$T/.out")"
+# a manifest from before documents.bytes (the field removed, re-sealed) still
+# verifies, and the summary counts the size verify read
+cp -r "$T/ch" "$T/docold"
+jq -c 'del(.documents.bytes)' "$T/ch/manifest.json" > "$T/docold/manifest.json"
+reseal "$T/docold/manifest.json"
+check "verify: a manifest without documents.bytes" $SP --verify "$T/docold"
+[ "$(jq -s --argjson n "$sumbytes" '.[-1].bytes == $n and .[-1].bad == 0' "$T/.out")" = true ] &&
+	ok "... its summary's bytes are the same" || notok "old manifest summary" "$(tail -1 "$T/.out")"
+jq -c '.documents.bytes = -1' "$T/ch/manifest.json" > "$T/docold/manifest.json"
+reseal "$T/docold/manifest.json"
+check_fail "a documents.bytes below zero is refused" 1 "documents is incomplete" $SP --verify "$T/docold"
 cp -r "$T/ch" "$T/docbad"
-sed '1s/"tokens":/"tokens":1/' "$T/ch/documents.jsonl" > "$T/docbad/documents.jsonl"
+# a digit changed, so the size holds and the digest must catch it
+sed '1s/"tokens":1/"tokens":2/;t;1s/"tokens":[0-9]/"tokens":1/' "$T/ch/documents.jsonl" > "$T/docbad/documents.jsonl"
+[ "$(wc -c < "$T/docbad/documents.jsonl")" = "$docsize" ] && ! cmp -s "$T/ch/documents.jsonl" "$T/docbad/documents.jsonl" &&
+	ok "(the edit keeps the table's size)" || notok "size-keeping edit"
 for j in 1 2; do
 	check_fail "an edited documents table is named, -j$j" 1 "docbad/documents.jsonl': sha256 " $SP --verify "$T/docbad" -j$j
 done
@@ -142,9 +163,15 @@ grep -q '"path":"[^"]*docbad/documents.jsonl","ok":false' "$T/.out" && ok "... i
 rm "$T/docbad/documents.jsonl"
 check_fail "a missing documents table is named" 1 "docbad/documents.jsonl'" $SP --verify "$T/docbad"
 head -n -1 "$T/ch/documents.jsonl" > "$T/docbad/documents.jsonl"
-jq -c --arg h "$(sha256sum < "$T/docbad/documents.jsonl" | cut -c1-64)" '.documents.sha256 = $h' "$T/ch/manifest.json" > "$T/docbad/manifest.json"
+for j in 1 2; do
+	check_fail "a documents table cut short is refused by its size, -j$j" 1 \
+		"docbad/documents.jsonl': $(wc -c < "$T/docbad/documents.jsonl") bytes, the manifest says $docsize" \
+		$SP --verify "$T/docbad" -j$j
+done
+jq -c --arg h "$(sha256sum < "$T/docbad/documents.jsonl" | cut -c1-64)" --argjson n "$(wc -c < "$T/docbad/documents.jsonl")" \
+	'.documents.sha256 = $h | .documents.bytes = $n' "$T/ch/manifest.json" > "$T/docbad/manifest.json"
 reseal "$T/docbad/manifest.json"
-check_fail "a documents table a line short (manifest re-sealed to its digest) is refused by its count" 1 \
+check_fail "a documents table a line short (manifest re-sealed to its digest and size) is refused by its count" 1 \
 	"documents.jsonl': $(($(wc -l < "$T/ch/documents.jsonl") - 1)) lines, the manifest counts $(wc -l < "$T/ch/documents.jsonl") documents" \
 	$SP --verify "$T/docbad"
 [ "$(jq '.shards[0] | (.chunk_sha256 | length) == 1 and .chunk_bytes == 4194304' "$T/one/manifest.json")" = true ] &&
