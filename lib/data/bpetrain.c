@@ -481,7 +481,7 @@ struct dbuf {
 /* the most merges a step applies (a batch), the most best pairs a part lists, and
  * the parts a thread keeps (claim_part): one, since each part costs its thread a
  * refill of its best pairs a step and the picking a list to compare; two parts a
- * thread, to even out the threads' stage B, took 4-5% longer at -j2 on the
+ * thread, to even out the threads' stage B, took 3-5% longer at -j2 on the
  * synthetic corpus (the paired harness) */
 #define PARTS_PER_THREAD 1
 #define WL_CLASSES 16
@@ -1633,7 +1633,7 @@ static void step_apply(struct step_job *J, uint32_t p)
 /*
  * Fault in a page that P will write soon: the next past its pairs, or past what
  * its pool's newest chunk has handed out, up to AHEAD_MAX bytes ahead; 0 when there
- * is none. A page first written costs a fault, 1.5 us on a virtual machine, and
+ * is none. A page first written costs a fault, 1.5 us on the 2-core VM here, and
  * training writes some 4,000 in its steps (getrusage), each while the other
  * threads wait at the end of stage B. So a thread done with its parts early does
  * this rather than wait (step_merge). The page is written as zero, which it is
