@@ -73,7 +73,7 @@ static int get_documents(struct lmt_dataset *d, json_t *m, const char *dir, cons
 	d->docs_bytes = UINT64_MAX;
 	if (!n || !*n || strchr(n, '/') || !strcmp(n, "..") || !strcmp(n, ".") || !json_is_string(sha) ||
 	    lmt_sha256_parse(json_string_value(sha), d->docs_sha256) || get_u64(dj, "count", &d->docs_count) ||
-	    (json_object_get(dj, "bytes") && (get_u64(dj, "bytes", &d->docs_bytes) || d->docs_bytes == UINT64_MAX)))
+	    (json_object_get(dj, "bytes") && get_u64(dj, "bytes", &d->docs_bytes)))
 		return lmt_err_set(err, LMT_EFORMAT, "'%s': documents is incomplete or names no file of the dataset",
 				   path);
 	size_t pl = strlen(dir) + strlen(n) + 2;

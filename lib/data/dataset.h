@@ -51,8 +51,8 @@ struct lmt_dataset {
 	uint8_t docs_sha256[LMT_SHA256_LEN];
 	uint64_t docs_count;     /* its lines */
 	uint64_t docs_bytes;     /* its size: the manifest's (a manifest written before
-				  * it had one: UINT64_MAX, then after
-				  * lmt_dataset_verify the size it read) */
+				  * it had one: UINT64_MAX, then the size read, once
+				  * lmt_dataset_verify has found the table sound) */
 	pthread_mutex_t mu;      /* guards opening shards */
 };
 
