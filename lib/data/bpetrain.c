@@ -1827,6 +1827,7 @@ struct count_job {
 	uint32_t (*occ)[65536];  /* per thread: its words with the pair, then where the next goes */
 	uint64_t (*cnt)[65536];  /* per thread: the pair's occurrences weighted by word counts */
 	uint32_t (*last)[65536]; /* per thread: 1 + the last word met with the pair */
+	uint64_t (*seen)[1024];  /* per thread: a bit for each pair its words hold */
 	uint32_t **where;        /* the pair's where list */
 };
 
@@ -1857,8 +1858,16 @@ static void count_words(const struct count_job *C, uint32_t t, int fill)
 
 static void count_scan(void *ctx, uint32_t item, int worker)
 {
+	struct count_job *C = ctx;
 	(void)worker;
-	count_words(ctx, item, 0);
+	count_words(C, item, 0);
+	const uint32_t *occ = C->occ[item];
+	for (uint32_t i = 0; i < 1024; i++) {
+		uint64_t m = 0;
+		for (uint32_t b = 0; b < 64; b++)
+			m |= (uint64_t)(occ[i * 64 + b] != 0) << b;
+		C->seen[item][i] = m;
+	}
 }
 
 static void count_fill(void *ctx, uint32_t item, int worker)
@@ -1893,34 +1902,41 @@ static void count_build(void *ctx, uint32_t item, int worker)
 		if (!(G[p].pidx = lmt_zalloc(G[p].pmask + 1, sizeof *G[p].pidx)))
 			rc = LMT_ENOMEM;
 	}
-	for (uint32_t k = 0; k < 65536 && !rc; k++) {
-		uint64_t key = pkey(k >> 8, k & 255), mix = lmt_mix64(key);
-		int p = part_of(T, mix);
-		if ((uint32_t)p / PARTS_PER_THREAD != g)
-			continue;
-		uint32_t n = 0;
-		uint64_t count = 0;
-		for (int t = 0; t < T->nt; t++) {
-			uint32_t o = C->occ[t][k];
-			C->occ[t][k] = n;
-			n += o;
-			count += C->cnt[t][k];
+	/* the pairs some word holds, a few thousand of the 65536: each thread's counts
+	 * are read only there (they were read all through, and the other threads'
+	 * lines crossed between the cores as each wrote its pairs' starts) */
+	for (uint32_t i = 0; i < 1024 && !rc; i++) {
+		uint64_t m = 0;
+		for (int t = 0; t < T->nt; t++)
+			m |= C->seen[t][i];
+		for (; m && !rc; m &= m - 1) {
+			uint32_t k = i * 64 + (uint32_t)__builtin_ctzll(m);
+			uint64_t key = pkey(k >> 8, k & 255), mix = lmt_mix64(key);
+			int p = part_of(T, mix);
+			if ((uint32_t)p / PARTS_PER_THREAD != g)
+				continue;
+			uint32_t n = 0;
+			uint64_t count = 0;
+			for (int t = 0; t < T->nt; t++) {
+				uint32_t o = C->occ[t][k];
+				C->occ[t][k] = n;
+				n += o;
+				count += C->cnt[t][k];
+			}
+			struct part *P = &T->P[p];
+			long q = pget(P, key, mix);
+			uint32_t cap = n <= WL_MAX ? (n + 1) & ~1u : n; /* a pool block holds a link when given back */
+			uint32_t *v = q < 0 ? NULL : wl_new(P, (uint32_t)q, &cap, 1);
+			if (!v) {
+				rc = LMT_ENOMEM;
+				break;
+			}
+			P->pairs[q].count = (int64_t)count;
+			P->pairs[q].where = C->where[k] = v;
+			P->pairs[q].nwhere = n;
+			P->pairs[q].capwhere = cap;
+			P->where_bytes += (uint64_t)cap * sizeof *v;
 		}
-		if (!n)
-			continue;
-		struct part *P = &T->P[p];
-		long q = pget(P, key, mix);
-		uint32_t cap = n <= WL_MAX ? (n + 1) & ~1u : n; /* a pool block holds a link when given back */
-		uint32_t *v = q < 0 ? NULL : wl_new(P, (uint32_t)q, &cap, 1);
-		if (!v) {
-			rc = LMT_ENOMEM;
-			break;
-		}
-		P->pairs[q].count = (int64_t)count;
-		P->pairs[q].where = C->where[k] = v;
-		P->pairs[q].nwhere = n;
-		P->pairs[q].capwhere = cap;
-		P->where_bytes += (uint64_t)cap * sizeof *v;
 	}
 	for (int p = 0; p < PARTS_PER_THREAD; p++)
 		G[p].rc = rc;
@@ -2104,8 +2120,9 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	CJ.occ = calloc((size_t)nt, sizeof *CJ.occ);
 	CJ.cnt = calloc((size_t)nt, sizeof *CJ.cnt);
 	CJ.last = malloc((size_t)nt * sizeof *CJ.last);
+	CJ.seen = malloc((size_t)nt * sizeof *CJ.seen);
 	CJ.where = malloc(65536 * sizeof *CJ.where);
-	if (CJ.occ && CJ.cnt && CJ.last && CJ.where) {
+	if (CJ.occ && CJ.cnt && CJ.last && CJ.seen && CJ.where) {
 		lmt_workpool_run(pool, count_scan, &CJ, (uint32_t)nt);
 		lmt_workpool_run(pool, count_build, &CJ, (uint32_t)nt);
 		int built = 1;
@@ -2121,6 +2138,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	free(CJ.occ);
 	free(CJ.cnt);
 	free(CJ.last);
+	free(CJ.seen);
 	free(CJ.where);
 	for (int p = 0; p < np; p++)
 		if (T.P[p].rc) {
