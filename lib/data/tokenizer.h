@@ -118,6 +118,9 @@ int lmt_tok_serialize(struct lmt_tokenizer *t, uint8_t **out, size_t *outlen, st
 /* Per-thread scratch for encoding: a pre-tokenizer iterator and a piece cache. */
 struct lmt_tok_state;
 struct lmt_tok_state *lmt_tok_state_new(const struct lmt_tokenizer *t);
+/* For tests: empty the piece cache whenever it holds this many entries (at most
+ * its own limit, 131,072), so that a short text goes through many emptyings. */
+void lmt_tok_state_cache_limit(struct lmt_tok_state *s, size_t entries);
 void lmt_tok_state_free(struct lmt_tok_state *s);
 
 struct lmt_u32vec {

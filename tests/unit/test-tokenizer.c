@@ -79,6 +79,26 @@ static int same_ids(const uint32_t *a, size_t na, const uint32_t *b, size_t nb, 
 	return 0;
 }
 
+/* The text encoded twice with one state whose piece cache is emptied every few
+ * entries: the second pass finds some pieces cached and some emptied away. 1 if
+ * both passes give want's ids. */
+static int encode_emptying(const struct lmt_tokenizer *t, const char *text, size_t len, const uint32_t *want,
+			   size_t nwant, const char *what)
+{
+	struct lmt_tok_state *s = lmt_tok_state_new(t);
+	struct lmt_u32vec v = { 0 };
+	int ok = s != NULL;
+	if (s)
+		lmt_tok_state_cache_limit(s, 5);
+	for (int pass = 0; pass < 2 && ok; pass++) {
+		v.n = 0;
+		ok = !lmt_tok_encode(t, s, text, len, 0, &v) && same_ids(v.v, v.n, want, nwant, what);
+	}
+	free(v.v);
+	lmt_tok_state_free(s);
+	return ok;
+}
+
 static void check_pretok(void)
 {
 	for (size_t e = 0; e < LMT_ARRAY_SIZE(encs); e++) {
@@ -187,6 +207,8 @@ static void check_tiktoken(void)
 			char what[128];
 			snprintf(what, sizeof what, "%s %s", encs[e][1], texts[k]);
 			tap_ok(same_ids(v.v, v.n, ids, ni, what), "%s: ids equal tiktoken's", what);
+			tap_ok(encode_emptying(&t, text, tn, ids, ni, what),
+			       "%s: the same with the piece cache emptied every 5 entries, twice over", what);
 			tap_ok(same_ids(vh.v, vh.n, ids, ni, what) && same_ids(vl.v, vl.n, ids, ni, what),
 			       "%s: ids equal after HF and file round trips", what);
 			/* decode gives the text back */
