@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <string.h>
+#include <unistd.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -591,6 +592,7 @@ struct trainer {
 	/* nt threads; the pairs in np parts, PARTS_PER_THREAD a thread; db[t * np + p]:
 	 * the changes thread t noted for part p */
 	int nt, np;
+	size_t page;           /* the system's page size (part_ahead) */
 	struct part *P;
 	uint64_t applied;      /* parts through stage B in all steps: np * (step + 1) once
 				* step is done */
@@ -1641,17 +1643,25 @@ static void step_apply(struct step_job *J, uint32_t p)
  * pool's unused bytes for one out of bounds.
  */
 #define AHEAD_MAX (64u << 10)
-#define PAGE_BYTES 4096u
-static int part_ahead(struct part *P)
+
+/* the first page boundary at p or after it (page a power of two) */
+static char *page_from(char *p, size_t page)
 {
-	size_t used = P->npairs * sizeof *P->pairs, cap = P->paircap * sizeof *P->pairs;
-	if (P->ahead < used)
-		P->ahead = used;
-	size_t at = (P->ahead + PAGE_BYTES - 1) / PAGE_BYTES * PAGE_BYTES;
-	if (at < cap && at - used < AHEAD_MAX) {
-		*(volatile char *)((char *)P->pairs + at) = 0;
-		P->ahead = at + 1;
-		return 1;
+	return (char *)(((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1));
+}
+
+static int part_ahead(struct part *P, size_t page)
+{
+	if (P->pairs) {
+		char *base = (char *)P->pairs, *used = base + P->npairs * sizeof *P->pairs;
+		if (P->ahead < (size_t)(used - base))
+			P->ahead = (size_t)(used - base);
+		char *a = page_from(base + P->ahead, page);
+		if (a < base + P->paircap * sizeof *P->pairs && (size_t)(a - used) < AHEAD_MAX) {
+			*(volatile char *)a = 0;
+			P->ahead = (size_t)(a - base) + 1;
+			return 1;
+		}
 	}
 #ifndef WL_ASAN
 	struct wlpool *W = &P->wl;
@@ -1659,10 +1669,10 @@ static int part_ahead(struct part *P)
 		return 0;
 	if (W->ahead < W->at)
 		W->ahead = W->at;
-	size_t off = (size_t)(W->ahead - W->at) + (-(uintptr_t)W->ahead & (PAGE_BYTES - 1));
-	if (off < (size_t)(W->end - W->at) && off < AHEAD_MAX) {
-		*(volatile char *)(W->at + off) = 0;
-		W->ahead = W->at + off + 1;
+	char *a = page_from(W->ahead, page);
+	if (a < W->end && (size_t)(a - W->at) < AHEAD_MAX) {
+		*(volatile char *)a = 0;
+		W->ahead = a + 1;
 		return 1;
 	}
 #endif
@@ -1809,7 +1819,7 @@ static void step_merge(void *ctx, uint32_t item, int worker)
 	 * steps (no other thread touches them before this run ends) */
 	const uint64_t all = (uint64_t)T->np * (step + 1);
 	for (uint32_t i = 0; i < nmine && __atomic_load_n(&T->applied, __ATOMIC_ACQUIRE) < all;)
-		if (!part_ahead(&T->P[mine[i]]))
+		if (!part_ahead(&T->P[mine[i]], T->page))
 			i++;
 }
 
@@ -2026,6 +2036,8 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	const int np = nt * PARTS_PER_THREAD;
 	T.nt = nt;
 	T.np = np;
+	long pg = sysconf(_SC_PAGESIZE);
+	T.page = pg > 0 && !(pg & (pg - 1)) ? (size_t)pg : 4096;
 	set_ranks(&T, o->ties);
 	for (int i = 0; i < 256; i++)
 		T.wclass[i] = (uint8_t)(i % nt);
