@@ -421,7 +421,7 @@ int lmt_binwriter_finish(struct lmt_binwriter *w, const void *ext, uint8_t *sha_
 	/* the commit's fsync waits for every page to reach the disk: start writing
 	 * them back now, while the file is read back for its hash (a hint: an error
 	 * here shows again at the fsync) */
-	if (!w->spill)
+	if (sha_out && !w->spill)
 		(void)sync_file_range(fileno(w->fp), 0, 0, SYNC_FILE_RANGE_WRITE);
 #endif
 	if (sha_out && (rc = hash_stream(w->fp, sha_out, w->name, err)))
