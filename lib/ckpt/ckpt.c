@@ -463,8 +463,7 @@ static void *prep_main(void *arg)
 	struct lmt_ckpt_async *a = arg;
 	float *b = malloc(a->prep_n * sizeof *b);
 	if (b) {
-		long pg = sysconf(_SC_PAGESIZE);
-		size_t step = pg > 0 ? (size_t)pg : 4096;
+		size_t step = lmt_page_bytes();
 		for (size_t i = 0; i < a->prep_n * sizeof *b; i += step)
 			((volatile char *)b)[i] = 0;
 	}

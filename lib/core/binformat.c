@@ -227,7 +227,7 @@ void lmt_binreader_drop(const struct lmt_binreader *f, const void *p, size_t n)
 {
 	if (!f->map || !f->size || !n)
 		return;
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)p, b = a + n;
+	uintptr_t page = lmt_page_bytes(), a = (uintptr_t)p, b = a + n;
 	a = (a + page - 1) & ~(page - 1);
 	b &= ~(page - 1);
 	if (b > a)

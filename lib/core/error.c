@@ -95,9 +95,17 @@ void lmt_assert_fail(const char *expr, const char *file, int line)
 	abort();
 }
 
-/* (lmt_peak_rss lives here because util.h is inline-only and needs one .c home) */
+/* (lmt_peak_rss and lmt_page_bytes live here because util.h is inline-only and
+ * needs one .c home) */
 #include <sys/resource.h>
 #include <stdint.h>
+#include <unistd.h>
+
+size_t lmt_page_bytes(void)
+{
+	long v = sysconf(_SC_PAGESIZE);
+	return v > 0 && !(v & (v - 1)) ? (size_t)v : 4096;
+}
 
 uint64_t lmt_peak_rss(void)
 {

@@ -1,7 +1,7 @@
 /*
  * util.h: small inline helpers shared by the library: little-endian loads and
  * stores (every lmt file format is little-endian), checked array growth, a 64-bit
- * hash, and monotonic time. Declarations and static inline only.
+ * hash, monotonic time and the page size. Declarations and static inline only.
  */
 #ifndef LMT_UTIL_H
 #define LMT_UTIL_H
@@ -110,6 +110,9 @@ static inline double lmt_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+/* The system's page size (a power of two; 4096 where sysconf does not say). */
+size_t lmt_page_bytes(void);
 
 /* Peak resident set size of this process in bytes (getrusage). */
 uint64_t lmt_peak_rss(void);

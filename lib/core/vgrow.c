@@ -2,6 +2,7 @@
  * vgrow.c: arrays grown with mremap (vgrow.h).
  */
 #include "core/vgrow.h"
+#include "core/util.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -19,18 +20,10 @@
 #define TSAN 0
 #endif
 
-/* asked each time (a growth is rare): a cached value would be a variable every
- * thread that grows an array writes */
-static size_t page_bytes(void)
-{
-	long v = sysconf(_SC_PAGESIZE);
-	return v > 0 ? (size_t)v : 4096;
-}
-
 /* the bytes mapped for cap elements: cap * elt rounded up to pages */
 static size_t mapped(size_t cap, size_t elt)
 {
-	size_t pg = page_bytes();
+	size_t pg = lmt_page_bytes(); /* asked each time: a growth is rare */
 	return (cap * elt + pg - 1) / pg * pg;
 }
 

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <string.h>
-#include <unistd.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -1812,7 +1811,7 @@ static void step_merge(void *ctx, uint32_t item, int worker)
 	uint32_t mine[64], nmine = 0;
 	for (uint32_t p; (p = claim_part(T, worker, step)) != UINT32_MAX;) {
 		step_apply(J, p);
-		if (nmine < 64)
+		if (nmine < LMT_ARRAY_SIZE(mine))
 			mine[nmine++] = p;
 	}
 	/* while another thread still works on its parts, get these ready for later
@@ -2037,8 +2036,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	const int np = nt * PARTS_PER_THREAD;
 	T.nt = nt;
 	T.np = np;
-	long pg = sysconf(_SC_PAGESIZE);
-	T.page = pg > 0 && !(pg & (pg - 1)) ? (size_t)pg : 4096;
+	T.page = lmt_page_bytes();
 	set_ranks(&T, o->ties);
 	for (int i = 0; i < 256; i++)
 		T.wclass[i] = (uint8_t)(i % nt);
