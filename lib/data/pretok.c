@@ -120,26 +120,53 @@ void lmt_pretok_release(struct lmt_pretok *p)
 	memset(p, 0, sizeof *p);
 }
 
+/*
+ * An iterator's PCRE2 objects are allocated a cache line at a time: every match
+ * writes its match data (the offsets), and the iterators of the threads, made one
+ * after another in one thread, got match data that could share a line, which the
+ * threads then wrote in turns. Whether they did depended on what else the heap held
+ * (tok-encode -j2's output path moved it): with cl100k's pattern, which goes through
+ * PCRE2, the threads' user time was 20% higher when they did.
+ */
+static void *line_alloc(PCRE2_SIZE n, void *data)
+{
+	(void)data;
+	return aligned_alloc(64, (n + 63) & ~(PCRE2_SIZE)63);
+}
+
+static void line_free(void *p, void *data)
+{
+	(void)data;
+	free(p);
+}
+
 int lmt_pretok_iter_init(struct lmt_pretok_iter *it, const struct lmt_pretok *p)
 {
 	memset(it, 0, sizeof *it);
 	it->p = p;
 	if (!p->code)
 		return 0;
-	it->md = pcre2_match_data_create_from_pattern(p->code, NULL);
-	it->mctx = pcre2_match_context_create(NULL);
+	/* each object keeps a copy of the allocator: the context can go at once */
+	pcre2_general_context *g = pcre2_general_context_create(line_alloc, line_free, NULL);
+	if (!g)
+		return LMT_ENOMEM;
+	it->md = pcre2_match_data_create_from_pattern(p->code, g);
+	it->mctx = pcre2_match_context_create(g);
 	if (!it->md || !it->mctx) {
+		pcre2_general_context_free(g);
 		lmt_pretok_iter_release(it);
 		return LMT_ENOMEM;
 	}
 	if (p->jit) {
-		it->jstack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, NULL);
+		it->jstack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, g);
 		if (!it->jstack) {
+			pcre2_general_context_free(g);
 			lmt_pretok_iter_release(it);
 			return LMT_ENOMEM;
 		}
 		pcre2_jit_stack_assign(it->mctx, NULL, it->jstack);
 	}
+	pcre2_general_context_free(g);
 	return 0;
 }
 
