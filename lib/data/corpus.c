@@ -687,10 +687,11 @@ static int doc_reserve(struct lmt_corpus *c, size_t n, struct lmt_err *err)
  * before, with its messages for bad input. Like jansson, the last of duplicate keys
  * wins. It gives up on no valid line that jansson takes (escaped keys are decoded,
  * and it nests as deep as jansson does), so a line's verdict does not depend on
- * which of the two reads it. The one thing jansson refuses that RFC 8259 allows, a
+ * which of the two reads it. Two things jansson refuses that RFC 8259 allows the
+ * scan takes, as Python's json module does, since the reader keeps only the text: a
  * number beyond 64-bit integers or doubles ("too big integer", "real number
- * overflow"), the scan takes, as Python's json module does: a document's metadata
- * may hold a 64-bit unsigned hash, and the reader keeps only the text. */
+ * overflow"; a document's metadata may hold a 64-bit unsigned hash), and a NUL
+ * (\u0000) in an object's key ("NUL byte in object key not supported"). */
 
 /* the depth of a value jansson reads at most (JSON_PARSER_MAX_DEPTH in 2.14; the top
  * object is at depth 1, a value in it at 2, a string or a number counts as an
