@@ -877,16 +877,16 @@ static int bpe(struct lmt_tok_state *s, const uint8_t *p, size_t n, size_t *out_
 	return bpe_long(s, n, out_n);
 }
 
-int lmt_tok_encode_piece(const struct lmt_tokenizer *t, struct lmt_tok_state *s,
-			 const uint8_t *p, size_t n, struct lmt_u32vec *out)
+/* One piece, s's cache made (cache_ready): encode_ordinary's loop and
+ * lmt_tok_encode_piece. */
+static int encode_piece(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const uint8_t *p, size_t n,
+			struct lmt_u32vec *out)
 {
 	if (n == 0)
 		return 0;
 	if (n == 1)
 		return vec_push(out, t->byte_id[p[0]]);
 	uint64_t h = 0;
-	if (cache_ready(s))
-		return LMT_ENOMEM;
 	if (n <= CACHE_MAX_PIECE) {
 		h = lmt_hash_bytes(p, n, 0x5eed) | 1;
 		const struct cache_ent *e = cache_get(s, p, n, h);
@@ -908,6 +908,12 @@ int lmt_tok_encode_piece(const struct lmt_tokenizer *t, struct lmt_tok_state *s,
 	if (h)
 		cache_put(s, p, n, h, s->sym, k);
 	return vec_append(out, s->sym, k);
+}
+
+int lmt_tok_encode_piece(const struct lmt_tokenizer *t, struct lmt_tok_state *s,
+			 const uint8_t *p, size_t n, struct lmt_u32vec *out)
+{
+	return cache_ready(s) ? LMT_ENOMEM : encode_piece(t, s, p, n, out);
 }
 
 /* For tests: BPE forced through one implementation (0: array, 1: heap). */
@@ -956,7 +962,7 @@ static int encode_ordinary(const struct lmt_tokenizer *t, struct lmt_tok_state *
 			k++;
 		}
 		for (int i = 0; i < k; i++) {
-			int rc = lmt_tok_encode_piece(t, s, (const uint8_t *)text + st[i], n[i], out);
+			int rc = encode_piece(t, s, (const uint8_t *)text + st[i], n[i], out);
 			if (rc)
 				return rc;
 		}
