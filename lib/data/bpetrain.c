@@ -2024,6 +2024,7 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	memset(&T, 0, sizeof T);
 	memset(res, 0, sizeof *res);
 	int rc = 0;
+	const double t_start = lmt_now();
 	uint64_t min_count = o->min_count ? o->min_count : 2;
 	uint32_t target = o->n_tokens;
 	if (target < 256)
@@ -2162,6 +2163,9 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	uint64_t peak = 0;
 	uint32_t step = 0;
 	int64_t best = 0;
+	/* the loop's time is picking unless in a step or a progress callback */
+	double t_loop = lmt_now(), t_step = 0, t_report = 0;
+	res->setup_seconds = t_loop - t_start;
 	for (int done = 0; !done && T.ntok < target;) {
 		/* the batch: the best pair, then each next best while it is sure to be
 		 * the next merge (see above) */
@@ -2241,7 +2245,9 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 		for (uint32_t m = 0; m < J.nm; m++)
 			nw += J.nwhere[m];
 		J.sum_falls = nw >= (o->sum_min ? o->sum_min : 256);
+		double t0 = lmt_now();
 		lmt_workpool_run(pool, step_merge, &J, (uint32_t)nt);
+		t_step += lmt_now() - t0;
 		for (uint32_t m = 0; m < J.nm; m++)
 			T.bidx[J.a[m]] = T.bsec[J.b[m]] = 0;
 		for (int t = 0; t < nt; t++)
@@ -2259,10 +2265,16 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 				 T.P[p].heapcap * sizeof(struct heap_ent) + T.P[p].cold_bytes + T.P[p].where_bytes;
 		if (bytes > peak)
 			peak = bytes;
-		if (o->progress && o->every && res->n_merges % o->every == 0 &&
-		    o->progress(o->ctx, res->n_merges, T.ntok, (uint64_t)best))
-			break;
+		if (o->progress && o->every && res->n_merges % o->every == 0) {
+			double t1 = lmt_now();
+			int stop = o->progress(o->ctx, res->n_merges, T.ntok, (uint64_t)best);
+			t_report += lmt_now() - t1;
+			if (stop)
+				break;
+		}
 	}
+	res->step_seconds = t_step;
+	res->pick_seconds = lmt_now() - t_loop - t_step - t_report;
 	lmt_workpool_run(pool, step_free, &J, (uint32_t)nt);
 	lmt_workpool_free(pool);
 	if (rc) {

@@ -48,6 +48,11 @@ void lmt_tokrec_trained(struct lmt_json *j, const struct lmt_toktrain *t, int ch
 		lmt_json_str(j, "ties", t->p.ties == LMT_BPE_TIES_HF ? "hf" : "id");
 		lmt_json_u64(j, "word_table_bytes", lmt_wordcount_bytes(t->wc));
 		lmt_json_u64(j, "trainer_peak_bytes", t->trainer_peak_bytes);
+		/* merge_seconds in parts: how much of it one thread did alone */
+		lmt_json_u64(j, "steps", t->res.n_steps);
+		lmt_json_num(j, "setup_seconds", t->res.setup_seconds);
+		lmt_json_num(j, "step_seconds", t->res.step_seconds);
+		lmt_json_num(j, "pick_seconds", t->res.pick_seconds);
 	}
 }
 

@@ -32,7 +32,10 @@ bytes per token of each on the first 5 MB of documents.
 take turns N times on each corpus's JSONL, and each of its two phases is timed as its
 `trained` record gives it (count_seconds: reading and counting the words, the
 per-thread tables merged included; merge_seconds: the BPE merges, set-up and freeing
-included), best and median of each, and the speedup of all cores over one.
+included), best and median of each, and the speedup of all cores over one. Merging is
+also given in the parts its record splits it into: set-up (the tables made before the
+first merge), steps (applying each batch of merges, every thread) and picking (choosing
+each batch, which one thread does alone).
 """
 import argparse
 import json
@@ -177,17 +180,21 @@ def phases(a, kind, tmp):
             _, _, out = run([f'{BIN}/tok-train', '-q', '-j', str(j), '-p', 'gpt2', '--no-special', '-v',
                              str(a.vocab), '-o', f'{tmp}/lmt.lmtok', docs], stdout=subprocess.PIPE)
             rec = [json.loads(l) for l in out.splitlines() if '"trained"' in l][0]
-            for ph in ('count', 'merge'):
+            for ph in ('count', 'merge', 'setup', 'step', 'pick'):
                 t.setdefault((ph, j), []).append(rec[f'{ph}_seconds'])
     load.stop()
     rows = []
-    for ph, name in (('count', 'counting'), ('merge', 'merging')):
+    for ph, name in (('count', 'counting'), ('merge', 'merging'), ('setup', '  set-up'), ('step', '  steps'),
+                     ('pick', '  picking')):
         one, many = best_median(t[(ph, 1)]), best_median(t[(ph, n)])
-        rows.append({'phase': name, 'seconds_j1': bm(one, 3), f'seconds_j{n}': bm(many, 3),
+        nd = 3 if ph in ('count', 'merge') else 4
+        rows.append({'phase': name, 'seconds_j1': bm(one, nd), f'seconds_j{n}': bm(many, nd),
                      'speedup': bm(ratio(one, many)),
                      'all_j1': [round(x, 6) for x in t[(ph, 1)]], f'all_j{n}': [round(x, 6) for x in t[(ph, n)]]})
     print(f'# seconds: best/median of {a.phases} runs each, -j1 and -j{n} taking turns; '
-          f'speedup: -j1 seconds / -j{n} seconds')
+          f'speedup: -j1 seconds / -j{n} seconds; merging\'s parts as its trained record gives them '
+          f'(picking: choosing each batch of merges, one thread alone; the rest is progress records, '
+          f'freeing, threads)')
     table(rows, ['phase', 'seconds_j1', f'seconds_j{n}', 'speedup'])
     print(load.line())
     print()

@@ -46,6 +46,11 @@ grep -q '"event":"trained",.*"ties":"hf"' "$T/.out" && ok "the trained record sa
 check "default ties, JSONL" $TT -q -v 600 -o "$T/tdef.lmtok" "$DATA/text"
 grep -q '"event":"trained",.*"ties":"id"' "$T/.out" && ok "... and id by default" ||
 	notok "trained record default ties" "$(grep trained "$T/.out")"
+grep '"event":"trained"' "$T/.out" | jq -e '.steps >= 1 and .steps <= .merges and .setup_seconds > 0 and
+	.step_seconds > 0 and .pick_seconds >= 0 and
+	.setup_seconds + .step_seconds + .pick_seconds <= .merge_seconds' > /dev/null &&
+	ok "the trained record splits merge_seconds into set-up, steps and picking" ||
+	notok "trained record parts" "$(grep trained "$T/.out")"
 cmp -s "$T/a.lmtok" "$T/thf1.lmtok" && notok "--ties hf changes the merge order on these texts" \
 	|| ok "--ties hf changes the merge order on these texts"
 check_fail "--ties takes id or hf" 2 "--ties 'bytes': expected id or hf" $TT -q --ties bytes -v 600 -o "$T/x.lmtok" "$DATA/text"

@@ -316,11 +316,20 @@ static void batched(const struct lmt_wordcount *wc)
 {
 	for (int nt = 1; nt <= 2; nt++) {
 		struct lmt_bpe_result res;
+		double t0 = lmt_now();
 		if (train_min1(wc, 2000, LMT_BPE_TIES_ID, nt, &res, "batches"))
 			continue;
+		double wall = lmt_now() - t0;
 		tap_ok(res.n_steps > 0 && res.n_steps * 4 <= res.n_merges,
 		       "text fixtures, %d thread%s: %u merges in %u steps (at least 4 a step)", nt, nt > 1 ? "s" : "",
 		       res.n_merges, res.n_steps);
+		/* the parts are disjoint stretches of the call, timed by the same clock:
+		 * 1 ns of slack for the rounding of their differences */
+		double sum = res.setup_seconds + res.step_seconds + res.pick_seconds;
+		if (!tap_ok(res.setup_seconds > 0 && res.step_seconds > 0 && res.pick_seconds > -1e-9 && sum <= wall + 1e-9,
+			    "%d thread%s: set-up, steps and picking are parts of the call's time", nt, nt > 1 ? "s" : ""))
+			tap_diag("setup %.9f step %.9f pick %.9f, call %.9f s", res.setup_seconds, res.step_seconds,
+				 res.pick_seconds, wall);
 		lmt_bpe_result_release(&res);
 	}
 }
