@@ -184,8 +184,8 @@ def phases(a, kind, tmp):
                 t.setdefault((ph, j), []).append(rec[f'{ph}_seconds'])
     load.stop()
     rows = []
-    for ph, name in (('count', 'counting'), ('merge', 'merging'), ('setup', '  set-up'), ('step', '  steps'),
-                     ('pick', '  picking')):
+    for ph, name in (('count', 'counting'), ('merge', 'merging'), ('setup', 'merging: set-up'),
+                     ('step', 'merging: steps'), ('pick', 'merging: picking')):
         one, many = best_median(t[(ph, 1)]), best_median(t[(ph, n)])
         nd = 3 if ph in ('count', 'merge') else 4
         rows.append({'phase': name, 'seconds_j1': bm(one, nd), f'seconds_j{n}': bm(many, nd),
