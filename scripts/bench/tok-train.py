@@ -190,7 +190,7 @@ def phases(a, kind, tmp):
         nd = 3 if ph in ('count', 'merge') else 4
         rows.append({'phase': name, 'seconds_j1': bm(one, nd), f'seconds_j{n}': bm(many, nd),
                      'speedup': bm(ratio(one, many)),
-                     'all_j1': [round(x, 6) for x in t[(ph, 1)]], f'all_j{n}': [round(x, 6) for x in t[(ph, n)]]})
+                     'all_j1': [round(x, 9) for x in t[(ph, 1)]], f'all_j{n}': [round(x, 9) for x in t[(ph, n)]]})
     print(f'# seconds: best/median of {a.phases} runs each, -j1 and -j{n} taking turns; '
           f'speedup: -j1 seconds / -j{n} seconds; merging\'s parts as its trained record gives them '
           f'(picking: choosing each batch of merges, one thread alone; the rest is progress records, '

@@ -68,12 +68,13 @@ ok "bench tok-train, tok-encode, dedup, shard-pack: --corpus synthetic|real|both
 # tok-train's phases, lmt alone (no peer): -j1 against all cores, turn by turn
 LMT_BIN="$BIN" python3 scripts/bench/tok-train.py --phases 2 --corpus real --real-file "$T/real.jsonl" \
 	--vocab 400 --json "$T/ph.json" > "$T/ph.out" 2> "$T/ph.err"
-python3 - "$T/ph.json" > "$T/ph.chk" 2>&1 <<'PY' && ok "bench tok-train --phases: counting and merging at -j1 and on all cores, 2 turns each, and the speedups" || notok "bench tok-train --phases" "$(cat "$T/ph.chk" "$T/ph.err" | tail -c 600)"
+python3 - "$T/ph.json" > "$T/ph.chk" 2>&1 <<'PY' && ok "bench tok-train --phases: counting, merging and merging's parts at -j1 and on all cores, 2 turns each, and the speedups" || notok "bench tok-train --phases" "$(cat "$T/ph.chk" "$T/ph.err" | tail -c 600)"
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r['phases'] == 2, r
 (c,) = r['corpora']
-assert [p['phase'] for p in c['phases']] == ['counting', 'merging'], c
+parts = ['merging: set-up', 'merging: steps', 'merging: picking']
+assert [p['phase'] for p in c['phases']] == ['counting', 'merging'] + parts, c
 for p in c['phases']:
     many = [k for k in p if k.startswith('all_j') and k != 'all_j1']
     assert len(many) == 1, p
@@ -81,6 +82,11 @@ for p in c['phases']:
         assert len(p[k]) == 2 and all(x > 0 for x in p[k]), p
     b, m = map(float, p['speedup'].split('/'))
     assert abs(b - min(p['all_j1']) / min(p[many[0]])) < 0.01 and m > 0, p
+# each run's parts add up to no more than its merging (each rounded to 1 ns)
+ph = {p['phase']: p for p in c['phases']}
+for k in ('all_j1', many[0]):
+    for i in range(2):
+        assert sum(ph[n][k][i] for n in parts) <= ph['merging'][k][i] + 5e-9, (k, i, ph)
 PY
 
 # dedup's corpus on the real documents: planted near-copies after their originals
