@@ -124,9 +124,10 @@ struct lmt_bpe_result {
 	uint32_t *off;
 	uint64_t distinct_words, total_words;
 	uint64_t peak_bytes;    /* largest size of the trainer's own tables */
-	/* where the time went: the tables made before the first merge; the steps (every
-	 * thread); picking each step's batch between steps, which the calling thread
-	 * does alone (progress callbacks not included) */
+	/* where the time went: the threads started and the tables made before the first
+	 * merge; the steps (every thread); picking each step's batch and keeping the
+	 * books between steps, which the calling thread does alone (progress callbacks
+	 * not included) */
 	double setup_seconds, step_seconds, pick_seconds;
 };
 

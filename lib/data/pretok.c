@@ -152,21 +152,15 @@ int lmt_pretok_iter_init(struct lmt_pretok_iter *it, const struct lmt_pretok *p)
 		return LMT_ENOMEM;
 	it->md = pcre2_match_data_create_from_pattern(p->code, g);
 	it->mctx = pcre2_match_context_create(g);
-	if (!it->md || !it->mctx) {
-		pcre2_general_context_free(g);
+	if (p->jit)
+		it->jstack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, g);
+	pcre2_general_context_free(g);
+	if (!it->md || !it->mctx || (p->jit && !it->jstack)) {
 		lmt_pretok_iter_release(it);
 		return LMT_ENOMEM;
 	}
-	if (p->jit) {
-		it->jstack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, g);
-		if (!it->jstack) {
-			pcre2_general_context_free(g);
-			lmt_pretok_iter_release(it);
-			return LMT_ENOMEM;
-		}
+	if (it->jstack)
 		pcre2_jit_stack_assign(it->mctx, NULL, it->jstack);
-	}
-	pcre2_general_context_free(g);
 	return 0;
 }
 

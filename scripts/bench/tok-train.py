@@ -33,8 +33,8 @@ take turns N times on each corpus's JSONL, and each of its two phases is timed a
 `trained` record gives it (count_seconds: reading and counting the words, the
 per-thread tables merged included; merge_seconds: the BPE merges, set-up and freeing
 included), best and median of each, and the speedup of all cores over one. Merging is
-also given in the parts its record splits it into: set-up (the tables made before the
-first merge), steps (applying each batch of merges, every thread) and picking (choosing
+also given in the parts its record splits it into: set-up (the threads started and the
+tables made before the first merge), steps (applying each batch of merges, every thread) and picking (choosing
 each batch, which one thread does alone).
 """
 import argparse
@@ -194,7 +194,7 @@ def phases(a, kind, tmp):
     print(f'# seconds: best/median of {a.phases} runs each, -j1 and -j{n} taking turns; '
           f'speedup: -j1 seconds / -j{n} seconds; merging\'s parts as its trained record gives them '
           f'(picking: choosing each batch of merges, one thread alone; the rest is progress records, '
-          f'freeing, threads)')
+          f'freeing, stopping the threads)')
     table(rows, ['phase', 'seconds_j1', f'seconds_j{n}', 'speedup'])
     print(load.line())
     print()
