@@ -158,6 +158,16 @@ $(B)/tests/%: tests/unit/%.c tests/unit/tap.h tests/unit/fixtures.h $(B)/liblmt.
 
 tests: $(B)/config.txt $(TOOLS) $(UNIT_BIN)
 
+# scripts/bench's measure of what N threads can gain on this machine now: no
+# library, built with everything so that the benchmarks and tests find it
+BENCH_CEILING := $(B)/bench/ceiling
+all: $(BENCH_CEILING)
+tests: $(BENCH_CEILING)
+$(BENCH_CEILING): scripts/bench/ceiling.c $(B)/config.txt
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)$(CC) -std=c11 -D_GNU_SOURCE -g $(CFLAGS_OPT) $(WARN) -pthread $(EXTRA_CFLAGS) \
+		-o $@ $< $(EXTRA_LDFLAGS)
+
 # scripts/gpu-check's probe and facts (scripts/gpu-facts.cu): built where nvcc
 # exists, so that `make` proves it compiles; it runs only where a GPU is
 ifeq ($(HAVE_CUDA),1)

@@ -22,6 +22,8 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 BIN = os.environ.get('LMT_BIN', os.path.join(TOP, 'build', 'bin'))
 SHARED = os.environ.get('LMT_SHARED', os.path.join(TOP, '..', 'shared', 'data', 'tokenizers'))
 CORPUS_DIR = os.environ.get('LMT_BENCH_CORPUS', '/tmp/lmt-bench')
+# scripts/bench/ceiling.c, which make builds beside the tools
+CEILING = os.environ.get('LMT_CEILING', os.path.join(os.path.dirname(os.path.abspath(BIN)), 'bench', 'ceiling'))
 
 
 def run(cmd, env=None, stdin=None, stdout=subprocess.DEVNULL):
@@ -158,3 +160,37 @@ class Load:
         return (f'# load: 1-minute load average {r["load_start"]} at the start, {r["load_end"]} at the end; '
                 f'over {r["wall_s"]} s this benchmark used {r["own_cores"]} cores, other processes '
                 f'{r["other_cores"]} (of {os.cpu_count()}), stolen {r["steal_cores"]}')
+
+
+class Ceiling:
+    """What `threads` threads can gain on this machine, measured at the start and the end
+    of a benchmark's timed runs (scripts/bench/ceiling.c): for a loop of arithmetic and
+    a loop of memory reads, `threads` x one thread's time over the time of `threads`
+    threads each running the loop, best/best and median/median of `rounds`. A -j
+    speedup timed between the two can beat it only by chance: on a shared VM it moves
+    with what the host does with the cores. When the program is not built, nothing is
+    measured and the line says so."""
+
+    def __init__(self, threads, rounds=5):
+        self.threads, self.rounds = threads, rounds
+        self.before = self._measure()
+
+    def _measure(self):
+        if not os.path.exists(CEILING):
+            return None
+        _, _, out = run([CEILING, '-j', str(self.threads), '-r', str(self.rounds)], stdout=subprocess.PIPE)
+        return {r['loop']: [r['speedup_best'], r['speedup_median']] for r in map(json.loads, out.splitlines())}
+
+    def stop(self):
+        self.after = self._measure()
+        self.result = dict(threads=self.threads, rounds=self.rounds, before=self.before, after=self.after)
+        return self.result
+
+    def line(self):
+        if self.before is None or self.after is None:
+            return f'# ceiling: not measured ({CEILING} is missing; make builds it)'
+        f = lambda loop: f'{self.before[loop][0]:.2f}x/{self.before[loop][1]:.2f}x and ' \
+                         f'{self.after[loop][0]:.2f}x/{self.after[loop][1]:.2f}x'
+        return (f'# ceiling: {self.threads} threads each running a loop against one running it, best/median '
+                f'of {self.rounds}, at the start and at the end: arithmetic {f("alu")}, memory reads '
+                f'{f("memory")} (scripts/bench/ceiling.c)')

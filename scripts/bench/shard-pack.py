@@ -14,7 +14,8 @@ of --repeat runs, the commands taking turns.
            (and with --chunk-bytes 0: the cost of the chunk digests the manifest lists)
   verify:  shard-pack --verify DIR (-j1 and all cores)  vs  cat / sha256sum of the files it
            checks (the shards and the documents table),
-           and all cores against one (vs_j1)
+           and all cores against one (vs_j1), beside the machine's own ceiling for
+           all cores against one, before and after the runs (common.Ceiling)
 """
 import argparse
 import glob
@@ -24,8 +25,8 @@ import shutil
 import tempfile
 
 import corpus as corpora
-from common import (BIN, SHARED, Load, add_corpus_args, bm, best_median, corpus_file, header, kinds, machine,
-                    rate, ratio, run, save, table)
+from common import (BIN, SHARED, Ceiling, Load, add_corpus_args, bm, best_median, corpus_file, header, kinds,
+                    machine, rate, ratio, run, save, table)
 
 
 def bench(a, kind, tmp, tok):
@@ -64,12 +65,14 @@ def bench(a, kind, tmp, tok):
         'verify1': lambda: run([f'{BIN}/shard-pack', '-q', '-j1', '--verify', out])[0],
         'verifyn': lambda: run([f'{BIN}/shard-pack', '-q', f'-j{n}', '--verify', out])[0],
     }
+    ceil = Ceiling(n)
     load = Load()
     t = {k: [] for k in cmds}
     for _ in range(a.repeat):          # the contenders take turns
         for k, f in cmds.items():
             t[k].append(f())
     load.stop()
+    ceil.stop()
     T = {k: best_median(v) for k, v in t.items()}
     mb = lambda b, k: bm(rate(b / 1e6, T[k]), 0)
     vs = lambda peer, k: bm(ratio(T[peer], T[k]))
@@ -92,10 +95,11 @@ def bench(a, kind, tmp, tok):
     ]
     table(rows, ['command', 'mb_s', 'vs_cat', 'vs_sha256sum', 'vs_j1'])
     print(load.line())
+    print(ceil.line())
     print()
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(f'{tmp}/d0', ignore_errors=True)
-    return dict(corpus=kind, file=path, stats=st, stream_mb=size / 1e6, dataset_mb=dsize / 1e6, load=load.result,
+    return dict(corpus=kind, file=path, stats=st, stream_mb=size / 1e6, dataset_mb=dsize / 1e6, load=load.result, ceiling=ceil.result,
                 rows=rows, seconds_all={k: [round(x, 4) for x in v] for k, v in t.items()})
 
 

@@ -16,7 +16,8 @@ Timing: the peers' encode calls (tokenizer loading excluded; HF single-threaded 
 the first quarter of the bytes, scaled); lmt's wall time of the whole tok-encode
 process minus the time it takes to load the tokenizer (measured separately), so
 reading, encoding and writing the stream are all counted for lmt. Every figure is
-best/median of --repeat runs (default 3), the contenders taking turns.
+best/median of --repeat runs (default 3), the contenders taking turns. Before and
+after the runs, the machine's own ceiling for all cores against one (common.Ceiling).
 """
 import argparse
 import json
@@ -28,8 +29,8 @@ import tempfile
 import time
 
 import corpus as corpora
-from common import (BIN, SHARED, Load, add_corpus_args, bm, best_median, corpus_file, header, kinds, machine,
-                    rate, ratio, run, save, table)
+from common import (BIN, SHARED, Ceiling, Load, add_corpus_args, bm, best_median, corpus_file, header, kinds,
+                    machine, rate, ratio, run, save, table)
 
 SEP = '\n\x1e\n'   # a document separator that never occurs in the corpus
 
@@ -84,6 +85,7 @@ def bench(a, kind, tmp, peers):
     header(kind, path, st)
     ncores = os.cpu_count()
     R = a.repeat
+    ceil = Ceiling(ncores)
     load = Load()
     rows = []
     names = {'gpt2': 'gpt2', 'cl100k': 'cl100k_base', 'o200k': 'o200k_base'}
@@ -161,13 +163,15 @@ def bench(a, kind, tmp, peers):
                  seconds_all={k: [round(y, 4) for y in x] for k, x in t.items()})
         rows.append(r)
     load.stop()
+    ceil.stop()
     print(f'# MB/s single-threaded (_1) and on {ncores} threads (_n), best/median of {R}; '
           f'x_ = lmt / peer, best/best and median/median')
     table(rows, ['encoding', 'identical', 'hf_identical', 'lmt_1', 'tiktoken_1', 'hf_1', 'x_tiktoken_1',
                  'x_hf_1', 'lmt_n', 'tiktoken_n', 'hf_n', 'x_tiktoken_n', 'x_hf_n', 'load_s'])
     print(load.line())
+    print(ceil.line())
     print()
-    return dict(corpus=kind, file=path, stats=st, load=load.result, results=rows)
+    return dict(corpus=kind, file=path, stats=st, load=load.result, ceiling=ceil.result, results=rows)
 
 
 def stream_diff(path, ref):

@@ -35,7 +35,8 @@ per-thread tables merged included; merge_seconds: the BPE merges, set-up and fre
 included), best and median of each, and the speedup of all cores over one. Merging is
 also given in the parts its record splits it into: set-up (the threads started and the
 tables made before the first merge), steps (applying each batch of merges, every thread) and picking (choosing
-each batch, which one thread does alone).
+each batch, which one thread does alone). Before and after the runs, the machine's own
+ceiling for all cores against one (common.Ceiling).
 """
 import argparse
 import json
@@ -45,7 +46,7 @@ import sys
 import tempfile
 
 import corpus as corpora
-from common import (BIN, Load, add_corpus_args, bm, best_median, corpus_file, header, kinds, machine,
+from common import (BIN, Ceiling, Load, add_corpus_args, bm, best_median, corpus_file, header, kinds, machine,
                     ratio, run, save, table)
 
 HF_SCRIPT = r'''
@@ -173,6 +174,7 @@ def phases(a, kind, tmp):
     st = child('prepare', kind, path, tmp)
     header(kind, path, st, ' as JSONL')
     n = max(2, os.cpu_count())
+    ceil = Ceiling(n)
     load = Load()
     t = {}
     for _ in range(a.phases):
@@ -183,6 +185,7 @@ def phases(a, kind, tmp):
             for ph in ('count', 'merge', 'setup', 'step', 'pick'):
                 t.setdefault((ph, j), []).append(rec[f'{ph}_seconds'])
     load.stop()
+    ceil.stop()
     rows = []
     for ph, name in (('count', 'counting'), ('merge', 'merging'), ('setup', 'merging: set-up'),
                      ('step', 'merging: steps'), ('pick', 'merging: picking')):
@@ -197,8 +200,9 @@ def phases(a, kind, tmp):
           f'freeing, stopping the threads)')
     table(rows, ['phase', 'seconds_j1', f'seconds_j{n}', 'speedup'])
     print(load.line())
+    print(ceil.line())
     print()
-    return dict(corpus=kind, file=path, stats=st, load=load.result, phases=rows)
+    return dict(corpus=kind, file=path, stats=st, load=load.result, ceiling=ceil.result, phases=rows)
 
 
 def main():

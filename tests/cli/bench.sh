@@ -57,6 +57,26 @@ assert L.line().startswith("# load: 1-minute load average "), L.line()
 print(L.line())') > "$T/load.out" 2>&1 \
 	&& ok "common.Load: load average, our cores and other processes' cores" || notok "common.Load" "$(cat "$T/load.out")"
 
+# the ceiling the speedup benchmarks print beside theirs: two loops, each speedup
+# the threads times one thread's time over theirs (times printed to 0.1 ms of some
+# 20-50 ms, hence 1% slack)
+C=$(dirname "$BIN")/bench/ceiling
+"$C" -j 2 -r 2 > "$T/ceil.out" 2> "$T/ceil.err"
+python3 - "$T/ceil.out" > "$T/ceil.chk" 2>&1 <<'PY' && ok "bench/ceiling -j 2 -r 2: an arithmetic and a memory loop, 2 rounds, speedups 2 x one thread's time / two threads' time, best and median" || notok "bench/ceiling" "$(cat "$T/ceil.chk" "$T/ceil.err" | tail -c 600)"
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+assert [x['loop'] for x in r] == ['alu', 'memory'], r
+for x in r:
+    assert x['threads'] == 2 and x['rounds'] == 2, x
+    assert 0 < x['one_s_best'] <= x['one_s_median'] and 0 < x['all_s_best'] <= x['all_s_median'], x
+    for k in ('best', 'median'):
+        want = 2 * x[f'one_s_{k}'] / x[f'all_s_{k}']
+        assert abs(x[f'speedup_{k}'] / want - 1) < 0.01, (k, want, x)
+PY
+check_fail "bench/ceiling -j 0: exit 2, says what -j takes" 2 "-j '0': expected a whole number from 1 to 1024" "$C" -j 0
+[ ! -s "$T/.out" ] && ok "... and prints nothing on stdout" || notok "bench/ceiling -j 0 printed" "$(head -c 300 "$T/.out")"
+check_fail "bench/ceiling --threads: exit 2, unknown argument" 2 "'--threads': unknown argument" "$C" --threads
+
 # every data-plane benchmark takes --corpus and --repeat (its --help needs no peer)
 for b in tok-train tok-encode dedup shard-pack; do
 	scripts/bench/run $b --help > "$T/help.out" 2>&1 && grep -q -- '--corpus {synthetic,real,both}' "$T/help.out" \
@@ -82,6 +102,14 @@ for p in c['phases']:
         assert len(p[k]) == 2 and all(x > 0 for x in p[k]), p
     b, m = map(float, p['speedup'].split('/'))
     assert abs(b - min(p['all_j1']) / min(p[many[0]])) < 0.01 and m > 0, p
+# the machine's own ceiling, before the runs and after, at the threads they used
+n = int(many[0][len('all_j'):])
+cl = c['ceiling']
+assert (cl['threads'], cl['rounds']) == (n, 5), cl
+for when in ('before', 'after'):
+    assert sorted(cl[when]) == ['alu', 'memory'] and all(len(v) == 2 and min(v) > 0 for v in cl[when].values()), cl
+out = open(sys.argv[1][:-len('ph.json')] + 'ph.out').read()
+assert '# ceiling: %d threads each running a loop against one running it' % n in out, out
 # each run's parts add up to no more than its merging (each rounded to 1 ns)
 ph = {p['phase']: p for p in c['phases']}
 for k in ('all_j1', many[0]):
