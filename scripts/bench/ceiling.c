@@ -1,9 +1,10 @@
 /*
  * ceiling: how much faster this machine runs N copies of a loop on N threads than
- * one copy on one thread, now. No code's -jN speedup can beat it here, and on a
- * shared VM it is not N: its cores may share a physical core or a clock that drops
- * when both run, and the host lends them to others. The speedup benchmarks of
- * scripts/bench print it beside their own figures, measured in the same run.
+ * one copy on one thread, now: what N threads gain on work that shares nothing and
+ * fits no better in N cores' caches than in one's. On a shared VM it is not N: its
+ * cores may share a physical core or a clock that drops when both run, and the
+ * host lends them to others. The speedup benchmarks of scripts/bench print it
+ * beside their own figures, measured in the same run.
  * `make` builds it as $(B)/bench/ceiling.
  *
  *   ceiling [-j N] [-r ROUNDS]

@@ -166,10 +166,11 @@ class Ceiling:
     """What `threads` threads can gain on this machine, measured at the start and the end
     of a benchmark's timed runs (scripts/bench/ceiling.c): for a loop of arithmetic and
     a loop of memory reads, `threads` x one thread's time over the time of `threads`
-    threads each running the loop, best/best and median/median of `rounds`. A -j
-    speedup timed between the two can beat it only by chance: on a shared VM it moves
-    with what the host does with the cores. When the program is not built, nothing is
-    measured and the line says so."""
+    threads each running the loop, best/best and median/median of `rounds`. Work that
+    shares nothing gains about that much from the threads; a -j speedup above it comes
+    from the caches more cores bring, or from chance. On a shared VM it moves with what
+    the host does with the cores. When the program is not built, nothing is measured
+    and the line says so."""
 
     def __init__(self, threads, rounds=5):
         self.threads, self.rounds = threads, rounds
