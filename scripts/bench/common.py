@@ -22,7 +22,7 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 BIN = os.environ.get('LMT_BIN', os.path.join(TOP, 'build', 'bin'))
 SHARED = os.environ.get('LMT_SHARED', os.path.join(TOP, '..', 'shared', 'data', 'tokenizers'))
 CORPUS_DIR = os.environ.get('LMT_BENCH_CORPUS', '/tmp/lmt-bench')
-# scripts/bench/ceiling.c, which make builds beside the tools
+# scripts/bench/ceiling.c, which make builds beside the tools ($LMT_CEILING overrides)
 CEILING = os.environ.get('LMT_CEILING', os.path.join(os.path.dirname(os.path.abspath(BIN)), 'bench', 'ceiling'))
 
 

@@ -99,8 +99,8 @@ def bench(a, kind, tmp, tok):
     print()
     shutil.rmtree(out, ignore_errors=True)
     shutil.rmtree(f'{tmp}/d0', ignore_errors=True)
-    return dict(corpus=kind, file=path, stats=st, stream_mb=size / 1e6, dataset_mb=dsize / 1e6, load=load.result, ceiling=ceil.result,
-                rows=rows, seconds_all={k: [round(x, 4) for x in v] for k, v in t.items()})
+    return dict(corpus=kind, file=path, stats=st, stream_mb=size / 1e6, dataset_mb=dsize / 1e6, load=load.result,
+                ceiling=ceil.result, rows=rows, seconds_all={k: [round(x, 4) for x in v] for k, v in t.items()})
 
 
 def main():

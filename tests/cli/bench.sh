@@ -114,7 +114,7 @@ assert '# ceiling: %d threads each running a loop against one running it' % n in
 ph = {p['phase']: p for p in c['phases']}
 for k in ('all_j1', many[0]):
     for i in range(2):
-        assert sum(ph[n][k][i] for n in parts) <= ph['merging'][k][i] + 5e-9, (k, i, ph)
+        assert sum(ph[part][k][i] for part in parts) <= ph['merging'][k][i] + 5e-9, (k, i, ph)
 PY
 
 # dedup's corpus on the real documents: planted near-copies after their originals
