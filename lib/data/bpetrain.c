@@ -2295,26 +2295,21 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 	return 0;
 }
 
-int lmt_bpe_to_tokenizer(const struct lmt_bpe_result *r, const char *pattern, const char *regex,
-			 const char *const *specials, int nspecials, const char *eos,
-			 const char *bos, const char *pad, struct lmt_tokenizer *t,
-			 struct lmt_err *err)
+/* The special tokens after the vocabulary so far, if rc is 0 (checked first). */
+static int add_specials(struct lmt_tokenizer *t, const char *const *specials, int nspecials, int rc,
+			struct lmt_err *err)
 {
-	lmt_tok_init(t);
-	int rc = 0;
-	for (uint32_t id = 0; id < r->n_tokens && !rc; id++)
-		rc = lmt_tok_add_token(t, r->bytes + r->off[id], r->off[id + 1] - r->off[id], 0, NULL, err);
-	for (int i = 0; i < nspecials && !rc; i++) {
-		for (int k = 0; k < i; k++)
-			if (!strcmp(specials[k], specials[i]))
-				rc = lmt_err_set(err, LMT_EINVAL, "special token '%s' given twice", specials[i]);
-		if (!rc && !*specials[i])
-			rc = lmt_err_set(err, LMT_EINVAL, "special token is empty");
-		if (!rc)
-			rc = lmt_tok_add_token(t, specials[i], strlen(specials[i]), 1, NULL, err);
-	}
-	for (uint32_t m = 0; m < r->n_merges && !rc; m++)
-		rc = lmt_tok_add_merge(t, r->merge[m][0], r->merge[m][1], r->merge[m][2], m, err);
+	if (!rc)
+		rc = lmt_tok_check_specials(specials, nspecials, err);
+	for (int i = 0; i < nspecials && !rc; i++)
+		rc = lmt_tok_add_token(t, specials[i], strlen(specials[i]), 1, NULL, err);
+	return rc;
+}
+
+/* The pattern and roles, then the checks, if rc is 0; t released on any error. */
+static int finish_tok(struct lmt_tokenizer *t, const char *pattern, const char *regex, const char *eos,
+		      const char *bos, const char *pad, int rc, struct lmt_err *err)
+{
 	if (!rc)
 		rc = lmt_tok_set_pattern(t, pattern, regex, err);
 	if (!rc)
@@ -2324,6 +2319,21 @@ int lmt_bpe_to_tokenizer(const struct lmt_bpe_result *r, const char *pattern, co
 	if (rc)
 		lmt_tok_release(t);
 	return rc;
+}
+
+int lmt_bpe_to_tokenizer(const struct lmt_bpe_result *r, const char *pattern, const char *regex,
+			 const char *const *specials, int nspecials, const char *eos,
+			 const char *bos, const char *pad, struct lmt_tokenizer *t,
+			 struct lmt_err *err)
+{
+	lmt_tok_init(t);
+	int rc = 0;
+	for (uint32_t id = 0; id < r->n_tokens && !rc; id++)
+		rc = lmt_tok_add_token(t, r->bytes + r->off[id], r->off[id + 1] - r->off[id], 0, NULL, err);
+	rc = add_specials(t, specials, nspecials, rc, err);
+	for (uint32_t m = 0; m < r->n_merges && !rc; m++)
+		rc = lmt_tok_add_merge(t, r->merge[m][0], r->merge[m][1], r->merge[m][2], m, err);
+	return finish_tok(t, pattern, regex, eos, bos, pad, rc, err);
 }
 
 struct charent {
@@ -2364,17 +2374,8 @@ int lmt_chars_to_tokenizer(const struct lmt_wordcount *wc, uint32_t n_tokens, co
 	}
 	for (size_t i = 0; i < k && t->n_vocab < n_tokens && !rc; i++)
 		rc = lmt_tok_add_token(t, ch[i].s, ch[i].n, 0, NULL, err);
-	for (int i = 0; i < nspecials && !rc; i++)
-		rc = lmt_tok_add_token(t, specials[i], strlen(specials[i]), 1, NULL, err);
+	rc = add_specials(t, specials, nspecials, rc, err);
 	free(ch);
 	t->flags |= LMT_TOK_IGNORE_MERGES;
-	if (!rc)
-		rc = lmt_tok_set_pattern(t, "custom", LMT_CHARS_PATTERN, err);
-	if (!rc)
-		rc = lmt_tok_set_roles(t, eos, bos, pad, err);
-	if (!rc)
-		rc = lmt_tok_finalize(t, err);
-	if (rc)
-		lmt_tok_release(t);
-	return rc;
+	return finish_tok(t, "custom", LMT_CHARS_PATTERN, eos, bos, pad, rc, err);
 }

@@ -260,6 +260,53 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* a token's bytes, for sorting specials by them */
+struct span {
+	const uint8_t *s;
+	uint32_t n, id;
+};
+
+static int cmp_span(const void *x, const void *y)
+{
+	const struct span *a = x, *b = y;
+	int c = memcmp(a->s, b->s, LMT_MIN(a->n, b->n));
+	return c ? c : a->n != b->n ? (a->n < b->n ? -1 : 1) : (a->id < b->id ? -1 : a->id > b->id);
+}
+
+/* Special tokens' strings: unique, or encoding could reach only one of two. */
+static int specials_distinct(const struct lmt_tokenizer *t, struct lmt_err *err)
+{
+	if (t->n_special < 2)
+		return 0;
+	struct span *v = malloc(t->n_special * sizeof *v);
+	if (!v)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	for (uint32_t k = 0; k < t->n_special; k++) {
+		uint32_t id = t->special_ids[k];
+		v[k] = (struct span){ lmt_tok_bytes(t, id), lmt_tok_len(t, id), id };
+	}
+	qsort(v, t->n_special, sizeof *v, cmp_span);
+	int rc = 0;
+	for (uint32_t k = 1; k < t->n_special && !rc; k++)
+		if (v[k].n == v[k - 1].n && !memcmp(v[k].s, v[k - 1].s, v[k].n))
+			rc = lmt_err_set(err, LMT_EFORMAT, "special tokens %u and %u have the same bytes",
+					 v[k - 1].id, v[k].id);
+	free(v);
+	return rc;
+}
+
+int lmt_tok_check_specials(const char *const *specials, int n, struct lmt_err *err)
+{
+	for (int i = 0; i < n; i++) {
+		if (!*specials[i])
+			return lmt_err_set(err, LMT_EINVAL, "special token is empty");
+		for (int k = 0; k < i; k++)
+			if (!strcmp(specials[k], specials[i]))
+				return lmt_err_set(err, LMT_EINVAL, "special token '%s' given twice", specials[i]);
+	}
+	return 0;
+}
+
 int lmt_tok_finalize(struct lmt_tokenizer *t, struct lmt_err *err)
 {
 	free(t->pairs);
@@ -320,6 +367,9 @@ int lmt_tok_finalize(struct lmt_tokenizer *t, struct lmt_err *err)
 		if (t->special[id])
 			t->special_ids[k++] = id;
 	qsort(t->special_ids, k, sizeof *t->special_ids, cmp_u32);
+	int rc = specials_distinct(t, err);
+	if (rc)
+		return rc;
 
 	/* merges: in range, not special, consistent, no pair twice */
 	t->pair_mask = pow2_at_least(2 * (size_t)t->n_merges + 2) - 1;

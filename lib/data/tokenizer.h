@@ -89,8 +89,8 @@ static inline const uint8_t *lmt_tok_bytes(const struct lmt_tokenizer *t, uint32
  * Building a tokenizer by hand (importers, the trainer): lmt_tok_init gives an
  * empty model; add tokens with lmt_tok_add_token, merges with lmt_tok_add_merge,
  * then lmt_tok_finalize checks everything (bytes all present, merges consistent,
- * specials untouched by merges, no duplicate non-special strings) and builds the
- * lookup tables. lmt_tok_release frees everything.
+ * specials untouched by merges, no two non-special tokens with the same bytes nor
+ * two special ones) and builds the lookup tables. lmt_tok_release frees everything.
  */
 void lmt_tok_init(struct lmt_tokenizer *t);
 /* Add a token with the next id (returned in *id). */
@@ -104,6 +104,9 @@ int lmt_tok_set_pattern(struct lmt_tokenizer *t, const char *name, const char *r
 int lmt_tok_set_roles(struct lmt_tokenizer *t, const char *eos, const char *bos, const char *pad,
 		      struct lmt_err *err);
 int lmt_tok_finalize(struct lmt_tokenizer *t, struct lmt_err *err);
+/* Special token strings as given (to training, say): none empty, none twice;
+ * LMT_EINVAL with a message naming the first that is not. */
+int lmt_tok_check_specials(const char *const *specials, int n, struct lmt_err *err);
 void lmt_tok_release(struct lmt_tokenizer *t);
 
 /* Id of a byte string, or LMT_NO_TOKEN (needs lmt_tok_finalize). */

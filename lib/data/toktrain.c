@@ -31,8 +31,12 @@ int lmt_toktrain_init(struct lmt_toktrain *t, const struct lmt_toktrain_params *
 {
 	memset(t, 0, sizeof *t);
 	t->p = *params;
+	/* an empty one would match everywhere, and counting would not move on */
+	int rc = lmt_tok_check_specials(params->specials, params->nspecials, err);
+	if (rc)
+		return rc;
 	const char *regex = params->chars ? LMT_CHARS_PATTERN : params->regex;
-	int rc = lmt_pretok_init(&t->pt, regex ? "custom" : params->pattern, regex, err);
+	rc = lmt_pretok_init(&t->pt, regex ? "custom" : params->pattern, regex, err);
 	if (rc)
 		return rc;
 	const int nt = params->threads;

@@ -263,6 +263,17 @@ check_fail "a tokenizer with fewer than 256 byte tokens is refused, naming the f
 nothing_left "no tokenizer written from it" "$T/out" small.lmtok
 check_fail "a bad role is a usage error found before any work" 2 "'<|x|>' is not one of the special tokens" \
 	$TT -v 300 --eos '<|x|>' -o "$T/out/r.lmtok" "$DATA/text"
+# an empty special matched everywhere and counting never moved on (it hung); one
+# given twice was caught only after training, and with --chars not at all
+for mode in "" --chars; do
+	check_fail "an empty special token is a usage error before any work ${mode:-(BPE)}" 2 "special token is empty" \
+		timeout 60 $TT $mode -v 300 -s '' -o "$T/out/s.lmtok" "$DATA/text"
+	check_fail "a special token given twice is a usage error before any work ${mode:-(BPE)}" 2 "'<|a|>' given twice" \
+		timeout 60 $TT $mode -v 300 -s '<|a|>' -s '<|b|>' -s '<|a|>' -o "$T/out/s.lmtok" "$DATA/text"
+	[ -s "$T/.out" ] && notok "nothing counted before the special tokens are checked ${mode:-(BPE)}" "$(head -c 300 "$T/.out")" \
+		|| ok "nothing counted before the special tokens are checked ${mode:-(BPE)}"
+done
+nothing_left "no tokenizer written for bad special tokens" "$T/out" s.lmtok
 check_fail "--fertility cannot read stdin twice" 2 "not stdin" $TT -v 300 --fertility -o "$T/out/f.lmtok" -
 check_fail "training options with -t are refused" 2 "--vocab-size applies to training" $TT -t "$T/a.lmtok" -v 300 --fertility "$DATA/text"
 check_fail "--decode refuses encoding options" 2 "--decode takes no encoding options" $TE -t "$T/a.lmtok" --decode --format ids "$T/s1.lmtoks"

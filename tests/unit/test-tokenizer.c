@@ -486,6 +486,31 @@ static void check_bad_models(void)
 	tap_ok(lmt_tok_finalize(&t, &err) == LMT_EFORMAT && strstr(err.msg, "special"),
 	       "a merge that produces a special token is rejected: %s", err.msg);
 	lmt_tok_release(&t);
+	/* two special tokens with the same bytes (a special may share a non-special
+	 * token's bytes: that is how imports mark one) */
+	lmt_tok_init(&t);
+	for (int i = 0; i < 256; i++) {
+		c = (uint8_t)i;
+		lmt_tok_add_token(&t, &c, 1, 0, NULL, &err);
+	}
+	lmt_tok_add_token(&t, "<a>", 3, 1, NULL, &err);
+	lmt_tok_add_token(&t, "<b>", 3, 1, NULL, &err);
+	lmt_tok_add_token(&t, "a", 1, 1, NULL, &err);
+	lmt_tok_set_pattern(&t, "gpt2", NULL, &err);
+	tap_ok(lmt_tok_finalize(&t, &err) == 0, "specials of distinct bytes, one also a byte token's, pass");
+	lmt_tok_add_token(&t, "<a>", 3, 1, NULL, &err);
+	tap_ok(lmt_tok_finalize(&t, &err) == LMT_EFORMAT && strstr(err.msg, "special tokens 256 and 259 have the same bytes"),
+	       "two special tokens with the same bytes are rejected: %s", err.msg);
+	lmt_tok_release(&t);
+	/* special token strings as training takes them */
+	const char *ok3[] = { "<|a|>", "<|b|>", "<|a|>x" }, *dup[] = { "<|a|>", "<|b|>", "<|a|>" },
+		   *empty[] = { "<|a|>", "" };
+	tap_ok(lmt_tok_check_specials(ok3, 3, &err) == 0 && lmt_tok_check_specials(NULL, 0, &err) == 0,
+	       "distinct special strings pass, as do none");
+	tap_ok(lmt_tok_check_specials(dup, 3, &err) == LMT_EINVAL && strstr(err.msg, "'<|a|>' given twice"),
+	       "a special string given twice is refused: %s", err.msg);
+	tap_ok(lmt_tok_check_specials(empty, 2, &err) == LMT_EINVAL && strstr(err.msg, "empty"),
+	       "an empty special string is refused: %s", err.msg);
 }
 
 /* gpt2's hand split of ASCII text (pretok.c) against PCRE2 alone, on strings of
