@@ -118,6 +118,7 @@ static void parse_split(struct opts *o, const char *spec)
 	if (!s)
 		die("out of memory");
 	o->frac[LMT_SPLIT_VAL] = o->frac[LMT_SPLIT_TEST] = 0;
+	int named[LMT_SPLIT_TEST + 1] = { 0 };
 	for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		if (!eq)
@@ -126,6 +127,8 @@ static void parse_split(struct opts *o, const char *spec)
 		int k = !strcmp(tok, "val") ? LMT_SPLIT_VAL : !strcmp(tok, "test") ? LMT_SPLIT_TEST : -1;
 		if (k < 0)
 			usage_error("option '--split': unknown split '%s' (val or test; train is the rest)", tok);
+		if (named[k]++)
+			usage_error("option '--split': '%s' is named twice", tok);
 		o->frac[k] = opt_double("split", eq + 1, 0, 1);
 	}
 	if (o->frac[LMT_SPLIT_VAL] + o->frac[LMT_SPLIT_TEST] >= 1)

@@ -14,6 +14,8 @@ SP=$BIN/shard-pack
 
 check "shard-pack --help exits 0" $SP --help
 check_fail "a bad split is a usage error" 2 "unknown split 'dev'" $SP --split dev=0.1 -o "$T/x" "$T/s.lmtoks"
+check_fail "a split named twice is a usage error (the last fraction used to win)" 2 "'val' is named twice" \
+	$SP --split val=0.1,test=0.1,val=0.2 -o "$T/x" "$T/s.lmtoks"
 check_fail "no output is a usage error" 2 "no output" $SP "$T/s.lmtoks"
 
 check "pack into 64-token sequences" $SP -q -L 64 --split val=0.1,test=0.05 --shard-tokens 2000 -o "$T/d" "$T/s.lmtoks"
