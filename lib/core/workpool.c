@@ -120,17 +120,22 @@ void lmt_workpool_free(struct lmt_workpool *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->mu);
-	__atomic_store_n(&p->quit, 1, __ATOMIC_SEQ_CST);
-	pthread_cond_broadcast(&p->cv);
-	pthread_mutex_unlock(&p->mu);
-	for (int i = 0; i < p->nhelpers; i++)
-		pthread_join(p->th[i], NULL);
-	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->cv);
+	lmt_threads_stop(p->th, p->nhelpers, &p->mu, &p->cv, &p->quit);
 	free(p->th);
 	free(p->args);
 	free(p);
+}
+
+void lmt_threads_stop(pthread_t *th, int n, pthread_mutex_t *mu, pthread_cond_t *cv, int *flag)
+{
+	pthread_mutex_lock(mu);
+	__atomic_store_n(flag, 1, __ATOMIC_SEQ_CST); /* also seen by threads spinning outside mu */
+	pthread_cond_broadcast(cv);
+	pthread_mutex_unlock(mu);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_destroy(mu);
+	pthread_cond_destroy(cv);
 }
 
 int lmt_workpool_workers(const struct lmt_workpool *p)

@@ -26,6 +26,7 @@
 #ifndef LMT_WORKPOOL_H
 #define LMT_WORKPOOL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,5 +49,10 @@ void lmt_spin_wait(unsigned *turn);
 /* fn(ctx, i, worker) for every i in [0, n), n of any size: runs of at most
  * LMT_WORKPOOL_MAX_ITEMS items, one after another. */
 void lmt_workpool_for(struct lmt_workpool *p, void (*fn)(void *ctx, size_t i, int worker), void *ctx, size_t n);
+
+/* Stop n threads that wait on cv under mu for work or for *flag: set *flag (an
+ * atomic store, for threads that also spin on it), wake them, join them, then
+ * destroy mu and cv. */
+void lmt_threads_stop(pthread_t *th, int n, pthread_mutex_t *mu, pthread_cond_t *cv, int *flag);
 
 #endif

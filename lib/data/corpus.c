@@ -34,6 +34,7 @@
 #include "core/jsonscan.h"
 #include "core/utf8.h"
 #include "core/util.h"
+#include "core/workpool.h"
 
 enum leaf_kind { LEAF_PLAIN, LEAF_COMPRESSED, LEAF_ARCHIVE, LEAF_STDIN };
 
@@ -1514,13 +1515,7 @@ void lmt_batchq_stop(struct lmt_batchq *q)
 	if (!q)
 		return;
 	if (q->ahead) {
-		pthread_mutex_lock(&q->mu);
-		q->stop = 1;
-		pthread_cond_broadcast(&q->cv);
-		pthread_mutex_unlock(&q->mu);
-		pthread_join(q->th, NULL);
-		pthread_mutex_destroy(&q->mu);
-		pthread_cond_destroy(&q->cv);
+		lmt_threads_stop(&q->th, 1, &q->mu, &q->cv, &q->stop);
 	}
 	lmt_docbatch_release(&q->slot[0]);
 	lmt_docbatch_release(&q->slot[1]);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/util.h"
+#include "core/workpool.h"
 
 #define DEFAULT_WINDOW 8192
 
@@ -295,13 +296,7 @@ int lmt_loader_next(struct lmt_loader *l, struct lmt_sample *s, struct lmt_err *
 void lmt_loader_release(struct lmt_loader *l)
 {
 	if (l->running) {
-		pthread_mutex_lock(&l->mu);
-		l->stop = 1;
-		pthread_cond_broadcast(&l->cv);
-		pthread_mutex_unlock(&l->mu);
-		pthread_join(l->th, NULL);
-		pthread_mutex_destroy(&l->mu);
-		pthread_cond_destroy(&l->cv);
+		lmt_threads_stop(&l->th, 1, &l->mu, &l->cv, &l->stop);
 	}
 	if (l->ring)
 		for (uint32_t i = 0; i < l->cfg.prefetch; i++)
