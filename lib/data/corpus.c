@@ -206,7 +206,16 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int expand(struct lmt_corpus *c, const char *path, int depth, struct lmt_err *err)
+/* the directories a walk is inside, innermost first */
+struct walk_dir {
+	dev_t dev;
+	ino_t ino;
+	const char *path;
+	const struct walk_dir *up;
+};
+
+static int expand(struct lmt_corpus *c, const char *path, int depth, const struct walk_dir *up,
+		  struct lmt_err *err)
 {
 	struct stat st;
 	int found = depth > 0;
@@ -229,8 +238,21 @@ static int expand(struct lmt_corpus *c, const char *path, int depth, struct lmt_
 		c->total_bytes += (uint64_t)st.st_size;
 		return add_leaf(c, path, found, err);
 	}
+	/* a symlink to a directory the walk is inside would be walked again and again
+	 * (two such links a level: without end); find -L reports them the same way */
+	for (const struct walk_dir *a = up; a; a = a->up)
+		if (a->dev == st.st_dev && a->ino == st.st_ino) {
+			char *why = malloc(strlen(a->path) + 64);
+			if (!why)
+				return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+			sprintf(why, "a loop back to the directory '%s'", a->path);
+			int rc = skip(c, path, why, err);
+			free(why);
+			return rc;
+		}
 	if (depth > 64)
 		return lmt_err_set(err, LMT_EINVAL, "'%s': directories nested too deep", path);
+	const struct walk_dir here = { st.st_dev, st.st_ino, path, up };
 	DIR *d = opendir(path);
 	if (!d)
 		return found ? skip(c, path, strerror(errno), err) : lmt_err_errno(err, "'%s'", path);
@@ -259,7 +281,7 @@ static int expand(struct lmt_corpus *c, const char *path, int depth, struct lmt_
 			break;
 		}
 		snprintf(sub, len, "%s%s%s", path, ends_with(path, "/") ? "" : "/", names[i]);
-		rc = expand(c, sub, depth + 1, err);
+		rc = expand(c, sub, depth + 1, &here, err);
 		free(sub);
 	}
 	for (size_t i = 0; i < n; i++)
@@ -296,7 +318,7 @@ int lmt_corpus_open(struct lmt_corpus **out, const char *const *paths, int npath
 	int nstdin = 0;
 	for (int i = 0; i < npaths; i++) {
 		nstdin += !strcmp(paths[i], "-");
-		int rc = expand(c, paths[i], 0, err);
+		int rc = expand(c, paths[i], 0, NULL, err);
 		if (rc) {
 			lmt_corpus_close(c);
 			return rc;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/cli/corpus.sh: what the corpus reader passes over in a directory walk.
 #
-# A dangling symlink, a symlink loop, a FIFO (the way to make an entry unreadable
+# A dangling symlink, a symlink loop, a symlink back to the directory itself (it was
+# walked again to the depth limit; two a level never ended), a FIFO (the way to make an entry unreadable
 # when the tests run as root: chmod 000 does not stop root) and binary files (a NUL
 # byte; mostly invalid UTF-8) inside a named directory are skipped: exit 0, counted
 # and named on stderr and in the summary record, and the output for the other files
@@ -26,13 +27,14 @@ bad() {
 	case $1 in
 	dangling) ln -s "$T/nowhere" "$2/c-link" ;;
 	loop) ln -s c-loop "$2/c-loop" ;;
+	dirloop) ln -s . "$2/c-dir" ;;
 	fifo) mkfifo "$2/c.fifo" ;;
 	nul) printf 'ELF\000\000\001text after the NUL\n' > "$2/c.o" ;;
 	utf8) awk 'BEGIN { for (i = 0; i < 2000; i++) printf "%c%c", 255, 97 }' > "$2/c.img" ;;
 	esac
 }
 mkdir "$T/keep"
-for k in dangling loop fifo nul utf8; do
+for k in dangling loop dirloop fifo nul utf8; do
 	bad $k "$T/good"
 	name=$(ls "$T/good" | grep '^c')
 	check "tok-encode skips a $k entry in a directory (exit 0)" "$TE" -t "$T/t.lmtok" -o "$T/$k.lmtoks" "$T/good"
@@ -54,9 +56,20 @@ for k in dangling loop fifo nul utf8; do
 	mv "$T/good/$name" "$T/keep/"
 done
 
-for k in dangling loop fifo nul utf8; do bad $k "$T/good"; done
-check "five bad entries together are skipped" "$TE" -t "$T/t.lmtok" -o "$T/all.lmtoks" "$T/good"
-grep -qF "skipped 5 inputs" "$T/.err" && ok "all five counted on stderr" || notok "five counted" "$(cat "$T/.err")"
+for k in dangling loop dirloop fifo nul utf8; do bad $k "$T/good"; done
+check "six bad entries together are skipped" "$TE" -t "$T/t.lmtok" -o "$T/all.lmtoks" "$T/good"
+grep -qF "skipped 6 inputs" "$T/.err" && ok "all six counted on stderr" || notok "six counted" "$(cat "$T/.err")"
+grep -qF "'$T/good/c-dir' (a loop back to the directory '$T/good')" "$T/.err" && ok "the loop names the directory it leads back to" \
+	|| notok "the loop's reason" "$(cat "$T/.err")"
+# two links a level back up: each level doubled the paths, and the walk never ended
+mkdir -p "$T/tree/sub"
+cp "$T/good/a.txt" "$T/tree/"
+ln -s .. "$T/tree/sub/up"
+ln -s .. "$T/tree/sub/up2"
+ln -s . "$T/tree/here"
+check "links back up at two levels are each skipped once" timeout 60 "$TE" -t "$T/t.lmtok" -o "$T/tree.lmtoks" "$T/tree"
+grep -qF "skipped 3 inputs" "$T/.err" && grep -q '"documents":1,' "$T/.out" && ok "three links skipped, the one file read once" \
+	|| notok "links back up" "$(cat "$T/.err" "$T/.out")"
 same "the tokens are still those of the good files" "$T/good.lmtoks" "$T/all.lmtoks"
 
 # named inputs are the user's choice
