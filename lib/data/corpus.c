@@ -90,6 +90,8 @@ static const char *const archive_sfx[] = {
 };
 static const char *const compress_sfx[] = { ".gz", ".zst", ".xz", ".bz2", ".lz4" };
 static const char *const jsonl_sfx[] = { ".jsonl", ".ndjson", ".json" };
+/* a UTF-8 byte order mark: JSONL is read past one at a source's start */
+#define UTF8_BOM "\xef\xbb\xbf"
 
 static int ends_with(const char *s, const char *sfx)
 {
@@ -626,6 +628,8 @@ static int open_next(struct lmt_corpus *c, struct lmt_err *err)
 					return rc;
 			}
 			size_t i = c->start;
+			if (c->end - i >= 3 && !memcmp(c->buf + i, UTF8_BOM, 3))
+				i += 3;
 			while (i < c->end && (c->buf[i] == ' ' || c->buf[i] == '\n' ||
 					      c->buf[i] == '\r' || c->buf[i] == '\t'))
 				i++;
@@ -1059,6 +1063,10 @@ static int read_jsonl(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *e
 	size_t n;
 	int rc;
 	while ((rc = next_line(c, &p, &n, err)) == 1) {
+		if (c->line == 1 && n >= 3 && !memcmp(p, UTF8_BOM, 3)) {
+			p += 3; /* a byte order mark before the first line: not JSON, skipped as jq does */
+			n -= 3;
+		}
 		size_t i = 0;
 		while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r'))
 			i++;
@@ -1098,6 +1106,9 @@ static int read_jsonl(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *e
 		}
 		json_error_t je;
 		json_t *root = json_loadb(p, n, JSON_ALLOW_NUL, &je);
+		if (!root && n >= 3 && !memcmp(p, UTF8_BOM, 3))
+			return lmt_err_set(err, LMT_EFORMAT, "%s: line %llu: a byte order mark (EF BB BF) starts the line; "
+					   "only a file's first line may have one", label(c), (unsigned long long)c->line);
 		if (!root)
 			return lmt_err_set(err, LMT_EFORMAT, "%s: line %llu: invalid JSON: %s (column %d)",
 					   label(c), (unsigned long long)c->line, je.text, je.column);

@@ -651,6 +651,18 @@ int main(void)
 	writef("bad.jsonl", bad, strlen(bad));
 	const char *n3[] = { "bad.jsonl" };
 	expect_error("malformed JSONL names file and line", n3, 1, &o, "bad.jsonl': line 3", "invalid JSON");
+	/* a byte order mark before the first line is read past, as jq does (it was an
+	 * invalid JSON error pointing at an invisible character); on any other line
+	 * it is named */
+	const char *bom = "\xef\xbb\xbf{\"text\": \"one\"}\n{\"text\": \"two\"}\n",
+		   *bom2 = "{\"text\": \"one\"}\n\xef\xbb\xbf{\"text\": \"two\"}\n";
+	writef("bom.jsonl", bom, strlen(bom));
+	writef("bom2.jsonl", bom2, strlen(bom2));
+	const char *n3b[] = { "bom.jsonl" }, *n3c[] = { "bom2.jsonl" };
+	expect("a byte order mark before a JSONL file's first line is skipped", n3b, 1, &o,
+	       "bom.jsonl|0|1|one\nbom.jsonl|1|2|two\n");
+	expect_error("a byte order mark on a later line is named", n3c, 1, &o, "bom2.jsonl': line 2",
+		     "byte order mark (EF BB BF)");
 	const char *n4[] = { "missing.txt" };
 	expect_error("a missing file is an error at open", n4, 1, &o, "missing.txt", "No such file");
 
