@@ -80,18 +80,35 @@ static int idtab_set(struct idtab *T, uint64_t id, const void *s, size_t n, int 
 	return 0;
 }
 
-/* Parse "STRING=ID" or "STRING" and mark/add it as special. */
-static int add_special_spec(struct idtab *T, const char *spec, struct lmt_err *err)
+/* "STRING=ID" or "STRING": STRING's length, and ID in *id (-1 for none). */
+static size_t special_spec(const char *spec, long long *id)
 {
 	const char *eq = strrchr(spec, '=');
 	char *end = NULL;
-	unsigned long long id = 0;
-	int has_id = 0;
-	if (eq && eq[1]) {
-		id = strtoull(eq + 1, &end, 10);
-		has_id = *end == 0 && eq > spec;
+	*id = -1;
+	if (eq && eq[1] && eq > spec && strspn(eq + 1, "0123456789") == strlen(eq + 1)) {
+		unsigned long long v = strtoull(eq + 1, &end, 10);
+		if (*end == 0 && v <= INT64_MAX) {
+			*id = (long long)v;
+			return (size_t)(eq - spec);
+		}
 	}
-	size_t n = has_id ? (size_t)(eq - spec) : strlen(spec);
+	return strlen(spec);
+}
+
+size_t lmt_tok_special_spec_len(const char *spec)
+{
+	long long id;
+	return special_spec(spec, &id);
+}
+
+/* Parse "STRING=ID" or "STRING" and mark/add it as special. */
+static int add_special_spec(struct idtab *T, const char *spec, struct lmt_err *err)
+{
+	long long sid;
+	size_t n = special_spec(spec, &sid);
+	int has_id = sid >= 0;
+	unsigned long long id = has_id ? (unsigned long long)sid : 0;
 	if (n == 0)
 		return lmt_err_set(err, LMT_EINVAL, "special token '%s' is empty", spec);
 	if (!has_id) {

@@ -149,6 +149,12 @@ first=$(od -An -t u2 -j 1024 -N 2 "$T/llmc.bin" | tr -d ' ')
 # between held by unused specials): llm.c's version 2, uint32 tokens
 $TT -q --import "tiktoken:$DATA/tiktoken/gpt2-3000.tiktoken" --pattern gpt2 --special '<|endoftext|>=70000' \
 	--eos '<|endoftext|>' -o "$T/big.lmtok" > /dev/null
+check_fail "--import with one special string at two ids is a usage error (it named the rank file)" 2 \
+	"option '--special': '<|endoftext|>' given twice" $TT -q --import "tiktoken:$DATA/tiktoken/gpt2-3000.tiktoken" \
+	--pattern gpt2 --special '<|endoftext|>=3000' --special '<|endoftext|>=3001' -o "$T/twice.lmtok"
+nothing_left "no tokenizer written for it" "$T" twice.lmtok
+check_fail "--import with an empty special string is a usage error" 2 "option '--special': the special token is empty" \
+	$TT -q --import "tiktoken:$DATA/tiktoken/gpt2-3000.tiktoken" --pattern gpt2 --special '' -o "$T/twice.lmtok"
 check "llm.c's format for a vocabulary of 70001" $TE -q -t "$T/big.lmtok" --format llmc -o "$T/big.bin" "$DATA/text/en.txt" "$DATA/text/code.c"
 jq -e '.token_bytes == 4' "$T/.out" > /dev/null && ok "... the summary says 4 bytes a token" || notok "big summary" "$(cat "$T/.out")"
 hdr=$(od -An -t d4 -N 12 "$T/big.bin" | tr -s ' ')

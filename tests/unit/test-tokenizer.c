@@ -511,6 +511,12 @@ static void check_bad_models(void)
 	       "a special string given twice is refused: %s", err.msg);
 	tap_ok(lmt_tok_check_specials(empty, 2, &err) == LMT_EINVAL && strstr(err.msg, "empty"),
 	       "an empty special string is refused: %s", err.msg);
+	/* an import's "STRING=ID": the last '=' starts the id only before digits alone */
+	tap_ok(lmt_tok_special_spec_len("<a>=5") == 3 && lmt_tok_special_spec_len("<a>") == 3 &&
+		       lmt_tok_special_spec_len("a=b=12") == 3 && lmt_tok_special_spec_len("a=b") == 3 &&
+		       lmt_tok_special_spec_len("<a>=-1") == 6 && lmt_tok_special_spec_len("x=") == 2 &&
+		       lmt_tok_special_spec_len("=5") == 2,
+	       "the string of an import's special token spec");
 }
 
 /* gpt2's hand split of ASCII text (pretok.c) against PCRE2 alone, on strings of
