@@ -473,16 +473,11 @@ static void check_options(struct opts *o, const char *const *inputs, int ninputs
 		usage_error("--import gpt2 always uses the gpt2 pattern");
 	if (o->import && !strncmp(o->import, "tiktoken:", 9) && !o->pattern_given && !o->regex)
 		usage_error("--import tiktoken needs --pattern (the rank file does not name it)");
-	for (int i = 0; o->import && i < o->nspecials; i++) {
-		/* the same string at two ids was found only in the tokenizer built from
-		 * the file, and named the file */
-		size_t n = lmt_tok_special_spec_len(o->specials[i]);
-		if (!n)
-			usage_error("option '--special': the special token is empty");
-		for (int k = 0; k < i; k++)
-			if (lmt_tok_special_spec_len(o->specials[k]) == n && !memcmp(o->specials[k], o->specials[i], n))
-				usage_error("option '--special': '%.*s' given twice", (int)n, o->specials[i]);
-	}
+	/* the same string at two ids was found only in the tokenizer built from the
+	 * file, and named the file */
+	struct lmt_err serr = { 0 };
+	if (o->import && lmt_tok_check_special_specs(o->specials, o->nspecials, &serr))
+		usage_error("option '--special': %s", serr.msg);
 	if (!modes) {
 		/* what training would only find out at the end */
 		int nspec = o->no_special ? 0 : o->nspecials;

@@ -80,35 +80,43 @@ static int idtab_set(struct idtab *T, uint64_t id, const void *s, size_t n, int 
 	return 0;
 }
 
-/* "STRING=ID" or "STRING": STRING's length, and ID in *id (-1 for none). */
-static size_t special_spec(const char *spec, long long *id)
+/* "STRING=ID" or "STRING": STRING's length; *has_id and *id say whether an id
+ * came and which (one too large to hold reads as the largest, which no table
+ * takes). */
+static size_t special_spec(const char *spec, int *has_id, unsigned long long *id)
 {
 	const char *eq = strrchr(spec, '=');
-	char *end = NULL;
-	*id = -1;
-	if (eq && eq[1] && eq > spec && strspn(eq + 1, "0123456789") == strlen(eq + 1)) {
-		unsigned long long v = strtoull(eq + 1, &end, 10);
-		if (*end == 0 && v <= INT64_MAX) {
-			*id = (long long)v;
-			return (size_t)(eq - spec);
-		}
-	}
-	return strlen(spec);
+	*has_id = eq && eq[1] && eq > spec && strspn(eq + 1, "0123456789") == strlen(eq + 1);
+	*id = *has_id ? strtoull(eq + 1, NULL, 10) : 0;
+	return *has_id ? (size_t)(eq - spec) : strlen(spec);
 }
 
 size_t lmt_tok_special_spec_len(const char *spec)
 {
-	long long id;
-	return special_spec(spec, &id);
+	int has_id;
+	unsigned long long id;
+	return special_spec(spec, &has_id, &id);
+}
+
+int lmt_tok_check_special_specs(const char *const *specs, int n, struct lmt_err *err)
+{
+	for (int i = 0; i < n; i++) {
+		size_t len = lmt_tok_special_spec_len(specs[i]);
+		if (!len)
+			return lmt_err_set(err, LMT_EINVAL, "the special token is empty");
+		for (int k = 0; k < i; k++)
+			if (lmt_tok_special_spec_len(specs[k]) == len && !memcmp(specs[k], specs[i], len))
+				return lmt_err_set(err, LMT_EINVAL, "'%.*s' given twice", (int)len, specs[i]);
+	}
+	return 0;
 }
 
 /* Parse "STRING=ID" or "STRING" and mark/add it as special. */
 static int add_special_spec(struct idtab *T, const char *spec, struct lmt_err *err)
 {
-	long long sid;
-	size_t n = special_spec(spec, &sid);
-	int has_id = sid >= 0;
-	unsigned long long id = has_id ? (unsigned long long)sid : 0;
+	int has_id;
+	unsigned long long id;
+	size_t n = special_spec(spec, &has_id, &id);
 	if (n == 0)
 		return lmt_err_set(err, LMT_EINVAL, "special token '%s' is empty", spec);
 	if (!has_id) {

@@ -29,6 +29,9 @@
 /* The length of the string of a special token given to an import as "STRING=ID"
  * or "STRING" (the last '=' followed by digits only starts the id). */
 size_t lmt_tok_special_spec_len(const char *spec);
+/* An import's special token specs: none with an empty string, no string twice
+ * (at two ids, say); LMT_EINVAL with a message naming the first that is not. */
+int lmt_tok_check_special_specs(const char *const *specs, int n, struct lmt_err *err);
 int lmt_tok_import_tiktoken(struct lmt_tokenizer *t, const char *path, const char *pattern,
 			    const char *const *specials, int nspecials, struct lmt_err *err);
 int lmt_tok_import_gpt2(struct lmt_tokenizer *t, const char *encoder_json, const char *vocab_bpe,

@@ -153,6 +153,10 @@ check_fail "--import with one special string at two ids is a usage error (it nam
 	"option '--special': '<|endoftext|>' given twice" $TT -q --import "tiktoken:$DATA/tiktoken/gpt2-3000.tiktoken" \
 	--pattern gpt2 --special '<|endoftext|>=3000' --special '<|endoftext|>=3001' -o "$T/twice.lmtok"
 nothing_left "no tokenizer written for it" "$T" twice.lmtok
+check_fail "--import with an id too large for any table is refused, not read as part of the string" 1 "is out of range" \
+	$TT -q --import "tiktoken:$DATA/tiktoken/gpt2-3000.tiktoken" --pattern gpt2 --special '<a>=99999999999999999999999' \
+	-o "$T/twice.lmtok"
+nothing_left "no tokenizer written for it" "$T" twice.lmtok
 check_fail "--import with an empty special string is a usage error" 2 "option '--special': the special token is empty" \
 	$TT -q --import "tiktoken:$DATA/tiktoken/gpt2-3000.tiktoken" --pattern gpt2 --special '' -o "$T/twice.lmtok"
 check "llm.c's format for a vocabulary of 70001" $TE -q -t "$T/big.lmtok" --format llmc -o "$T/big.bin" "$DATA/text/en.txt" "$DATA/text/code.c"
