@@ -262,17 +262,25 @@ static void memorization(struct ctx *x, struct lmt_gpt *g, const char *path, con
 	}
 }
 
+/* The rolling windows' context and stride for the model in path: checked for the
+ * first checkpoint before any document is read, and again for each */
+static void window(const struct opts *o, const struct lmt_eval_ckinfo *ci, const char *path, int *C, int *S)
+{
+	*C = o->context ? o->context : ci->cfg.max_T;
+	if (*C > ci->cfg.max_T)
+		die("--context %d is longer than the context of the model in '%s' (%d)", *C, path, ci->cfg.max_T);
+	*S = o->stride ? o->stride : LMT_MAX(1, *C / 2);
+	if (*S > *C)
+		die("--stride %d is longer than the context of the model in '%s' (%d)", *S, path, *C);
+}
+
 static void evaluate(struct ctx *x, struct lmt_gpt *g, const char *path, const struct lmt_eval_ckinfo *ci)
 {
 	const struct opts *o = x->o;
 	struct lmt_eval_acc *a = &x->acc;
 	struct lmt_err err = { 0 };
-	int C = o->context ? o->context : ci->cfg.max_T;
-	if (C > ci->cfg.max_T)
-		die("--context %d is longer than the context of the model in '%s' (%d)", C, path, ci->cfg.max_T);
-	int S = o->stride ? o->stride : LMT_MAX(1, C / 2);
-	if (S > C)
-		die("--stride %d is longer than the context of %d", S, C);
+	int C, S;
+	window(o, ci, path, &C, &S);
 	struct lmt_evalrec_setup u = { o->texts, o->ntexts, x->data_dir, o->split, x->same_data, x->tok_path, C, S,
 				       o->resamples, o->seed, o->level, o->edges, o->nedges };
 	struct lmt_json cj;
@@ -552,6 +560,8 @@ int main(int argc, char **argv)
 	if (lmt_eval_ckpt_open(&ck, &ci, cks[0].path, NULL, NULL, &err))
 		die_err(&err);
 	struct inputs in;
+	int C, S;
+	window(&o, &ci, cks[0].path, &C, &S);
 	open_inputs(&o, &ci, cks[0].path, run_dir, &in);
 	first = ci;
 

@@ -247,6 +247,11 @@ check_fail "another vocabulary, naming both" 1 "vocabulary of 300, the model in 
 	$E -q -t "$T/t.lmtok" --text "$F1" "$T/vocab"
 check_fail "a dataset of another tokenizer" 1 "was made with tokenizer" $E -q --data "$T/rd" "$CK"
 check_fail "--context longer than the model's" 1 "longer than the context" $E -q --context 65 --text "$F1" "$CK"
+# the model's context is known from the checkpoint: a stride longer than it is
+# refused before any document is read (a missing --text file would be named next)
+check_fail "--stride longer than the model's context, before reading" 1 \
+	"--stride 65 is longer than the context of the model in '$CK' (64)" $E -q --stride 65 --text "$T/none.txt" "$CK"
+[ ! -s "$T/.out" ] && ok "--stride too long: nothing on stdout" || notok "--stride too long: stdout" "$(head -c 300 "$T/.out")"
 check_fail "no checkpoint" 2 "no checkpoint" $E -q
 check_fail "--stride 0" 2 "'--stride'" $E -q --stride 0 "$CK"
 check_fail "--split nope" 2 "'--split'" $E -q --split nope "$CK"
