@@ -105,3 +105,15 @@ const char *lmt_fmt_bytes(double b, char buf[32])
 	snprintf(buf, 32, i ? "%.2f %s" : "%.0f %s", b, u[i]);
 	return buf;
 }
+
+const char *lmt_fmt_bytes_si(double b, char buf[32])
+{
+	static const char *const u[] = { "B", "kB", "MB", "GB", "TB", "PB" };
+	int i = 0;
+	while (fabs(b) >= (i ? 999.95 : 1000) && i < 5) {
+		b /= 1000;
+		i++;
+	}
+	snprintf(buf, 32, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+	return buf;
+}

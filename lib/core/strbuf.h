@@ -45,4 +45,9 @@ char *lmt_strbuf_detach(struct lmt_strbuf *b);
  * 1024, two decimals above bytes). Returns buf. */
 const char *lmt_fmt_bytes(double bytes, char buf[32]);
 
+/* The same in powers of 1000, as the tools' size options read them: "512 B",
+ * "10.0 kB", "2.4 MB" ... (one decimal above bytes; 999,999 B is "1.0 MB", not
+ * "1000.0 kB"). Returns buf. */
+const char *lmt_fmt_bytes_si(double bytes, char buf[32]);
+
 #endif

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
+
 static const char *const names[LMT_ALERT_COUNT] = {
 	"nonfinite", "loss_spike", "grad_spike", "clipping", "overflow", "starvation", "skew", "val_regression",
 	"comm", "memory", "memory_ledger", "ckpt_slow", "ckpt_age", "ckpt_verify", "budget",
@@ -179,19 +181,19 @@ static void planned(struct lmt_alerts *a, const struct lmt_alert_obs *o, lmt_ale
 {
 	const struct lmt_alert_cfg *c = &a->cfg;
 	const struct lmt_alert_plan *p = &a->plan;
-	char ev[240];
+	char ev[240], b1[32], b2[32];
 	uint64_t u = o->update;
 
 	if (p->mem_limit > 0 && o->mem_peak > 0) {
 		double f = o->mem_peak / p->mem_limit;
-		snprintf(ev, sizeof ev, "peak allocation %.1f MB, %.0f%% of the limit of %.1f MB", o->mem_peak / 1e6, 100 * f,
-			 p->mem_limit / 1e6);
+		snprintf(ev, sizeof ev, "peak allocation %s, %.0f%% of the limit of %s", lmt_fmt_bytes_si(o->mem_peak, b1), 100 * f,
+			 lmt_fmt_bytes_si(p->mem_limit, b2));
 		edge(a, LMT_ALERT_MEMORY, over(a, LMT_ALERT_MEMORY, f, c->mem_frac), u, f, c->mem_frac, ev, fn, ctx);
 	}
 	if (p->mem_predicted > 0 && o->mem_peak > 0) {
 		double f = o->mem_peak / p->mem_predicted;
-		snprintf(ev, sizeof ev, "peak allocation %.1f MB, %.3fx the ledger's prediction of %.1f MB", o->mem_peak / 1e6,
-			 f, p->mem_predicted / 1e6);
+		snprintf(ev, sizeof ev, "peak allocation %s, %.3fx the ledger's prediction of %s", lmt_fmt_bytes_si(o->mem_peak, b1),
+			 f, lmt_fmt_bytes_si(p->mem_predicted, b2));
 		edge(a, LMT_ALERT_MEMORY_LEDGER, over(a, LMT_ALERT_MEMORY_LEDGER, f, c->mem_ledger), u, f, c->mem_ledger, ev,
 		     fn, ctx);
 	}

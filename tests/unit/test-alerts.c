@@ -246,6 +246,28 @@ int main(void)
 	tap_ok(l.fired[LMT_ALERT_STARVATION] == 1 && l.cleared[LMT_ALERT_STARVATION] == 0,
 	       "a loader share hovering at the threshold: one episode (fired %d, cleared %d)",
 	       l.fired[LMT_ALERT_STARVATION], l.cleared[LMT_ALERT_STARVATION]);
+	/* the memory evidence in units that show the figures: a limit of 10 kB was
+	 * "0.0 MB"; 999,999 bytes rounds to "1.0 MB", not "1000.0 kB" */
+	static const struct {
+		double peak, limit;
+		const char *want;
+	} mem[] = {
+		{ 1.1e6, 1e4, "peak allocation 1.1 MB, 11000% of the limit of 10.0 kB" },
+		{ 999999, 512, "peak allocation 1.0 MB, 195312% of the limit of 512 B" },
+		{ 2.5e10, 2.4e10, "peak allocation 25.0 GB, 104% of the limit of 24.0 GB" },
+	};
+	for (size_t i = 0; i < sizeof mem / sizeof mem[0]; i++) {
+		struct lmt_alert_plan p = { .mem_limit = mem[i].limit };
+		lmt_alert_cfg_default(&c);
+		lmt_alerts_init(&a, &c, &p);
+		memset(&l, 0, sizeof l);
+		struct lmt_alert_obs o = { .update = 1, .loss = 3, .grad_norm = 1, .step = 0.1, .ranks = 1,
+					   .mem_peak = mem[i].peak };
+		lmt_alerts_update(&a, &o, on_alert, &l);
+		if (!tap_ok(l.fired[LMT_ALERT_MEMORY] == 1 && !strcmp(l.evidence[LMT_ALERT_MEMORY], mem[i].want),
+			    "memory evidence: '%s'", mem[i].want))
+			diag(&l);
+	}
 	/* every kind but nonfinite has a threshold, named as --alert names it */
 	int named = lmt_alert_threshold(&c, LMT_ALERT_NONFINITE) == NULL;
 	for (int k = 1; k < LMT_ALERT_COUNT; k++)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/strbuf.h"
 #include "core/util.h"
 
 void lmt_progress_init(struct lmt_progress *p, const char *what, const char *unit,
@@ -26,13 +27,8 @@ static void human(double v, const char *unit, char *out, size_t n)
 		snprintf(out, n, "%.0f %s", v, unit);
 		return;
 	}
-	const char *suf[] = { "B", "kB", "MB", "GB", "TB" };
-	int i = 0;
-	while (v >= 1000 && i < 4) {
-		v /= 1000;
-		i++;
-	}
-	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, suf[i]);
+	char b[32];
+	snprintf(out, n, "%s", lmt_fmt_bytes_si(v, b));
 }
 
 void lmt_progress_update(struct lmt_progress *p, uint64_t done)
