@@ -117,7 +117,8 @@ static void usage(void)
 	       "  -t, --tokenizer FILE    the checkpoint's tokenizer (default: the one its run\n"
 	       "                          used, if found with the recorded SHA-256)\n"
 	       "      --input-format F --txt-docs MODE --doc-sep STR --text-field NAME\n"
-	       "      --keep-empty        how --text files split into documents (tok-encode's)\n"
+	       "      --keep-empty --max-doc-bytes N\n"
+	       "                          how --text files split into documents (tok-encode's)\n"
 	       "      --max-docs N        the first N documents only\n"
 	       "      --max-tokens N      documents until N tokens are held\n"
 	       "Scoring:\n"
@@ -423,8 +424,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	if (o->ntexts && (o->data || o->split_given))
 		usage_error("--text evaluates raw documents; --data and --split choose a dataset instead");
 	if (!o->ntexts && (o->corpus.format || o->corpus.txt_docs || o->corpus.doc_sep || o->corpus.text_field ||
-			   o->corpus.keep_empty))
-		usage_error("--input-format, --txt-docs, --doc-sep, --text-field and --keep-empty apply to --text");
+			   o->corpus.keep_empty || o->corpus.max_doc))
+		usage_error("--input-format, --txt-docs, --doc-sep, --text-field, --keep-empty and --max-doc-bytes apply "
+			    "to --text");
 	if (o->context && o->stride > o->context)
 		usage_error("--stride %d is longer than --context %d", o->stride, o->context);
 	if (o->nprompts && !o->samples)

@@ -640,31 +640,47 @@ static int open_next(struct lmt_corpus *c, struct lmt_err *err)
 	}
 }
 
-/* Next line without its '\n'. 1: line; 0: end of source; < 0: error. */
+static uint64_t max_doc(const struct lmt_corpus *c)
+{
+	return c->o.max_doc ? c->o.max_doc : LMT_CORPUS_MAX_DOC;
+}
+
+/* The error for a document past max_doc: at line `line` (0: not line by line),
+ * or the source's document `nth` (0: the whole source is one) */
+static int too_long(struct lmt_corpus *c, uint64_t line, uint64_t nth, struct lmt_err *err)
+{
+	char where[48] = "";
+	if (line)
+		snprintf(where, sizeof where, " line %llu:", (unsigned long long)line);
+	else if (nth)
+		snprintf(where, sizeof where, " document %llu:", (unsigned long long)nth);
+	return lmt_err_set(err, LMT_EFORMAT, "%s:%s longer than %llu bytes, the most a document may hold "
+			   "(--max-doc-bytes)%s", label(c), where, (unsigned long long)max_doc(c),
+			   line || nth ? "" : "; with --txt-docs file, the default for text, a whole file is one document");
+}
+
+/* Next line without its '\n'. 1: line; 0: end of source; < 0: error, also for a
+ * line longer than max_doc (found before more than that is read). */
 static int next_line(struct lmt_corpus *c, char **p, size_t *n, struct lmt_err *err)
 {
 	size_t scan = 0; /* bytes past start already searched */
 	for (;;) {
 		char *b = c->buf + c->start;
 		char *nl = c->end > c->start + scan ? memchr(b + scan, '\n', c->end - c->start - scan) : NULL;
-		if (nl) {
+		if (nl || (c->eof && c->end > c->start)) {
 			*p = b;
-			*n = (size_t)(nl - b);
-			c->start += *n + 1;
+			*n = nl ? (size_t)(nl - b) : c->end - c->start;
+			if (*n > max_doc(c))
+				return too_long(c, c->line + 1, 0, err);
+			c->start += *n + (nl != NULL);
 			c->line++;
 			return 1;
 		}
-		if (c->eof) {
-			if (c->end > c->start) {
-				*p = b;
-				*n = c->end - c->start;
-				c->start = c->end;
-				c->line++;
-				return 1;
-			}
+		if (c->eof)
 			return 0;
-		}
 		scan = c->end - c->start;
+		if (scan > max_doc(c))
+			return too_long(c, c->line + 1, 0, err);
 		int rc = fill(c, err);
 		if (rc)
 			return rc;
@@ -1156,6 +1172,8 @@ static int read_text(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *er
 			char *hit = avail > scan ? memmem(b + scan, avail - scan, sep, sl) : NULL;
 			if (hit || (c->eof && avail)) {
 				size_t n = hit ? (size_t)(hit - b) : avail;
+				if (n > max_doc(c))
+					return too_long(c, 0, c->ordinal + 1, err);
 				c->start += hit ? n + sl : n;
 				if (n == 0 && !c->o.keep_empty) {
 					scan = 0;
@@ -1167,6 +1185,8 @@ static int read_text(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *er
 			}
 			if (c->eof)
 				return 0;
+			if (avail > max_doc(c) + sl)
+				return too_long(c, 0, c->ordinal + 1, err);
 			scan = avail >= sl ? avail - sl + 1 : 0;
 			if ((rc = fill(c, err)))
 				return rc;
@@ -1175,9 +1195,14 @@ static int read_text(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *er
 	if (c->o.txt_docs == LMT_TXT_FILE) {
 		if (c->eof && c->start == c->end)
 			return 0;
-		while (!c->eof)
+		while (!c->eof) {
+			if (c->end - c->start > max_doc(c))
+				return too_long(c, 0, 0, err);
 			if ((rc = fill(c, err)))
 				return rc;
+		}
+		if (c->end - c->start > max_doc(c))
+			return too_long(c, 0, 0, err);
 		d->text = c->buf + c->start;
 		d->len = c->end - c->start;
 		c->start = c->end;
@@ -1210,6 +1235,8 @@ static int read_text(struct lmt_corpus *c, struct lmt_doc *d, struct lmt_err *er
 		}
 		if (!len)
 			first = c->line;
+		if (len + !!len + n > max_doc(c))
+			return too_long(c, first, 0, err); /* the paragraph's first line */
 		if ((rc = doc_reserve(c, len + n + 1, err)))
 			return rc;
 		if (len)

@@ -61,7 +61,13 @@ struct lmt_corpus_opts {
 	int raw_hash;            /* fill lmt_doc.raw_hash */
 	int keep_escaped;        /* JSONL: a text field is put in lmt_json_escape's form
 				  * instead of decoded (lmt_doc.escaped) */
+	uint64_t max_doc;        /* the most bytes a document (or a JSONL line) may hold;
+				  * 0: LMT_CORPUS_MAX_DOC */
 };
+/* A document is held whole in memory: one longer than this is an error, not a
+ * read that grows until the machine runs out (a file of no newlines read by lines,
+ * /dev/zero). 1 GiB: the reader's buffer then holds at most 2 GiB. */
+#define LMT_CORPUS_MAX_DOC ((uint64_t)1 << 30)
 
 /* What a corpus passed over: the count, and the first few names with the reason. */
 #define LMT_CORPUS_SKIP_NAMES 5

@@ -283,6 +283,10 @@ int corpus_opt(int c, const char *arg, struct lmt_corpus_opts *o)
 	case OPT_STRICT:
 		o->strict = 1;
 		return 1;
+	case OPT_MAX_DOC_BYTES:
+		if (!(o->max_doc = opt_size("max-doc-bytes", arg)))
+			usage_error("option '--max-doc-bytes': a document of 0 bytes holds nothing");
+		return 1;
 	}
 	return 0;
 }

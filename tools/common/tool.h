@@ -92,6 +92,7 @@ enum {
 	OPT_TEXT_FIELD,
 	OPT_KEEP_EMPTY,
 	OPT_STRICT,
+	OPT_MAX_DOC_BYTES,
 	OPT_MODEL_LAYERS, /* the model's shape: model_opt */
 	OPT_MODEL_HEADS,
 	OPT_MODEL_CHANNELS,
@@ -108,13 +109,15 @@ int corpus_opt(int c, const char *arg, struct lmt_corpus_opts *o);
 	{ "txt-docs", required_argument, NULL, OPT_TXT_DOCS }, \
 	{ "doc-sep", required_argument, NULL, OPT_DOC_SEP }, \
 	{ "text-field", required_argument, NULL, OPT_TEXT_FIELD }, \
-	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY }
+	{ "keep-empty", no_argument, NULL, OPT_KEEP_EMPTY }, \
+	{ "max-doc-bytes", required_argument, NULL, OPT_MAX_DOC_BYTES }
 #define CORPUS_HELP_FORMAT \
 	"      --input-format F    auto (by name), text or jsonl\n" \
 	"      --txt-docs MODE     text documents: file (default), line, blank\n"
 #define CORPUS_HELP_REST \
 	"      --text-field NAME   JSONL field with the text (text)\n" \
 	"      --keep-empty        keep empty documents\n" \
+	"      --max-doc-bytes N   a longer document is an error (1Gi; k, M, G, Ki, Mi, Gi)\n" \
 	"      --strict            a dangling, unreadable or binary input is an error\n"
 
 /* The model's shape, one definition for the tools that take a model (train,
