@@ -656,7 +656,8 @@ static int too_long(struct lmt_corpus *c, uint64_t line, uint64_t nth, struct lm
 		snprintf(where, sizeof where, " document %llu:", (unsigned long long)nth);
 	return lmt_err_set(err, LMT_EFORMAT, "%s:%s longer than %llu bytes, the most a document may hold "
 			   "(--max-doc-bytes)%s", label(c), where, (unsigned long long)max_doc(c),
-			   line || nth ? "" : "; with --txt-docs file, the default for text, a whole file is one document");
+			   line || nth ? "" : "; with --txt-docs file, the default for text, a whole file is one document "
+			   "(--txt-docs line or blank splits it)");
 }
 
 /* Next line without its '\n'. 1: line; 0: end of source; < 0: error, also for a
