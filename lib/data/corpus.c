@@ -382,6 +382,25 @@ static void close_source(struct lmt_corpus *c)
 	c->eof = 0;
 }
 
+/*
+ * What went wrong in a, in words a user can act on. libarchive gives no message for
+ * a gzip stream cut before its trailer, and liblzma's for a cut xz stream is "No
+ * progress is possible"; both name the filter here. buf: room for the result.
+ */
+static const char *la_why(struct archive *a, char buf[160])
+{
+	const char *s = archive_error_string(a);
+	const char *f = archive_filter_count(a) > 0 ? archive_filter_name(a, 0) : NULL;
+	int packed = f && archive_filter_code(a, 0) != ARCHIVE_FILTER_NONE;
+	if ((!s || !*s) && packed)
+		snprintf(buf, 160, "the %s data ends early or is damaged (a truncated file?)", f);
+	else if (s && strstr(s, "No progress is possible")) /* liblzma's: xz, lzma or lzip */
+		snprintf(buf, 160, "truncated %s input (the compressed data ends early)", packed ? f : "xz (or lzma)");
+	else
+		return s && *s ? s : "read error";
+	return buf;
+}
+
 static ssize_t src_read(struct lmt_corpus *c, char *dst, size_t n, struct lmt_err *err)
 {
 	if (c->fd >= 0) {
@@ -397,9 +416,9 @@ static ssize_t src_read(struct lmt_corpus *c, char *dst, size_t n, struct lmt_er
 	}
 	struct archive *a = c->nested ? c->nested : c->ar;
 	la_ssize_t r = archive_read_data(a, dst, n);
+	char why[160];
 	if (r < 0)
-		return lmt_err_set(err, LMT_EFORMAT, "%s: %s", label(c),
-				   archive_error_string(a) ? archive_error_string(a) : "read error");
+		return lmt_err_set(err, LMT_EFORMAT, "%s: %s", label(c), la_why(a, why));
 	return r;
 }
 
@@ -438,8 +457,8 @@ static int open_archive_err(struct lmt_corpus *c, struct archive *a, const char 
 			    struct lmt_err *err)
 {
 	(void)c;
-	int rc = lmt_err_set(err, LMT_EFORMAT, "'%s': %s", what,
-			     archive_error_string(a) ? archive_error_string(a) : "cannot read");
+	char why[160];
+	int rc = lmt_err_set(err, LMT_EFORMAT, "'%s': %s", what, la_why(a, why));
 	archive_read_free(a);
 	return rc;
 }
@@ -461,11 +480,11 @@ static int open_next(struct lmt_corpus *c, struct lmt_err *err)
 				/* name the member just read: the damage is after it */
 				const char *prev = c->nnames ? c->srcs[c->nnames - 1].name : NULL;
 				size_t pl = strlen(c->arch_path);
+				char why[160];
 				if (prev && !strncmp(prev, c->arch_path, pl) && prev[pl] == ':')
 					return lmt_err_set(err, LMT_EFORMAT, "'%s': after member '%s': %s",
-							   c->arch_path, prev + pl + 1, archive_error_string(c->arch));
-				return lmt_err_set(err, LMT_EFORMAT, "'%s': %s", c->arch_path,
-						   archive_error_string(c->arch));
+							   c->arch_path, prev + pl + 1, la_why(c->arch, why));
+				return lmt_err_set(err, LMT_EFORMAT, "'%s': %s", c->arch_path, la_why(c->arch, why));
 			}
 			if (archive_entry_filetype(e) != AE_IFREG)
 				continue;
@@ -500,9 +519,9 @@ static int open_next(struct lmt_corpus *c, struct lmt_err *err)
 					}
 					la_ssize_t k = archive_read_data(c->arch, m + len, cap - len);
 					if (k < 0) {
+						char why[160];
 						free(m);
-						return lmt_err_set(err, LMT_EFORMAT, "%s: %s", label(c),
-								   archive_error_string(c->arch));
+						return lmt_err_set(err, LMT_EFORMAT, "%s: %s", label(c), la_why(c->arch, why));
 					}
 					if (k == 0)
 						break;
@@ -511,10 +530,11 @@ static int open_next(struct lmt_corpus *c, struct lmt_err *err)
 				c->nested_mem = m;
 				c->nested = new_raw_reader();
 				struct archive_entry *ne;
+				char why[160];
 				if (!c->nested || archive_read_open_memory(c->nested, m, len) != ARCHIVE_OK ||
 				    archive_read_next_header(c->nested, &ne) < ARCHIVE_WARN)
 					return lmt_err_set(err, LMT_EFORMAT, "%s: %s", label(c),
-						c->nested ? archive_error_string(c->nested) : "out of memory");
+							   c->nested ? la_why(c->nested, why) : "out of memory");
 			}
 			c->open = 1;
 			return 1;

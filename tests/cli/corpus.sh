@@ -8,7 +8,7 @@
 # and named on stderr and in the summary record, and the output for the other files
 # is byte-identical to the output without them. --strict makes each an error naming
 # the file. A named missing file is an error; a named binary file is read as given
-# unless --strict.
+# unless --strict. Compressed input cut short is an error naming the filter.
 . tests/cli/lib.sh
 TT=$BIN/tok-train
 TE=$BIN/tok-encode
@@ -80,4 +80,21 @@ check_fail "a named binary file is an error with --strict" 1 "'$T/good/c.o': bin
 	"$TE" --strict -t "$T/t.lmtok" -o "$T/n.lmtoks" "$T/good/c.o"
 check_fail "a binary file on stdin is an error with --strict" 1 "'<stdin>': binary file" \
 	sh -c "\"$TE\" --strict -t \"$T/t.lmtok\" -o \"$T/n.lmtoks\" - < \"$T/good/c.img\""
+# compressed input cut short: libarchive says nothing for a gzip stream cut before
+# its 8-byte trailer ("read error" was all), and liblzma "No progress is possible"
+# for a cut xz stream; the message now names the filter and what happened
+awk 'BEGIN { for (i = 0; i < 4000; i++) printf "{\"text\": \"line %d of the story\"}\n", i }' > "$T/z.jsonl"
+gzip -c "$T/z.jsonl" > "$T/z.jsonl.gz"
+xz -c "$T/z.jsonl" > "$T/z.jsonl.xz"
+n=$(wc -c < "$T/z.jsonl.gz")
+head -c $((n - 8)) "$T/z.jsonl.gz" > "$T/cut-trailer.jsonl.gz"
+n=$(wc -c < "$T/z.jsonl.xz")
+head -c $((n / 2)) "$T/z.jsonl.xz" > "$T/cut.jsonl.xz"
+check_fail "gzip without its trailer: the filter and a truncated file named" 1 \
+	"'$T/cut-trailer.jsonl.gz': the gzip data ends early or is damaged (a truncated file?)" \
+	"$TE" -q -t "$T/t.lmtok" -o "$T/cut.lmtoks" "$T/cut-trailer.jsonl.gz"
+check_fail "xz cut in half: 'truncated xz input'" 1 "'$T/cut.jsonl.xz': truncated xz input (the compressed data ends early)" \
+	"$TE" -q -t "$T/t.lmtok" -o "$T/cut.lmtoks" "$T/cut.jsonl.xz"
+nothing_left "no output of the cut inputs is left" "$T" cut.lmtoks
+check "the whole files read" "$TE" -q -t "$T/t.lmtok" -o "$T/whole.lmtoks" "$T/z.jsonl.gz" "$T/z.jsonl.xz"
 finish
