@@ -25,19 +25,29 @@
 
 _Static_assert(LMT_UNITAB_MAX_GROWTH <= 2, "lmt_textnorm_bound assumes growth of at most 2");
 
-static int in_ranges(const struct lmt_unitab_range *r, size_t n, uint32_t cp)
+/* The last of a table's n entries (size bytes each, sorted by the uint32_t each
+ * starts with: a range's lo, a pair's cp) whose key is at most cp; entry 0 when
+ * none is, which the callers rule out first. */
+static size_t last_at_most(const void *tab, size_t n, size_t size, uint32_t cp)
 {
-	if (n == 0 || cp < r[0].lo || cp > r[n - 1].hi)
-		return 0;
-	size_t lo = 0, hi = n; /* find the last range with r.lo <= cp */
+	size_t lo = 0, hi = n;
 	while (hi - lo > 1) {
 		size_t mid = (lo + hi) / 2;
-		if (r[mid].lo <= cp)
+		uint32_t key;
+		memcpy(&key, (const char *)tab + mid * size, sizeof key);
+		if (key <= cp)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	return cp <= r[lo].hi;
+	return lo;
+}
+
+static int in_ranges(const struct lmt_unitab_range *r, size_t n, uint32_t cp)
+{
+	if (n == 0 || cp < r[0].lo || cp > r[n - 1].hi)
+		return 0;
+	return cp <= r[last_at_most(r, n, sizeof *r, cp)].hi;
 }
 
 uint32_t lmt_uni_lower(uint32_t cp)
@@ -48,14 +58,7 @@ uint32_t lmt_uni_lower(uint32_t cp)
 	size_t n = LMT_ARRAY_SIZE(lmt_unitab_lower);
 	if (cp < r[0].lo || cp > r[n - 1].hi)
 		return cp;
-	size_t lo = 0, hi = n;
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
-		if (r[mid].lo <= cp)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	size_t lo = last_at_most(r, n, sizeof *r, cp);
 	if (cp <= r[lo].hi && (cp - r[lo].lo) % r[lo].stride == 0)
 		return (uint32_t)((int32_t)cp + r[lo].delta);
 	return cp;
@@ -67,14 +70,7 @@ uint32_t lmt_uni_base(uint32_t cp)
 	size_t n = LMT_ARRAY_SIZE(lmt_unitab_base);
 	if (cp < p[0].cp || cp > p[n - 1].cp)
 		return cp;
-	size_t lo = 0, hi = n;
-	while (hi - lo > 1) {
-		size_t mid = (lo + hi) / 2;
-		if (p[mid].cp <= cp)
-			lo = mid;
-		else
-			hi = mid;
-	}
+	size_t lo = last_at_most(p, n, sizeof *p, cp);
 	return p[lo].cp == cp ? p[lo].base : cp;
 }
 
