@@ -609,6 +609,9 @@ void lmt_ckpt_close(struct lmt_ckpt *c)
 	}
 	free(c->files);
 	free(c->t);
+	free(c->file_of_rank);
+	free(c->rank_first);
+	free(c->rank_chunk);
 	free(c->dir);
 	json_decref(c->manifest);
 	memset(c, 0, sizeof *c);
@@ -646,10 +649,30 @@ static int open_file(const struct lmt_ckpt *c, int k, struct lmt_binreader *f, c
 
 static int file_of_rank(const struct lmt_ckpt *c, int rank)
 {
-	for (int k = 0; k < c->nfiles; k++)
-		if (c->files[k].rank == rank)
-			return k;
-	return -1;
+	return c->file_of_rank[rank];
+}
+
+/* c->rank_first and c->rank_chunk from the parsed tensors (a counting sort by rank);
+ * 0 or LMT_ENOMEM */
+static int index_chunks(struct lmt_ckpt *c)
+{
+	size_t n = 0;
+	for (int t = 0; t < c->nt; t++)
+		n += (size_t)c->t[t].nchunks;
+	c->rank_first = calloc((size_t)c->world + 2, sizeof *c->rank_first);
+	c->rank_chunk = malloc((n ? n : 1) * sizeof *c->rank_chunk);
+	if (!c->rank_first || !c->rank_chunk)
+		return LMT_ENOMEM;
+	for (int t = 0; t < c->nt; t++)
+		for (int q = 0; q < c->t[t].nchunks; q++)
+			c->rank_first[c->t[t].chunks[q].rank + 2]++;
+	for (int r = 0; r < c->world; r++)
+		c->rank_first[r + 2] += c->rank_first[r + 1];
+	/* rank_first[r + 1] is where rank r's next chunk goes; after the fill, its end */
+	for (int t = 0; t < c->nt; t++)
+		for (int q = 0; q < c->t[t].nchunks; q++)
+			c->rank_chunk[c->rank_first[c->t[t].chunks[q].rank + 1]++] = (struct lmt_ckpt_cref){ t, q };
+	return 0;
 }
 
 /* The walk's first fault is lmt_ckpt_open's error: one definition of valid. */
@@ -713,12 +736,15 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 	c->files = calloc((size_t)c->nfiles, sizeof *c->files);
 	c->nt = (int)json_array_size(tensors);
 	c->t = calloc((size_t)c->nt + 1, sizeof *c->t);
-	if (!c->files || !c->t) {
+	c->file_of_rank = malloc((size_t)world * sizeof *c->file_of_rank);
+	if (!c->files || !c->t || !c->file_of_rank) {
 		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
 		goto fail;
 	}
 	for (int k = 0; k < c->nfiles; k++)
 		c->files[k].rank = -1;
+	for (uint64_t r = 0; r < world; r++)
+		c->file_of_rank[r] = -1;
 	for (int k = 0; k < c->nfiles; k++) {
 		json_t *x = json_array_get(files, (size_t)k), *nm = json_object_get(x, "path"),
 		       *sh = json_object_get(x, "payload_sha256");
@@ -732,6 +758,7 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 		c->files[k].name = strdup(json_string_value(nm));
 		c->files[k].rank = (int)rank;
 		c->files[k].bytes = bytes;
+		c->file_of_rank[rank] = k;
 	}
 	for (int i = 0; i < c->nt; i++) {
 		struct lmt_ckpt_entry *e = &c->t[i];
@@ -800,6 +827,10 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 					 path, e->name, (unsigned long long)e->numel);
 			goto fail;
 		}
+	}
+	if (index_chunks(c)) {
+		rc = lmt_err_set(err, LMT_ENOMEM, "out of memory");
+		goto fail;
 	}
 	if (verify) {
 		struct lmt_err first = { 0 };
@@ -973,37 +1004,47 @@ int lmt_ckpt_read_range(const struct lmt_ckpt *c, const struct lmt_ckpt_entry *e
 				   (unsigned long long)e->numel);
 	uint64_t end = off + count;
 	int rc = 0;
-	for (int k = 0; k < c->nfiles && !rc && count; k++) {
-		struct lmt_binreader f;
-		char fp[PATH_MAX];
-		int used = 0;
-		for (int q = 0; q < e->nchunks; q++) {
-			const struct lmt_ckpt_chunk *ch = &e->chunks[q];
-			used |= ch->rank == c->files[k].rank && ch->count && ch->offset < end && ch->offset + ch->count > off;
-		}
-		if (!used)
-			continue;
-		if ((rc = open_file(c, k, &f, fp, sizeof fp, err)))
-			break;
-		for (int q = 0; q < e->nchunks; q++) {
-			const struct lmt_ckpt_chunk *ch = &e->chunks[q];
-			if (ch->rank != c->files[k].rank || !ch->count || ch->offset >= end || ch->offset + ch->count <= off)
-				continue;
-			if (ch->byte_offset + ch->count * 4 > f.payload_size) {
-				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s' runs past the payload", fp, e->name);
-				break;
-			}
-			const uint8_t *src = f.payload + ch->byte_offset;
-			if (!LMT_FUZZING && lmt_crc32c(0, src, ch->count * 4) != ch->crc32c) { /* LMT_FUZZING: skipped in the fuzz build */
-				rc = lmt_err_set(err, LMT_ECHECKSUM, "'%s': tensor '%s': CRC-32C mismatch (data corrupted)", fp,
-						 e->name);
-				break;
-			}
-			uint64_t a = LMT_MAX(off, ch->offset), b = LMT_MIN(end, ch->offset + ch->count);
-			memcpy(dst + (a - off), src + (a - ch->offset) * 4, (b - a) * 4);
-		}
-		lmt_binreader_close(&f);
+	/* the chunks tile the tensor in offset order: the first that ends past off,
+	 * then on while they start before end, each file mapped once for a run of its
+	 * chunks (not every file for every chunk: world x chunks at thousands of ranks) */
+	int lo = 0, hi = e->nchunks;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (e->chunks[mid].offset + e->chunks[mid].count <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	struct lmt_binreader f;
+	char fp[PATH_MAX];
+	int open_rank = -1;
+	for (int q = lo; q < e->nchunks && !rc && count && e->chunks[q].offset < end; q++) {
+		const struct lmt_ckpt_chunk *ch = &e->chunks[q];
+		if (!ch->count)
+			continue;
+		if (ch->rank != open_rank) {
+			if (open_rank >= 0)
+				lmt_binreader_close(&f);
+			open_rank = -1;
+			if ((rc = open_file(c, file_of_rank(c, ch->rank), &f, fp, sizeof fp, err)))
+				break;
+			open_rank = ch->rank;
+		}
+		if (ch->byte_offset + ch->count * 4 > f.payload_size) {
+			rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s' runs past the payload", fp, e->name);
+			break;
+		}
+		const uint8_t *src = f.payload + ch->byte_offset;
+		if (!LMT_FUZZING && lmt_crc32c(0, src, ch->count * 4) != ch->crc32c) { /* LMT_FUZZING: skipped in the fuzz build */
+			rc = lmt_err_set(err, LMT_ECHECKSUM, "'%s': tensor '%s': CRC-32C mismatch (data corrupted)", fp,
+					 e->name);
+			break;
+		}
+		uint64_t a = LMT_MAX(off, ch->offset), b = LMT_MIN(end, ch->offset + ch->count);
+		memcpy(dst + (a - off), src + (a - ch->offset) * 4, (b - a) * 4);
+	}
+	if (open_rank >= 0)
+		lmt_binreader_close(&f);
 	return rc;
 }
 

@@ -140,6 +140,11 @@ struct lmt_ckpt_file {
 	uint8_t sha256[LMT_SHA256_LEN];
 };
 
+/* a chunk by where it is in the manifest: tensor t's chunk q */
+struct lmt_ckpt_cref {
+	int t, q;
+};
+
 struct lmt_ckpt {
 	char *dir;
 	void *manifest;          /* json_t * */
@@ -149,6 +154,13 @@ struct lmt_ckpt {
 	int nfiles;
 	struct lmt_ckpt_entry *t;
 	int nt;
+	/* indexes, so that nothing costs world x chunks (a checkpoint of thousands of
+	 * ranks has millions of chunks): rank -> its file (world entries), and each
+	 * rank's chunks in tensor order, rank r's at rank_chunk[rank_first[r] ..
+	 * rank_first[r + 1]) */
+	int *file_of_rank;
+	size_t *rank_first;
+	struct lmt_ckpt_cref *rank_chunk;
 };
 
 /*

@@ -27,10 +27,7 @@
 
 static int file_of_rank(const struct lmt_ckpt *c, int rank)
 {
-	for (int i = 0; i < c->nfiles; i++)
-		if (c->files[i].rank == rank)
-			return i;
-	return -1;
+	return c->file_of_rank[rank];
 }
 
 int lmt_ckpt_newest(const char *run, char *out, size_t cap, int *seen, void (*skip)(void *ctx, const char *msg),

@@ -153,10 +153,7 @@ void lmt_ckpt_dfile_check(const struct lmt_ckpt *c, int i, struct lmt_ckpt_dfile
 			lmt_sha256_hex(d->hdr.payload_sha256, a), lmt_sha256_hex(mf->sha256, b));
 	const uint8_t *ext = hb + LMT_HDR_SIZE;
 	uint32_t rank = lmt_load_u32(ext), world = lmt_load_u32(ext + 4), dtype = lmt_load_u32(ext + 16);
-	uint64_t nch = lmt_load_u64(ext + 8), want = 0;
-	for (int t = 0; t < c->nt; t++)
-		for (int q = 0; q < c->t[t].nchunks; q++)
-			want += c->t[t].chunks[q].rank == mf->rank;
+	uint64_t nch = lmt_load_u64(ext + 8), want = c->rank_first[mf->rank + 1] - c->rank_first[mf->rank];
 	if (rank != (uint32_t)mf->rank || world != (uint32_t)c->world)
 		PROBLEM(d, LMT_EFORMAT, "'%s': rank %u of %u, the manifest says %d of %d", d->path, rank, world,
 			mf->rank, c->world);
@@ -189,6 +186,13 @@ static int cmp_cref(const void *x, const void *y)
 	return a->start < b->start ? -1 : a->start > b->start;
 }
 
+/* by tensor, then by place in the file */
+static int cmp_cref_tensor(const void *x, const void *y)
+{
+	const struct cref *a = x, *b = y;
+	return a->t != b->t ? (a->t > b->t) - (a->t < b->t) : cmp_cref(x, y);
+}
+
 struct walk {
 	const struct lmt_ckpt *c;
 	const struct lmt_ckpt_verify_ops *ops;
@@ -216,15 +220,13 @@ static int walk_file(struct walk *w, int i)
 	lmt_ckpt_dfile_check(c, i, d);
 	/* this file's chunks, in payload order */
 	size_t nrefs = 0;
-	for (int t = 0; t < c->nt; t++)
-		for (int q = 0; q < c->t[t].nchunks; q++) {
-			const struct lmt_ckpt_chunk *ch = &c->t[t].chunks[q];
-			if (ch->rank != mf->rank)
-				continue;
-			if (LMT_GROW(w->refs, w->refcap, nrefs + 1))
-				return LMT_ENOMEM;
-			w->refs[nrefs++] = (struct cref){ t, q, ch->byte_offset, ch->byte_offset + ch->count * 4, 0 };
-		}
+	for (size_t k = c->rank_first[mf->rank]; k < c->rank_first[mf->rank + 1]; k++) {
+		int t = c->rank_chunk[k].t, q = c->rank_chunk[k].q;
+		const struct lmt_ckpt_chunk *ch = &c->t[t].chunks[q];
+		if (LMT_GROW(w->refs, w->refcap, nrefs + 1))
+			return LMT_ENOMEM;
+		w->refs[nrefs++] = (struct cref){ t, q, ch->byte_offset, ch->byte_offset + ch->count * 4, 0 };
+	}
 	struct cref *refs = w->refs;
 	qsort(refs, nrefs, sizeof *refs, cmp_cref);
 	int fd = d->usable ? open(d->path, O_RDONLY | O_CLOEXEC) : -1;
@@ -281,51 +283,60 @@ static int walk_file(struct walk *w, int i)
 	w->res.bad_files += fbad;
 	report(w, &(struct lmt_ckpt_finding){ LMT_CKPT_FINDING_FILE, !fbad, d->code, i, d->path, NULL, NULL,
 					       d->problem });
-	/* the chunks, in the manifest's tensor order */
-	for (int t = 0; t < c->nt && !w->stop; t++)
-		for (size_t r = 0; r < nrefs && !w->stop; r++) {
-			if (refs[r].t != t)
-				continue;
-			const struct lmt_ckpt_entry *e = &c->t[t];
-			const struct lmt_ckpt_chunk *ch = &e->chunks[refs[r].q];
-			char msg[1024] = "";
-			int code = LMT_EFORMAT;
-			if (fd < 0)
-				lmt_ckpt_note(msg, sizeof msg, "'%s': tensor '%s': its elements [%llu, %llu) are in a file that "
-				     "cannot be read", d->path, e->name, (unsigned long long)ch->offset,
-				     (unsigned long long)(ch->offset + ch->count));
-			else if (refs[r].end > avail)
-				lmt_ckpt_note(msg, sizeof msg, "'%s': tensor '%s': its elements [%llu, %llu) lie past the end "
-				     "of the file (%llu bytes): truncated", d->path, e->name, (unsigned long long)ch->offset,
-				     (unsigned long long)(ch->offset + ch->count), (unsigned long long)d->size);
-			else if (!LMT_FUZZING && refs[r].crc != ch->crc32c) { /* LMT_FUZZING: skipped in the fuzz build */
-				code = LMT_ECHECKSUM;
-				lmt_ckpt_note(msg, sizeof msg, "'%s': tensor '%s': elements [%llu, %llu): CRC-32C %08x, the "
-				     "manifest says %08x (%s)", d->path, e->name, (unsigned long long)ch->offset,
-				     (unsigned long long)(ch->offset + ch->count), refs[r].crc, ch->crc32c,
-				     sha_ok ? "the file matches its SHA-256: the manifest's CRC was changed"
-					    : "data corrupted");
-			} else
-				continue;
-			w->tbad[t] = 1;
-			report(w, &(struct lmt_ckpt_finding){ LMT_CKPT_FINDING_CHUNK, 0, code, i, d->path, e, ch, msg });
-		}
+	/* the chunks, in the manifest's tensor order (by their place in the file within one) */
+	qsort(refs, nrefs, sizeof *refs, cmp_cref_tensor);
+	for (size_t r = 0; r < nrefs && !w->stop; r++) {
+		int t = refs[r].t;
+		const struct lmt_ckpt_entry *e = &c->t[t];
+		const struct lmt_ckpt_chunk *ch = &e->chunks[refs[r].q];
+		char msg[1024] = "";
+		int code = LMT_EFORMAT;
+		if (fd < 0)
+			lmt_ckpt_note(msg, sizeof msg, "'%s': tensor '%s': its elements [%llu, %llu) are in a file that "
+			     "cannot be read", d->path, e->name, (unsigned long long)ch->offset,
+			     (unsigned long long)(ch->offset + ch->count));
+		else if (refs[r].end > avail)
+			lmt_ckpt_note(msg, sizeof msg, "'%s': tensor '%s': its elements [%llu, %llu) lie past the end "
+			     "of the file (%llu bytes): truncated", d->path, e->name, (unsigned long long)ch->offset,
+			     (unsigned long long)(ch->offset + ch->count), (unsigned long long)d->size);
+		else if (!LMT_FUZZING && refs[r].crc != ch->crc32c) { /* LMT_FUZZING: skipped in the fuzz build */
+			code = LMT_ECHECKSUM;
+			lmt_ckpt_note(msg, sizeof msg, "'%s': tensor '%s': elements [%llu, %llu): CRC-32C %08x, the "
+			     "manifest says %08x (%s)", d->path, e->name, (unsigned long long)ch->offset,
+			     (unsigned long long)(ch->offset + ch->count), refs[r].crc, ch->crc32c,
+			     sha_ok ? "the file matches its SHA-256: the manifest's CRC was changed"
+				    : "data corrupted");
+		} else
+			continue;
+		w->tbad[t] = 1;
+		report(w, &(struct lmt_ckpt_finding){ LMT_CKPT_FINDING_CHUNK, 0, code, i, d->path, e, ch, msg });
+	}
 	return 0;
 }
 
-/* Files that look like data files but are not in the manifest. */
-static void walk_extras(struct walk *w)
+static int cmp_name(const void *x, const void *y)
 {
+	return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* Files that look like data files but are not in the manifest (looked up among
+ * its names sorted, not one by one: thousands of ranks make thousands of files). */
+static int walk_extras(struct walk *w)
+{
+	const char **names = malloc(((size_t)w->c->nfiles + 1) * sizeof *names);
+	if (!names)
+		return LMT_ENOMEM;
+	for (int i = 0; i < w->c->nfiles; i++)
+		names[i] = w->c->files[i].name;
+	qsort(names, (size_t)w->c->nfiles, sizeof *names, cmp_name);
 	DIR *dd = opendir(w->c->dir);
 	struct dirent *de;
 	while (dd && !w->stop && (de = readdir(dd))) {
 		size_t l = strlen(de->d_name);
 		if (l < 7 || strcmp(de->d_name + l - 7, ".lmckpt"))
 			continue;
-		int listed = 0;
-		for (int i = 0; i < w->c->nfiles && !listed; i++)
-			listed = !strcmp(w->c->files[i].name, de->d_name);
-		if (listed)
+		const char *key = de->d_name;
+		if (bsearch(&key, names, (size_t)w->c->nfiles, sizeof *names, cmp_name))
 			continue;
 		char p[PATH_MAX + NAME_MAX + 2], msg[sizeof p + 64];
 		snprintf(p, sizeof p, "%s/%s", w->c->dir, de->d_name);
@@ -334,6 +345,8 @@ static void walk_extras(struct walk *w)
 	}
 	if (dd)
 		closedir(dd);
+	free(names);
+	return 0;
 }
 
 int lmt_ckpt_verify(const struct lmt_ckpt *c, const struct lmt_ckpt_verify_ops *ops,
@@ -351,7 +364,7 @@ int lmt_ckpt_verify(const struct lmt_ckpt *c, const struct lmt_ckpt_verify_ops *
 	for (int i = 0; i < c->nfiles && !rc && !w.stop; i++)
 		rc = walk_file(&w, i);
 	if (!rc)
-		walk_extras(&w);
+		rc = walk_extras(&w);
 	for (int t = 0; t < c->nt; t++)
 		w.res.bad_tensors += w.tbad[t];
 	free(w.buf);

@@ -8,6 +8,8 @@
 #     data file and the manifest are byte-identical to the original;
 #   - train --resume from the round-tripped checkpoint ends bitwise where the
 #     original run ended (--export-llmc, cmp);
+#   - 1 -> 1500 -> 1 ranks, byte-identical; at 1500 an unlisted data file named and
+#     a flipped byte found in its own file (the per-rank index of lib/ckpt);
 #   - a flipped byte in a source file, cursors out of lockstep, per-rank RNG states
 #     that differ: exit 1 naming the problem, nothing left behind; an existing OUT
 #     is refused and left as it was;
@@ -112,6 +114,22 @@ jq -e '.world == 70 and (.tensors | map(select(.name == "param/lnfw")) | .[0].ch
 	"$T/w70/manifest.json" > /dev/null && ok "... 70 files, some chunks empty" || notok "w70 manifest"
 check "and back to 1" $RS -q -w 1 "$T/w70" "$T/w70to1"
 same "... byte-identical to the original" "$S5/rank-00000.lmckpt" "$T/w70to1/rank-00000.lmckpt"
+# a world of thousands: opening, verifying and reading went through every chunk for
+# each file (world x chunks: 6.7 s for ckpt-inspect at 8000 ranks of this model); now
+# by each rank's list. The data must still land where it did, each fault at its file
+check "1500 ranks" $RS -q -w 1500 "$S5" "$T/w1500"
+check "and back to 1" $RS -q -w 1 "$T/w1500" "$T/w1500to1"
+same "... byte-identical to the original" "$S5/rank-00000.lmckpt" "$T/w1500to1/rank-00000.lmckpt"
+same "... and so is the manifest" "$S5/manifest.json" "$T/w1500to1/manifest.json"
+cp "$T/w1500/rank-00001.lmckpt" "$T/w1500/rank-09999.lmckpt"
+check_fail "a data file of 1500 the manifest does not list is named (and ignored)" 0 \
+	"'$T/w1500/rank-09999.lmckpt': a data file the manifest does not list; ignored" $BIN/ckpt-inspect -q --verify "$T/w1500"
+rm "$T/w1500/rank-09999.lmckpt"
+n=$(wc -c < "$T/w1500/rank-00917.lmckpt")
+printf '\377' | dd of="$T/w1500/rank-00917.lmckpt" bs=1 seek=$((n - 2)) conv=notrunc 2> /dev/null
+check_fail "a flipped byte in rank 917 of 1500 is found in that file" 1 "'$T/w1500/rank-00917.lmckpt'" \
+	$RS -q -w 1 "$T/w1500" "$T/w1500b"
+nothing_left "... and nothing is left" "$T" w1500b
 check "the same world is a verified copy" $RS -q -w 3 "$T/w3" "$T/w3b"
 same "... byte for byte" "$T/w3/rank-00002.lmckpt" "$T/w3b/rank-00002.lmckpt"
 
