@@ -100,6 +100,10 @@ int lmt_atomicfile_open(struct lmt_atomicfile *af, const char *path, struct lmt_
 	base = base ? base + 1 : path;
 	if (!*base)
 		return lmt_err_set(err, LMT_EINVAL, "'%s': not a file name", path);
+	/* said now, before the work whose output it is (commit checks again) */
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return lmt_err_set(err, LMT_EINVAL, "'%s' is a directory: give a file name", path);
 	size_t n = strlen(path) + 32;
 	af->path = strdup(path);
 	af->tmp = malloc(n);

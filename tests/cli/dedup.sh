@@ -223,9 +223,9 @@ rc=$?
 nothing_left "no --removed file after the --summary write error" "$T/out" y.json
 fi
 mkdir "$T/out/z.json"
-check_fail "a --summary that is a directory exits 1" 1 "out/z.json': rename into place: Is a directory" \
+check_fail "a --summary that is a directory exits 1, before the work" 1 "out/z.json' is a directory: give a file name" \
 	$DM --removed "$T/out/z.jsonl" --summary "$T/out/z.json" "$T/a.jsonl"
-nothing_left "no --removed file after the --summary rename fails" "$T/out" z.jsonl
+nothing_left "no --removed file after the --summary is refused" "$T/out" z.jsonl
 check_fail "kept documents into a full stdout name it and the errno" 1 "'<stdout>': write: No space left on device" \
 	sh -c '"$@" > /dev/full' sh $DM "$T/a.jsonl"
 # kept texts already in the escaped form lmt writes are copied as they stand, the

@@ -5,6 +5,7 @@
 # input, lies inside an input directory, or reaches one through a symlink or a
 # hard link is refused with exit 1 naming both, before anything is written, and
 # the input is byte for byte what it was. (ckpt-reshard's cases are in ckpt-reshard.sh.)
+# A file output naming an existing directory is refused before the work.
 . tests/cli/lib.sh
 
 "$BIN/gen-corpus" -q --docs 200 --seed 3 -o "$T/c.jsonl" > /dev/null
@@ -53,4 +54,21 @@ refused "train --export-llmc onto a hard link of its tokenizer" "$BIN/train" --d
 cmp -s "$T/before.sums" "$T/after.sums" && ok "every input is byte for byte what it was" ||
 	notok "inputs changed" "$(diff "$T/before.sums" "$T/after.sums" | head -5)"
 check "an output beside the inputs is fine" "$BIN/tok-train" -q -v 300 -o "$T/texts-other.lmtok" "$T/texts"
+
+# a file output that names an existing directory is refused before the work, not
+# at the rename that ends it ("rename into place: Is a directory", after encoding
+# every input or training every update); tok-train -o DIR and shard-pack -o DIR
+# are directories by design
+mkdir "$T/adir"
+isdir() { d=$1; shift; check_fail "$d" 1 "is a directory: give a file name" "$@"; }
+isdir "tok-encode -o DIR" "$BIN/tok-encode" -q -t "$T/t.lmtok" -o "$T/adir" "$T/c.jsonl"
+isdir "gen-corpus -o DIR" "$BIN/gen-corpus" -q --docs 10 -o "$T/adir"
+isdir "dedup-minhash --removed DIR" "$BIN/dedup-minhash" -q --removed "$T/adir" "$T/c.jsonl"
+"$BIN/train" -q -j1 --config "$T/run.cfg" --data "$T/d" -t "$T/t.lmtok" --micro-batch 2 -o "$T/arun" > /dev/null 2>&1 ||
+	notok "a one-update run for runcard"
+isdir "runcard --dashboard -o DIR" "$BIN/runcard" -q --dashboard -o "$T/adir" "$T/arun"
+isdir "train --export-llmc DIR, before the first update" "$BIN/train" -q -j1 --config "$T/run.cfg" --data "$T/d" \
+	-t "$T/t.lmtok" --micro-batch 2 --no-save --export-llmc "$T/adir"
+grep -q '"event":"update"' "$T/.out" && notok "train trained before refusing --export-llmc DIR" || ok "... no update ran"
+[ -z "$(ls -A "$T/adir")" ] && ok "the directory is left empty" || notok "left in the directory" "$(ls -A "$T/adir")"
 finish
