@@ -536,6 +536,9 @@ int main(int argc, char **argv)
 		const char *outs[] = { o.out, o.export_hf }, *what[] = { "-o", "--export-hf" };
 		check_outputs(outs, what, 2, ins, nin);
 	}
+	/* both are written after training: found now if they cannot be */
+	check_output_dir(o.out, "-o", 1);
+	check_output_dir(o.export_hf, "--export-hf", 0);
 	struct lmt_json j;
 	lmt_json_init(&j);
 	struct lmt_tokenizer tok;

@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
@@ -537,10 +536,8 @@ static void check_paths(const struct opts *o)
 	check_outputs(outs + 1, what + 1, 1, ins, 4);
 	/* the --config files too (a run directory beside them writes only its own names) */
 	check_outputs(outs + 1, what + 1, 1, o->configs, o->nconfigs);
-	/* found now, not when the run ends */
-	struct stat st;
-	if (o->cfg.export_llmc && stat(o->cfg.export_llmc, &st) == 0 && S_ISDIR(st.st_mode))
-		die("'%s' (--export-llmc) is a directory: give a file name", o->cfg.export_llmc);
+	/* written when the run ends: found now if it cannot be */
+	check_output_dir(o->cfg.export_llmc, "--export-llmc", 0);
 }
 
 int main(int argc, char **argv)

@@ -5,7 +5,8 @@
 # input, lies inside an input directory, or reaches one through a symlink or a
 # hard link is refused with exit 1 naming both, before anything is written, and
 # the input is byte for byte what it was. (ckpt-reshard's cases are in ckpt-reshard.sh.)
-# A file output naming an existing directory is refused before the work.
+# A file output naming an existing directory, or one written when the work is done
+# into a directory that is missing, is refused before the work.
 . tests/cli/lib.sh
 
 "$BIN/gen-corpus" -q --docs 200 --seed 3 -o "$T/c.jsonl" > /dev/null
@@ -71,4 +72,21 @@ isdir "train --export-llmc DIR, before the first update" "$BIN/train" -q -j1 --c
 	-t "$T/t.lmtok" --micro-batch 2 --no-save --export-llmc "$T/adir"
 grep -q '"event":"update"' "$T/.out" && notok "train trained before refusing --export-llmc DIR" || ok "... no update ran"
 [ -z "$(ls -A "$T/adir")" ] && ok "the directory is left empty" || notok "left in the directory" "$(ls -A "$T/adir")"
+
+# outputs written only when the work is done are checked before it: tok-train
+# trained, and train ran every update, before "cannot create" at the end
+nodir() { d=$1; shift; check_fail "$d" 1 "cannot write into '$T/nowhere': No such file or directory" "$@"; }
+nodir "tok-train -o into a missing directory" "$BIN/tok-train" -q -v 300 -o "$T/nowhere/t.lmtok" "$T/c.jsonl"
+grep -q '"event"' "$T/.out" && notok "tok-train counted or trained first" "$(head -c 200 "$T/.out")" || ok "... nothing counted"
+nodir "tok-train --export-hf into a missing directory" "$BIN/tok-train" -q -v 300 -o "$T/t2.lmtok" \
+	--export-hf "$T/nowhere/tokenizer.json" "$T/c.jsonl"
+nothing_left "... and no tokenizer written" "$T" t2.lmtok
+isdir "tok-train --export-hf DIR" "$BIN/tok-train" -q -v 300 -o "$T/t2.lmtok" --export-hf "$T/adir" "$T/c.jsonl"
+check_fail "tok-train -o through a file" 1 "'$T/run.cfg' is not a directory" \
+	"$BIN/tok-train" -q -v 300 -o "$T/run.cfg/t.lmtok" "$T/c.jsonl"
+nodir "train --export-llmc into a missing directory" "$BIN/train" -q -j1 --config "$T/run.cfg" --data "$T/d" \
+	-t "$T/t.lmtok" --micro-batch 2 --no-save --export-llmc "$T/nowhere/m.bin"
+grep -q '"event":"update"' "$T/.out" && notok "train trained before refusing" || ok "... no update ran"
+check "tok-train -o DIR still names a file inside it" "$BIN/tok-train" -q -v 300 -o "$T/adir" "$T/c.jsonl"
+ls "$T/adir" | grep -q '^tok-[0-9a-f]*\.lmtok$' && ok "... tok-<sha>.lmtok" || notok "tok-train -o DIR" "$(ls "$T/adir")"
 finish

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/atomicfile.h"
@@ -357,6 +358,30 @@ void check_outputs(const char *const *outs, const char *const *what, int nout, c
 				die_err(&err);
 		}
 	}
+}
+
+void check_output_dir(const char *path, const char *what, int dir_ok)
+{
+	struct stat st;
+	if (!path || !strcmp(path, "-"))
+		return;
+	int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	if (is_dir && !dir_ok)
+		die("'%s' (%s) is a directory: give a file name", path, what);
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (is_dir)
+		snprintf(dir, sizeof dir, "%s", path);
+	else if (!slash)
+		snprintf(dir, sizeof dir, ".");
+	else
+		snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	if (stat(dir, &st) != 0)
+		die("'%s' (%s): cannot write into '%s': %s", path, what, dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		die("'%s' (%s): '%s' is not a directory", path, what, dir);
+	if (access(dir, W_OK) != 0)
+		die("'%s' (%s): cannot write into '%s': %s", path, what, dir, strerror(errno));
 }
 
 /* the runs this process holds, by real path: a second descriptor of one RUN/lock,

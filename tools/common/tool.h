@@ -140,6 +140,12 @@ int tool_threads(int requested);
  * and "-" skipped), compared by device and inode (core/pathcheck.h); exit 1
  * otherwise, before anything is written. */
 void check_outputs(const char *const *outs, const char *const *what, int nout, const char *const *ins, int nin);
+/* An output written only when the work is done (tok-train's tokenizer, train's
+ * --export-llmc) can be written: the directory it goes into (path itself when
+ * dir_ok and path is a directory, else the part before its last '/') exists and is
+ * writable, and, unless dir_ok, path is not a directory; exit 1 otherwise, naming
+ * the option (what), before the work. NULL and "-" pass. */
+void check_output_dir(const char *path, const char *what, int dir_ok);
 /*
  * A tool about to write into a run directory is one of its writers (runlock.h):
  * tool_lock_run takes the lock of run_dir, tool_lock_output that of the run the
