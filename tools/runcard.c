@@ -279,6 +279,21 @@ static void card_record(const struct lmt_runcard *c, const struct lmt_runcard_fi
 	info("'%s': runcard.yaml, RUNCARD.md and %d plots for run '%s'", outdir, LMT_RUNCARD_NPLOTS, id ? id : "?");
 }
 
+/* A run killed while writing a record leaves its last line cut short: said, and
+ * left out (train --resume cuts it off), so that a crashed run can still be looked
+ * at; while watching, the line is being written and nothing is said. */
+static void warn_cut(const struct lmt_runview *v, int watch)
+{
+	if (watch)
+		return;
+	if (v->metrics_cut)
+		warn("'%s': line %zu is cut short (the run stopped while writing it): left out", v->metrics_path,
+		     v->metrics_cut);
+	if (v->events_cut)
+		warn("'%s': line %zu is cut short (the run stopped while writing it): left out", v->events_path,
+		     v->events_cut);
+}
+
 /* ---- --explain ---- */
 
 static int explain(const struct opts *o)
@@ -286,7 +301,10 @@ static int explain(const struct opts *o)
 	struct lmt_err err = { 0 };
 	struct lmt_runview *v;
 	json_t *e;
-	if (lmt_runview_load(&v, o->run, o->data, 0, &err) || lmt_explain(v, o->update, &e, &err))
+	if (lmt_runview_load(&v, o->run, o->data, 1, &err))
+		die_err(&err);
+	warn_cut(v, 0);
+	if (lmt_explain(v, o->update, &e, &err))
 		die_err(&err);
 	if (!o->jsonl && isatty(STDOUT_FILENO)) {
 		struct lmt_strbuf b = { 0 };
@@ -320,8 +338,9 @@ static int dashboard_once(const struct opts *o, const char *out, int refresh, in
 	struct lmt_err err = { 0 };
 	struct lmt_runview *v;
 	struct lmt_strbuf b = { 0 };
-	if (lmt_runview_load(&v, o->run, o->data, o->watch, &err))
+	if (lmt_runview_load(&v, o->run, o->data, 1, &err))
 		die_err(&err);
+	warn_cut(v, o->watch);
 	int done = v->done;
 	struct lmt_dashboard_opts dopt = { .refresh_s = done || last ? 0 : refresh, .explain = 1 };
 	if (lmt_dashboard_html(v, &dopt, &b, &err) || lmt_write_file_atomic(out, b.buf, b.len, &err))

@@ -22,8 +22,11 @@ double lmt_jnum(json_t *o, const char *ptr, double dflt)
 	return json_is_number(x) ? json_number_value(x) : dflt;
 }
 
-/* Parse a JSONL file into objects. A missing file is LMT_ENOTFOUND. */
-static int read_jsonl(const char *path, int partial_ok, json_t ***out, size_t *n, struct lmt_err *err)
+/* Parse a JSONL file into objects. A missing file is LMT_ENOTFOUND. A last line
+ * without its newline that is not yet an object (being written, or cut short when
+ * the writer was killed) is left out with partial_ok, its number in *cut, and is
+ * an error without. */
+static int read_jsonl(const char *path, int partial_ok, json_t ***out, size_t *n, size_t *cut, struct lmt_err *err)
 {
 	char *buf;
 	size_t len;
@@ -39,8 +42,6 @@ static int read_jsonl(const char *path, int partial_ok, json_t ***out, size_t *n
 	for (char *p = buf; p < buf + len;) {
 		char *nl = memchr(p, '\n', (size_t)(buf + len - p));
 		line++;
-		if (!nl && partial_ok)
-			break; /* being written */
 		size_t ll = nl ? (size_t)(nl - p) : (size_t)(buf + len - p);
 		if (ll == 0) {
 			p += 1;
@@ -48,10 +49,19 @@ static int read_jsonl(const char *path, int partial_ok, json_t ***out, size_t *n
 		}
 		json_error_t je;
 		json_t *o = json_loadb(p, ll, 0, &je);
+		if (!json_is_object(o) && !nl && partial_ok) {
+			json_decref(o);
+			*cut = line;
+			break;
+		}
 		if (!json_is_object(o)) {
 			json_decref(o);
-			rc = lmt_err_set(err, LMT_EFORMAT, "'%s': line %zu: %s", path, line,
-					 o ? "not a JSON object" : je.text);
+			if (!nl)
+				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': line %zu is cut short (the file ends inside it: the "
+						 "run stopped while writing it)", path, line);
+			else
+				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': line %zu: %s", path, line,
+						 o ? "not a JSON object" : je.text);
 			break;
 		}
 		if (*n == cap) {
@@ -109,9 +119,9 @@ int lmt_runview_load(struct lmt_runview **out, const char *run, const char *data
 	if (!rc)
 		rc = lmt_path_fmt(v->config_path, sizeof v->config_path, err, "%s/config.json", run);
 	if (!rc)
-		rc = read_jsonl(v->metrics_path, partial_ok, &v->rec, &v->nrec, err);
+		rc = read_jsonl(v->metrics_path, partial_ok, &v->rec, &v->nrec, &v->metrics_cut, err);
 	if (!rc) {
-		rc = read_jsonl(v->events_path, partial_ok, &v->ev, &v->nev, err);
+		rc = read_jsonl(v->events_path, partial_ok, &v->ev, &v->nev, &v->events_cut, err);
 		if (rc == LMT_ENOTFOUND)
 			rc = 0;
 	}

@@ -40,6 +40,7 @@ struct lmt_runview {
 	double unigram;          /* the manifest's train unigram nats/token (NAN: unknown) */
 	int world;               /* ranks (1 if unknown) */
 	int done;                /* the last process of the run has ended (summary, end, stop, failed) */
+	size_t metrics_cut, events_cut; /* a last line left out, cut short (partial_ok), or 0 */
 	/* the dataset, for explanations: data_dir from the caller or config.json */
 	char data_dir[PATH_MAX];
 	int ds_state;            /* 0 not tried, 1 open, -1 failed (ds_why says why) */
@@ -56,8 +57,9 @@ struct lmt_runview {
 /*
  * Read run directory run: metrics.jsonl is required; events.jsonl and
  * config.json are read where present. data names the dataset directory (NULL:
- * config.json's data.dir). partial_ok: a last line without its newline is left
- * out (a run being written) instead of being an error. LMT_ENOTFOUND when run
+ * config.json's data.dir). partial_ok: a last line without its newline that is
+ * not a whole object is left out (a run being written, or one killed while
+ * writing it: v->metrics_cut, events_cut) instead of being an error. LMT_ENOTFOUND when run
  * or its metrics.jsonl does not exist, LMT_EFORMAT naming file and line.
  */
 int lmt_runview_load(struct lmt_runview **out, const char *run, const char *data, int partial_ok,

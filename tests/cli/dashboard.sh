@@ -198,6 +198,20 @@ check_fail "a damaged metrics.jsonl line: 1, naming the file and the line" 1 "me
 	$RC --dashboard "$T/bad" -o "$T/bad.html"
 [ ! -e "$T/bad.html" ] && ok "... and no page written" || notok "partial output" "$T/bad.html exists"
 check_fail "--explain of a damaged run: 1, naming the line" 1 "metrics.jsonl': line 20" $RC --explain "$T/bad" --update 5
+# a run killed while writing a record: its last line cut short is left out with a
+# warning naming it, so a crashed run can still be looked at (it was an error, as a
+# damaged line in the middle still is, above)
+cp -r "$T/g" "$T/cut"
+printf '{"event":"update","upd' >> "$T/cut/metrics.jsonl"
+n=$(wc -l < "$T/cut/metrics.jsonl")
+check "--dashboard of a run cut short in its last line: 0" $RC --dashboard "$T/cut" -o "$T/cut.html"
+grep -qF "metrics.jsonl': line $((n + 1)) is cut short (the run stopped while writing it): left out" "$T/.err" \
+	&& ok "... a warning naming the file and the line" || notok "cut-short warning" "$(cat "$T/.err")"
+$RC --dashboard "$T/g" -o "$T/g2.html" > /dev/null 2>&1
+sed "s|$T/cut|$T/g|g" "$T/cut.html" | cmp -s - "$T/g2.html" && ok "... the same page as without the cut line (but the name)" \
+	|| notok "the page of a cut run differs" "$(sed "s|$T/cut|$T/g|g" "$T/cut.html" | cmp - "$T/g2.html")"
+check "--explain of the same run: 0" $RC --explain "$T/cut" --update 5 --jsonl
+grep -qF "is cut short" "$T/.err" && ok "... with the warning" || notok "explain cut warning" "$(cat "$T/.err")"
 check_fail "--explain --update past the run: 1, naming metrics.jsonl and the run's updates" 1 "no update 131 (the run has updates 1 to 130)" \
 	$RC --explain "$T/g" --update 131
 check_fail "--explain without --update: usage error" 2 "--explain needs --update N" $RC --explain "$T/g"
