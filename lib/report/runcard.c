@@ -155,8 +155,17 @@ static int load(struct lmt_runcard *c, int i)
 				oom(c);
 				return 0;
 			}
-			/* a line cut short by a killed process is not JSON: skipped */
+			/* a line cut short by a killed process is not JSON: skipped, and said,
+			 * as is a damaged line anywhere (the card names each value's line) */
 			s->line[s->nline++] = json_loadb(p, n, 0, NULL);
+			if (!s->line[s->nline - 1] && n && c->o.warn) {
+				char *w = str(c, nl ? "'%s': line %zu is not JSON: left out"
+						    : "'%s': line %zu is cut short (the run stopped while writing it): left out",
+					      s->path, s->nline);
+				if (w)
+					c->o.warn(c->o.ctx, w);
+				free(w);
+			}
 			p += n + 1;
 		}
 	}

@@ -235,6 +235,18 @@ grep -q '^  dedup: null  # (not given: --dedup' "$T/card3/runcard.yaml" && grep 
 	&& grep -q 'No deduplication figures were given' "$T/card3/runcard.yaml" \
 	&& ok "... the dedup and corpus figures say 'not given', nothing invented" || notok "not given" "$(grep -n 'dedup\|corpus' "$T/card3/runcard.yaml")"
 
+# ---- lines that are not JSON: the card is made without them, each named ----
+cp -r "$T/run" "$T/rcut"
+printf '{"event":"update","upd' >> "$T/rcut/metrics.jsonl"
+n=$(wc -l < "$T/rcut/metrics.jsonl")
+check "a run killed while writing its metrics has a card" $RC -q -o "$T/ccut" "$T/rcut"
+grep -qF "'$T/rcut/metrics.jsonl': line $((n + 1)) is cut short (the run stopped while writing it): left out" "$T/.err" \
+	&& ok "... with a warning naming the cut line" || notok "cut line warning" "$(cat "$T/.err")"
+sed -i '3s/.*/{"event":"upd/' "$T/rcut/metrics.jsonl"
+$RC -q -o "$T/ccut2" "$T/rcut" > /dev/null 2> "$T/.err"
+grep -qF "'$T/rcut/metrics.jsonl': line 3 is not JSON: left out" "$T/.err" \
+	&& ok "a damaged line in the middle is named too (it was left out without a word)" || notok "damaged line warning" "$(cat "$T/.err")"
+
 # ---- a source file missing ----
 
 cp -r "$T/run" "$T/r2"
