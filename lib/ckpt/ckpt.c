@@ -647,11 +647,6 @@ static int open_file(const struct lmt_ckpt *c, int k, struct lmt_binreader *f, c
 	return rc;
 }
 
-static int file_of_rank(const struct lmt_ckpt *c, int rank)
-{
-	return c->file_of_rank[rank];
-}
-
 /* c->rank_first and c->rank_chunk from the parsed tensors (a counting sort by rank);
  * 0 or LMT_ENOMEM */
 static int index_chunks(struct lmt_ckpt *c)
@@ -751,7 +746,7 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 		uint64_t rank, bytes;
 		if (!json_is_string(nm) || strchr(json_string_value(nm), '/') || get_u64(x, "rank", &rank) ||
 		    rank >= world || get_u64(x, "bytes", &bytes) || !json_is_string(sh) ||
-		    lmt_sha256_parse(json_string_value(sh), c->files[k].sha256) || file_of_rank(c, (int)rank) >= 0) {
+		    lmt_sha256_parse(json_string_value(sh), c->files[k].sha256) || c->file_of_rank[rank] >= 0) {
 			rc = lmt_err_set(err, LMT_EFORMAT, "'%s': files[%d] is incomplete or inconsistent", path, k);
 			goto fail;
 		}
@@ -806,7 +801,7 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 			}
 			q->rank = (int)rank;
 			q->crc32c = (uint32_t)strtoul(json_string_value(crc), &end, 16);
-			int k2 = file_of_rank(c, q->rank);
+			int k2 = c->file_of_rank[q->rank];
 			if (*end || k2 < 0 || q->byte_offset % 4 || q->count > (1ull << 40) ||
 			    q->byte_offset > c->files[k2].bytes || q->byte_offset + q->count * 4 > c->files[k2].bytes) {
 				rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s': chunk %d lies outside its file", path,
@@ -1026,7 +1021,7 @@ int lmt_ckpt_read_range(const struct lmt_ckpt *c, const struct lmt_ckpt_entry *e
 			if (open_rank >= 0)
 				lmt_binreader_close(&f);
 			open_rank = -1;
-			if ((rc = open_file(c, file_of_rank(c, ch->rank), &f, fp, sizeof fp, err)))
+			if ((rc = open_file(c, c->file_of_rank[ch->rank], &f, fp, sizeof fp, err)))
 				break;
 			open_rank = ch->rank;
 		}

@@ -25,11 +25,6 @@
 #include "core/digest.h"
 #include "core/util.h"
 
-static int file_of_rank(const struct lmt_ckpt *c, int rank)
-{
-	return c->file_of_rank[rank];
-}
-
 int lmt_ckpt_newest(const char *run, char *out, size_t cap, int *seen, void (*skip)(void *ctx, const char *msg),
 		    void *ctx, struct lmt_err *err)
 {
@@ -126,7 +121,7 @@ static void end_chunks(struct lmt_ckpt_treader *r)
 		if (r->crc != ch->crc32c) {
 			r->bad_chunks++;
 			lmt_ckpt_note(r->err, sizeof r->err, "'%s': tensor '%s': elements [%llu, %llu): CRC-32C %08x, the manifest "
-			     "says %08x (the data or the manifest was changed)", r->f[file_of_rank(r->c, ch->rank)].path,
+			     "says %08x (the data or the manifest was changed)", r->f[r->c->file_of_rank[ch->rank]].path,
 			     r->e->name, (unsigned long long)ch->offset, (unsigned long long)(ch->offset + ch->count),
 			     r->crc, ch->crc32c);
 		}
@@ -143,7 +138,7 @@ long lmt_ckpt_treader_read(struct lmt_ckpt_treader *r, float *dst, size_t n)
 	while (got < n && r->q < r->e->nchunks) {
 		const struct lmt_ckpt_chunk *ch = &r->e->chunks[r->q];
 		size_t take = (size_t)LMT_MIN((uint64_t)(n - got), ch->count - r->at);
-		int i = file_of_rank(r->c, ch->rank);
+		int i = r->c->file_of_rank[ch->rank];
 		const struct lmt_ckpt_dfile *d = &r->f[i];
 		int fd = reader_fd(r, i);
 		if (fd < 0) {

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -368,14 +369,9 @@ void check_output_dir(const char *path, const char *what, int dir_ok)
 	int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 	if (is_dir && !dir_ok)
 		die("'%s' (%s) is a directory: give a file name", path, what);
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	if (is_dir)
-		snprintf(dir, sizeof dir, "%s", path);
-	else if (!slash)
-		snprintf(dir, sizeof dir, ".");
-	else
-		snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	char copy[PATH_MAX], dir[PATH_MAX];
+	snprintf(copy, sizeof copy, "%s", path);
+	snprintf(dir, sizeof dir, "%s", is_dir ? path : dirname(copy));
 	if (stat(dir, &st) != 0)
 		die("'%s' (%s): cannot write into '%s': %s", path, what, dir, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
