@@ -601,7 +601,13 @@ static int open_next(struct lmt_corpus *c, struct lmt_err *err)
 		struct archive_entry *e;
 		r = archive_read_next_header(a, &e);
 		if (r == ARCHIVE_EOF) { /* empty input */
+			/* an archive's end with no member before it: a tar stream of only
+			 * NUL bytes reads so, whether an empty archive was meant or not */
+			int fmt = archive_format(a) & ARCHIVE_FORMAT_BASE_MASK;
 			archive_read_free(a);
+			if (kind == LEAF_STDIN && fmt && fmt != ARCHIVE_FORMAT_RAW && fmt != ARCHIVE_FORMAT_EMPTY &&
+			    (r = skip(c, "<stdin>", "an archive with no members (a tar stream of only NUL bytes reads so)", err)))
+				return r;
 			continue;
 		}
 		if (r < ARCHIVE_WARN)

@@ -8,7 +8,8 @@
 # and named on stderr and in the summary record, and the output for the other files
 # is byte-identical to the output without them. --strict makes each an error naming
 # the file. A named missing file is an error; a named binary file is read as given
-# unless --strict. Compressed input cut short is an error naming the filter.
+# unless --strict. Compressed input cut short is an error naming the filter. NUL
+# bytes on stdin (an empty tar stream) are a skipped input.
 . tests/cli/lib.sh
 TT=$BIN/tok-train
 TE=$BIN/tok-encode
@@ -80,6 +81,23 @@ check_fail "a named binary file is an error with --strict" 1 "'$T/good/c.o': bin
 	"$TE" --strict -t "$T/t.lmtok" -o "$T/n.lmtoks" "$T/good/c.o"
 check_fail "a binary file on stdin is an error with --strict" 1 "'<stdin>': binary file" \
 	sh -c "\"$TE\" --strict -t \"$T/t.lmtok\" -o \"$T/n.lmtoks\" - < \"$T/good/c.img\""
+# NUL bytes on stdin read as a tar archive with no members (an empty tar stream is
+# just that): said as a skipped input, not 0 documents without a word; an error
+# with --strict; an empty stdin is still no input and no warning
+head -c 20000 /dev/zero > "$T/zeros"
+check "NUL bytes on stdin: exit 0" sh -c "\"$TE\" -t \"$T/t.lmtok\" -o \"$T/z0.lmtoks\" - < \"$T/zeros\""
+grep -qF "skipped 1 input" "$T/.err" && grep -qF "an archive with no members" "$T/.err" &&
+	grep -q '"documents":0,' "$T/.out" && grep -q '"skipped":1,' "$T/.out" &&
+	ok "NUL bytes on stdin: skipped, named as an archive with no members" ||
+	notok "NUL bytes on stdin" "$(cat "$T/.err" "$T/.out")"
+check_fail "NUL bytes on stdin with --strict: an error" 1 "'<stdin>': an archive with no members" \
+	sh -c "\"$DM\" --strict - < \"$T/zeros\""
+check "an empty stdin: exit 0" sh -c "\"$TE\" -t \"$T/t.lmtok\" -o \"$T/e0.lmtoks\" - < /dev/null"
+grep -q skipped "$T/.err" "$T/.out" && notok "an empty stdin is not a skipped input" "$(cat "$T/.err")" ||
+	ok "an empty stdin is not a skipped input"
+check "NUL bytes in a named file are read as given" "$TE" -t "$T/t.lmtok" -o "$T/z1.lmtoks" "$T/zeros"
+grep -q '"documents":1,' "$T/.out" && ok "the named file of NULs is one document" ||
+	notok "the named file of NULs" "$(cat "$T/.out")"
 # compressed input cut short: libarchive says nothing for a gzip stream cut before
 # its 8-byte trailer ("read error" was all), and liblzma "No progress is possible"
 # for a cut xz stream; the message now names the filter and what happened
