@@ -30,6 +30,7 @@
 #include "model/ledger.h"
 #include "plan/runread.h"
 #include "report/runcard.h"
+#include "report/runview.h"
 #include "report/svg.h"
 #include "report/yaml.h"
 
@@ -160,7 +161,7 @@ static int load(struct lmt_runcard *c, int i)
 			s->line[s->nline++] = json_loadb(p, n, 0, NULL);
 			if (!s->line[s->nline - 1] && n && c->o.warn) {
 				char *w = str(c, nl ? "'%s': line %zu is not JSON: left out"
-						    : "'%s': line %zu is cut short (the run stopped while writing it): left out",
+						    : "'%s': " LMT_RUNVIEW_CUT,
 					      s->path, s->nline);
 				if (w)
 					c->o.warn(c->o.ctx, w);

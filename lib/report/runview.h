@@ -54,6 +54,10 @@ struct lmt_runview {
 	double entropy;          /* the train split's unigram entropy, nats/token */
 };
 
+/* what a last line left out is called, after "'FILE': ": the run card and the
+ * views say it in the same words */
+#define LMT_RUNVIEW_CUT "line %zu is cut short (the run stopped while writing it): left out"
+
 /*
  * Read run directory run: metrics.jsonl is required; events.jsonl and
  * config.json are read where present. data names the dataset directory (NULL:
