@@ -167,15 +167,12 @@ static int reshard(const struct opts *o)
 		die_err(&err);
 
 	path_fmt(staging, sizeof staging, "%s.partial-XXXXXX", out);
-	if (!mkdtemp(staging)) {
+	if (!lmt_mkdtemp(staging)) {
 		int e = errno;
 		staging[0] = 0;
 		die("'%s': cannot create a staging directory next to it: %s", out, strerror(e));
 	}
 	atexit(cleanup_staging);
-	mode_t um = umask(0); /* mkdtemp makes 0700; a checkpoint gets the usual mode */
-	umask(um);
-	chmod(staging, 0777 & ~um);
 	tool_defer_signals(); /* a signal now stops at the next tensor, removing the staging directory */
 
 	struct lmt_reshard_result r;

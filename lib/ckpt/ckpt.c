@@ -687,8 +687,11 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 	if (rc)
 		return rc;
 	struct stat st;
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-		return lmt_err_errno(err, "'%s': not a checkpoint directory", dir);
+	if (stat(dir, &st) != 0)
+		return lmt_err_errno(err, "'%s': cannot open the checkpoint directory", dir);
+	if (!S_ISDIR(st.st_mode))
+		return lmt_err_set(err, LMT_EFORMAT,
+				   "'%s' is a file, not a checkpoint directory (one such as RUN/ckpt/step-00000100)", dir);
 	if (stat(path, &st) != 0)
 		return lmt_err_set(err, LMT_EFORMAT, "'%s': no manifest.json: not a complete checkpoint", dir);
 	/* the bytes first: the manifest's own checksum is checked before any field of it

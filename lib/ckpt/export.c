@@ -114,14 +114,11 @@ int lmt_export_stage(const char *out, char *staging, size_t cap, struct lmt_err 
 		ol--;
 	if (snprintf(staging, cap, "%.*s.partial-XXXXXX", (int)ol, out) >= (int)cap)
 		return lmt_err_set(err, LMT_ERANGE, "'%s': path too long", out);
-	if (!mkdtemp(staging)) {
+	if (!lmt_mkdtemp(staging)) {
 		int rc = lmt_err_errno(err, "'%.*s': cannot create a staging directory next to it", (int)ol, out);
 		staging[0] = 0;
 		return rc;
 	}
-	mode_t um = umask(0); /* mkdtemp makes 0700; an export gets the usual mode */
-	umask(um);
-	chmod(staging, 0777 & ~um);
 	return 0;
 }
 

@@ -318,3 +318,13 @@ int lmt_path_fmt(char *out, size_t cap, struct lmt_err *err, const char *fmt, ..
 		return lmt_err_set(err, LMT_ERANGE, "path too long: '%.60s...'", out);
 	return 0;
 }
+
+char *lmt_mkdtemp(char *tmpl)
+{
+	if (!mkdtemp(tmpl))
+		return NULL;
+	mode_t um = umask(0);
+	umask(um);
+	chmod(tmpl, 0777 & ~um);
+	return tmpl;
+}

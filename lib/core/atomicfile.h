@@ -65,5 +65,9 @@ int lmt_path_fmt(char *out, size_t cap, struct lmt_err *err, const char *fmt, ..
 /* Remove dir and the files directly inside it, best effort (lmt's staging,
  * temporary and checkpoint directories are flat). */
 void lmt_remove_dir(const char *dir);
+/* mkdtemp(3) for a staging directory that becomes an output (renamed into place):
+ * given the usual mode, 0777 less the umask, not mkdtemp's 0700. NULL with errno
+ * set on failure. */
+char *lmt_mkdtemp(char *tmpl);
 
 #endif

@@ -90,8 +90,10 @@ int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/manifest.json", dir);
 	struct stat st;
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-		return lmt_err_errno(err, "'%s': not a dataset directory", dir);
+	if (stat(dir, &st) != 0)
+		return lmt_err_errno(err, "'%s': cannot open the dataset directory", dir);
+	if (!S_ISDIR(st.st_mode))
+		return lmt_err_set(err, LMT_EFORMAT, "'%s' is a file, not a dataset directory (shard-pack writes one)", dir);
 	if (stat(path, &st) != 0)
 		return lmt_err_set(err, LMT_EFORMAT,
 			"'%s': no manifest.json: not a dataset (an interrupted shard-pack leaves none)", dir);
@@ -222,9 +224,11 @@ static int check_fields(const struct lmt_dataset *d, const struct lmt_dataset_sh
 	if (sh->info.n_seqs != s->seqs || sh->info.n_segments != s->segments || sh->info.seq_len != d->seq_len ||
 	    sh->info.token_bytes != d->token_bytes || (int)sh->info.split != s->split)
 		return lmt_err_set(err, LMT_EFORMAT,
-			"'%s': %llu sequences of %u tokens (%s), the manifest says %llu of %u (%s)", s->path,
-			(unsigned long long)sh->info.n_seqs, sh->info.seq_len + 1, lmt_split_name((int)sh->info.split),
-			(unsigned long long)s->seqs, d->seq_len + 1, lmt_split_name(s->split));
+			"'%s': %llu sequences of %u tokens, %llu segments, %u-byte tokens (%s); the manifest says "
+			"%llu of %u, %llu segments, %u-byte tokens (%s)", s->path,
+			(unsigned long long)sh->info.n_seqs, sh->info.seq_len + 1, (unsigned long long)sh->info.n_segments,
+			sh->info.token_bytes, lmt_split_name((int)sh->info.split), (unsigned long long)s->seqs,
+			d->seq_len + 1, (unsigned long long)s->segments, d->token_bytes, lmt_split_name(s->split));
 	return 0;
 }
 

@@ -70,7 +70,7 @@ int lmt_pack_stage(const char *out, int force, char *staging, size_t cap, struct
 	if ((rc = lmt_path_fmt(staging, cap, err, "%s.partial-XXXXXX", out)) ||
 	    (rc = lmt_path_fmt(staging, cap, err, "%.*s.partial-XXXXXX", (int)trimmed_len(out), out)))
 		return rc;
-	if (!mkdtemp(staging)) {
+	if (!lmt_mkdtemp(staging)) {
 		int e = errno;
 		staging[0] = 0;
 		return lmt_err_set(err, LMT_EIO, "'%s': cannot create a staging directory: %s", out, strerror(e));

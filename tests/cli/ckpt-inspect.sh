@@ -48,6 +48,10 @@ check_fail "two checkpoints without --diff are a usage error" 2 "one checkpoint 
 check_fail "--diff with one checkpoint is a usage error" 2 "give A and B" $CI --diff "$S5"
 check_fail "an unknown option is a usage error" 2 "unknown option" $CI --frobnicate "$S5"
 check_fail "--json with --table is a usage error" 2 "exclude each other" $CI --json --table "$S5"
+check_fail "ckpt-reshard: a file given as the checkpoint is named as a file" 1 "is a file, not a checkpoint directory" \
+	"$BIN/ckpt-reshard" -w 2 "$S5/manifest.json" "$T/rs"
+check_fail "ckpt-reshard: a missing checkpoint says why (it said 'not a checkpoint directory: Success' for a file)" 1 \
+	"'$T/nowhere': cannot open the checkpoint directory: No such file or directory" "$BIN/ckpt-reshard" -w 2 "$T/nowhere" "$T/rs"
 check_fail "--atol without --diff is a usage error" 2 "apply to --diff" $CI --atol 0.1 "$S5"
 check_fail "a bad --atol names the option" 2 "'--atol'" $CI --diff --atol much "$S5" "$S10"
 check_fail "--tensor with --verify is a usage error" 2 "do not apply" $CI --verify --tensor 'param/*' "$S5"

@@ -29,8 +29,15 @@ same_all=1
 for f in "$T"/d/*.lmshard; do cmp -s "$f" "$T/d2/$(basename "$f")" || same_all=0; done
 [ $same_all = 1 ] && ok "the same stream gives byte-identical shards (file or stdin)" || notok "deterministic shards"
 grep -q '"path":"<stdin>"' "$T/d2/manifest.json" && ok "the manifest names stdin as the input" || notok "stdin path"
+m=$(umask); umask 022; check "pack with umask 022" $SP -q -L 64 -o "$T/dmode" "$T/s.lmtoks"; umask "$m"
+[ "$(stat -c %a "$T/dmode")" = 755 ] && ok "the dataset directory gets the umask's mode (755), not mkdtemp's 700" ||
+	notok "dataset directory mode" "$(stat -c %a "$T/dmode")"
 check "verify a good dataset" $SP --verify "$T/d"
 grep -q '"bad":0' "$T/.out" && ok "verify reports no bad shard" || notok "verify summary" "$(tail -1 "$T/.out")"
+check_fail "--verify of a file names it as a file" 1 "'$T/s.lmtoks' is a file, not a dataset directory" \
+	$SP --verify "$T/s.lmtoks"
+check_fail "--verify of a missing directory says why" 1 "cannot open the dataset directory: No such file" \
+	$SP --verify "$T/nowhere"
 check_fail "an existing output is not replaced without --force" 1 "use --force" $SP -q -L 64 -o "$T/d" "$T/s.lmtoks"
 check "--force replaces it" $SP -q -L 32 --force -o "$T/d2" "$T/s.lmtoks"
 grep -q '"seq_len":32' "$T/d2/manifest.json" && ok "the replaced dataset is the new one" || notok "force"
