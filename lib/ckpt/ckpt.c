@@ -617,10 +617,16 @@ void lmt_ckpt_close(struct lmt_ckpt *c)
 	memset(c, 0, sizeof *c);
 }
 
+/* chunks by offset, an empty one before the one it shares an offset with (then by
+ * rank): a total order, so the result does not hang on qsort's stability */
 static int cmp_chunk(const void *x, const void *y)
 {
 	const struct lmt_ckpt_chunk *a = x, *b = y;
-	return a->offset < b->offset ? -1 : a->offset > b->offset;
+	if (a->offset != b->offset)
+		return a->offset < b->offset ? -1 : 1;
+	if (a->count != b->count)
+		return a->count < b->count ? -1 : 1;
+	return (a->rank > b->rank) - (a->rank < b->rank);
 }
 
 /* Map file k of the checkpoint, checking it against the manifest. */
@@ -812,15 +818,15 @@ int lmt_ckpt_open(struct lmt_ckpt *c, const char *dir, int verify, struct lmt_er
 				goto fail;
 			}
 		}
-		/* the chunks must tile the tensor exactly */
+		/* the chunks must tile the tensor exactly: each starts where the one
+		 * before it ends, empty ones included (a chunk past the end, or one
+		 * overlapping another, is damage; read_range's search relies on this) */
 		qsort(e->chunks, (size_t)e->nchunks, sizeof *e->chunks, cmp_chunk);
 		uint64_t next = 0;
-		for (int k = 0; k < e->nchunks; k++) {
-			if (e->chunks[k].offset != next)
-				break;
+		int k = 0;
+		for (; k < e->nchunks && e->chunks[k].offset == next; k++)
 			next += e->chunks[k].count;
-		}
-		if (next != e->numel) {
+		if (k < e->nchunks || next != e->numel) {
 			rc = lmt_err_set(err, LMT_EFORMAT, "'%s': tensor '%s': its chunks do not cover its %llu elements exactly",
 					 path, e->name, (unsigned long long)e->numel);
 			goto fail;
@@ -1018,7 +1024,7 @@ int lmt_ckpt_read_range(const struct lmt_ckpt *c, const struct lmt_ckpt_entry *e
 	int open_rank = -1;
 	for (int q = lo; q < e->nchunks && !rc && count && e->chunks[q].offset < end; q++) {
 		const struct lmt_ckpt_chunk *ch = &e->chunks[q];
-		if (!ch->count)
+		if (!ch->count || ch->offset + ch->count <= off) /* none, after lmt_ckpt_open's tiling check */
 			continue;
 		if (ch->rank != open_rank) {
 			if (open_rank >= 0)

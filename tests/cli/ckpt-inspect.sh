@@ -203,6 +203,25 @@ reseal "$T/bad6/manifest.json"
 check_fail "a manifest edited in a SHA-256: the file is named" 1 "bad6/$F': its header's payload sha256" \
 	$CI --verify "$T/bad6"
 
+# chunks that do not tile their tensor, re-sealed. A duplicate of a whole-tensor
+# chunk; and, with each rank's chunk count kept (40 ranks: ranks 0-7 hold an empty
+# chunk of each 32-element tensor), an empty chunk past a tensor's end traded for
+# one of another tensor's. The second was accepted (the tiling check stopped at
+# full cover), and a chunk so let through inside the tensor could make a read copy
+# 2^64 bytes, or copy nothing and succeed
+cp -r "$S10" "$T/bad7"
+jq -c '(.tensors[] | select(.name == "param/lnfw") | .chunks) |= . + [.[0]]' "$S10/manifest.json" \
+	> "$T/bad7/manifest.json"
+reseal "$T/bad7/manifest.json"
+check_fail "a duplicate chunk, re-sealed: refused" 1 "bad7" $CI --verify "$T/bad7"
+"$BIN/ckpt-reshard" -q -w 40 "$S10" "$T/w40" > /dev/null || notok "reshard to 40 ranks"
+jq -c '(.tensors[] | select(.name == "param/lnfb") | .chunks) |= map(select(.rank != 0)) |
+	(.tensors[] | select(.name == "param/lnfw") | .chunks) |= . + [.[0] | .offset = 40 | .count = 0 | .byte_offset = 0]' \
+	"$T/w40/manifest.json" > "$T/w40/manifest.edit" && mv "$T/w40/manifest.edit" "$T/w40/manifest.json"
+reseal "$T/w40/manifest.json"
+check_fail "an empty chunk past the tensor's end, re-sealed, chunk counts kept: the tensor named" 1 \
+	"tensor 'param/lnfw': its chunks do not cover its 32 elements exactly" $CI --verify "$T/w40"
+
 # ---- the manifest covers itself: every state field, edited by one value ----
 # (cursor 8 -> 9 once passed --verify and --resume and the resumed run differed)
 cp -r "$S10" "$T/edit"
