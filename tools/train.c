@@ -565,6 +565,10 @@ int main(int argc, char **argv)
 		if (s->follower)
 			tool_quiet = 1;
 	}
+	/* from the lock on, any exit before the end marks the run (or, refused before
+	 * it began, leaves it as it was: lmt_session_mark_failed) */
+	if (o.cfg.out)
+		atexit(run_atexit);
 	if (lmt_session_claim(s, o.given, o.ngiven, &err))
 		session_die(&err);
 	if (o.cfg.resume) {
@@ -578,10 +582,10 @@ int main(int argc, char **argv)
 	int made = lmt_session_open(s, tool_threads(o.threads), &err);
 	if (made < 0)
 		session_die(&err);
-	if (made)
+	if (made) {
+		atexit(run_atexit); /* the default run's directory, made just now */
 		check_paths(&o);
-	if (o.cfg.out)
-		atexit(run_atexit);
+	}
 	if (lmt_session_start(s, &err))
 		session_die(&err);
 	atexit(stop_trainer);

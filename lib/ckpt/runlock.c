@@ -35,14 +35,23 @@ static int busy(struct lmt_run_lock *l, const char *run_dir, pid_t pid, struct l
 int lmt_run_lock(const char *run_dir, int create, struct lmt_run_lock *l, struct lmt_err *err)
 {
 	l->fd = -1;
+	l->made = 0;
 	int rc = lmt_path_fmt(l->path, sizeof l->path, err, "%s/lock", run_dir);
 	if (rc)
 		return rc;
-	if (create && mkdir(run_dir, 0755) && errno != EEXIST)
-		return lmt_err_errno(err, "'%s'", run_dir);
+	if (create) {
+		if (mkdir(run_dir, 0755) == 0)
+			l->made = 1;
+		else if (errno != EEXIST)
+			return lmt_err_errno(err, "'%s'", run_dir);
+	}
 	/* O_NOFOLLOW: a symlink planted as RUN/lock would have the PID written (and
 	 * the file truncated) wherever it points */
-	l->fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	l->fd = open(l->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (l->fd >= 0)
+		l->made |= 2;
+	else if (errno == EEXIST)
+		l->fd = open(l->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (l->fd < 0 && errno == ELOOP)
 		return lmt_err_set(err, LMT_EIO, "'%s' is a symbolic link: a run's lock is a plain file of the run", l->path);
 	if (l->fd < 0)
@@ -83,6 +92,32 @@ void lmt_run_unlock(struct lmt_run_lock *l)
 	(void)ftruncate(l->fd, 0);
 	close(l->fd);
 	l->fd = -1;
+}
+
+void lmt_run_unlock_unused(struct lmt_run_lock *l, const char *run_dir)
+{
+	if (l->fd < 0)
+		return;
+	int only_lock = l->made != 0;
+	DIR *d = only_lock ? opendir(run_dir) : NULL;
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "lock"))
+			only_lock = 0;
+	if (d)
+		closedir(d);
+	else
+		only_lock = 0;
+	/* a process that opened the lock meanwhile finds it gone with its directory
+	 * and fails on its first write: two starting one fresh run together */
+	if (only_lock && unlink(l->path) == 0) {
+		close(l->fd);
+		l->fd = -1;
+		if (l->made & 1)
+			rmdir(run_dir);
+		return;
+	}
+	lmt_run_unlock(l);
 }
 
 /* path's real path, or its nearest existing parent's (a file about to be made). */

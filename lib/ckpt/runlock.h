@@ -13,8 +13,9 @@
  * ends (SIGKILL included), so a crash never leaves a stale lock behind, and
  * F_GETLK names the process that holds it. The holder's PID is also written into
  * the file, for people (cat RUN/lock); the lock, not the text, is what counts,
- * and the file is never removed (removing it would let a second process lock a
- * new file while the first still holds the old one).
+ * and the file is not removed (removing it would let a second process lock a
+ * new file while the first still holds the old one), except by the process that
+ * made it, stopping before it wrote anything of the run (lmt_run_unlock_unused).
  *
  * POSIX drops all of a process's locks on a file when the process closes any
  * descriptor of that file: the holder keeps the one descriptor lmt_run_lock opened
@@ -33,6 +34,7 @@
 
 struct lmt_run_lock {
 	int fd;                 /* -1: not held */
+	int made;               /* what lmt_run_lock made: 1 the run directory, 2 the lock file */
 	char path[PATH_MAX];    /* RUN/lock */
 };
 
@@ -40,6 +42,7 @@ struct lmt_run_lock {
 static inline void lmt_run_lock_init(struct lmt_run_lock *l)
 {
 	l->fd = -1;
+	l->made = 0;
 	l->path[0] = 0;
 }
 
@@ -54,6 +57,11 @@ static inline void lmt_run_lock_init(struct lmt_run_lock *l)
 int lmt_run_lock(const char *run_dir, int create, struct lmt_run_lock *l, struct lmt_err *err);
 /* Release the lock (the kernel does as much at exit); a lock not held is left alone. */
 void lmt_run_unlock(struct lmt_run_lock *l);
+/* For a process that stops before writing anything of the run: if run_dir holds
+ * nothing but the lock, remove what lmt_run_lock made of it (the lock file, and
+ * the directory if it made that too: a refused run leaves nothing behind);
+ * otherwise only release the lock. */
+void lmt_run_unlock_unused(struct lmt_run_lock *l, const char *run_dir);
 
 /*
  * The run an output lies in, whatever its spelling: the nearest directory at or

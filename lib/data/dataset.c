@@ -83,6 +83,29 @@ static int get_documents(struct lmt_dataset *d, json_t *m, const char *dir, cons
 	return 0;
 }
 
+/* Each split's totals in the manifest against the shards it lists: a manifest that
+ * contradicts itself (re-sealed by hand) is refused, not trained on. */
+static int check_splits(const struct lmt_dataset *d, json_t *splits, const char *path, struct lmt_err *err)
+{
+	for (int k = 0; k < 3; k++) {
+		json_t *x = json_object_get(splits, lmt_split_name(k));
+		uint64_t seqs, tokens, shards, held = 0;
+		for (size_t i = 0; i < d->nshards; i++)
+			held += d->shards[i].split == k ? d->shards[i].tokens : 0;
+		if (get_u64(x, "sequences", &seqs) || get_u64(x, "tokens", &tokens) || get_u64(x, "shards", &shards))
+			return lmt_err_set(err, LMT_EFORMAT, "'%s': splits.%s is missing or incomplete", path,
+					   lmt_split_name(k));
+		if (seqs != d->split_seqs[k] || tokens != held || shards != d->split_shards[k])
+			return lmt_err_set(err, LMT_EFORMAT,
+					   "'%s': splits.%s says %llu sequences, %llu tokens in %llu shards; the shards it "
+					   "lists hold %llu, %llu in %u (the manifest contradicts itself)",
+					   path, lmt_split_name(k), (unsigned long long)seqs, (unsigned long long)tokens,
+					   (unsigned long long)shards, (unsigned long long)d->split_seqs[k],
+					   (unsigned long long)held, d->split_shards[k]);
+	}
+	return 0;
+}
+
 int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err)
 {
 	memset(d, 0, sizeof *d);
@@ -172,6 +195,8 @@ int lmt_dataset_open(struct lmt_dataset *d, const char *dir, struct lmt_err *err
 		s->index = d->split_shards[s->split]++;
 		d->split_seqs[s->split] += s->seqs;
 	}
+	if ((rc = check_splits(d, json_object_get(m, "splits"), path, err)))
+		goto out;
 	rc = get_documents(d, m, dir, path, err);
 out:
 	free(text);

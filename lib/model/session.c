@@ -19,6 +19,7 @@
 #include "report/runalerts.h"
 #include "core/digest.h"
 #include "core/util.h"
+#include "core/vgrow.h"
 
 /* A line for people, at level. */
 static void note(struct lmt_session *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -158,10 +159,19 @@ static int adopt_recorded(struct lmt_session *s, const struct lmt_ckpt *c, uint6
 		if (it->value) {
 			s->cb.adopt(s->cb.ctx, it->opt, it->value);
 		} else {
+			/* its event is written when the run goes on (lmt_session_begin): a
+			 * resume refused later changes nothing in the run */
 			note(s, LMT_SESSION_WARN, "%s", it->warning);
-			rc = lmt_run_event(&s->run, "config-change", it->detail, update, err);
+			char *d = strdup(it->detail);
+			if (!d || LMT_GROW(s->changes, s->capchanges, s->nchanges + 1)) {
+				free(d);
+				rc = fail(s, err, LMT_ENOMEM, "out of memory");
+				break;
+			}
+			s->changes[s->nchanges++] = d;
 		}
 	}
+	s->resumed_at = update;
 	lmt_resumecfg_release(&res);
 	return rc;
 }
@@ -415,8 +425,6 @@ int lmt_session_start(struct lmt_session *s, struct lmt_err *err)
 {
 	struct lmt_session_cfg *o = s->cfg;
 	int rc;
-	if (o->out && !o->resume && (rc = lmt_run_open(&s->run, o->out, 0, err)))
-		return rc;
 	s->cursor = (uint64_t)s->comm.rank;
 	if (s->have_ck && (rc = check_checkpoint(s, err)))
 		return rc;
@@ -425,9 +433,16 @@ int lmt_session_start(struct lmt_session *s, struct lmt_err *err)
 	/* a resumed run's weights come from the checkpoint */
 	if (!o->init_llmc && !s->have_ck && (rc = lmt_gpt_init_weights(&s->g, o->init_seed, err)))
 		return rc;
-	if ((rc = set_precision(s, err)) || (rc = lmt_gpt_alloc_acts(&s->g, o->tc.B, s->T, err)))
+	if ((rc = set_precision(s, err)) || (rc = lmt_gpt_alloc_acts(&s->g, o->tc.B, s->T, err)) ||
+	    (rc = lmt_trainer_init(&s->tr, &o->tc, &s->be, &s->comm, &s->g, &s->d, s->cursor, err)))
 		return rc;
-	return lmt_trainer_init(&s->tr, &o->tc, &s->be, &s->comm, &s->g, &s->d, s->cursor, err);
+	/* a new run's files last: a run refused for its data, its model or its memory
+	 * leaves none (and its directory, if this process made it, goes: mark_failed) */
+	if (o->out && !o->resume && (rc = lmt_run_open(&s->run, o->out, 0, err))) {
+		lmt_session_halt(s);
+		return rc;
+	}
+	return 0;
 }
 
 void lmt_session_halt(struct lmt_session *s)
@@ -440,8 +455,15 @@ void lmt_session_halt(struct lmt_session *s)
 /* This runs inside exit(): the caller only warns of a failure. */
 int lmt_session_mark_failed(struct lmt_session *s, struct lmt_err *err)
 {
+	if (!s->begun) {
+		/* refused before anything of the run was written: it stays as it was */
+		if (!s->follower && s->run_out)
+			lmt_run_unlock_unused(&s->lock, s->run_out);
+		return 0;
+	}
 	if (s->run.events && !s->finished)
-		return lmt_run_event(&s->run, "failed", "the run stopped on an error (see stderr)", s->reached, err);
+		return lmt_run_event(&s->run, "failed", "the run stopped on an error (see stderr)",
+				     LMT_MAX(s->reached, s->resumed_at), err);
 	return 0;
 }
 
@@ -535,6 +557,11 @@ int lmt_session_begin(struct lmt_session *s, struct lmt_err *err)
 	struct lmt_trainer *tr = &s->tr;
 	struct lmt_gpt *g = &s->g;
 	int rc;
+	s->begun = 1;
+	/* the options a resume changed, noted at claim, now that the run goes on */
+	for (size_t i = 0; i < s->nchanges; i++)
+		if ((rc = lmt_run_event(&s->run, "config-change", s->changes[i], s->resumed_at, err)))
+			return rc;
 	if (s->have_ck) {
 		double t0 = lmt_now();
 		if ((tr->shard && (rc = lmt_gpt_alloc_optimizer(g, err))) ||
@@ -822,6 +849,11 @@ void lmt_session_release(struct lmt_session *s)
 	s->be.release(&s->be);
 	lmt_dataset_close(&s->d);
 	s->comm.release(&s->comm);
+	for (size_t i = 0; i < s->nchanges; i++)
+		free(s->changes[i]);
+	free(s->changes);
+	s->changes = NULL;
+	s->nchanges = s->capchanges = 0;
 	free(s->msg);
 	s->msg = NULL;
 }

@@ -133,7 +133,11 @@ struct lmt_session {
 	int status;                   /* 1: stopped on a non-finite update */
 	int interrupted;              /* a signal's number, or -1 at --stop-at */
 	int finished;                 /* the run's end is in its events */
+	int begun;                    /* lmt_session_begin ran: the run's files are being written */
 	uint64_t reached;             /* the update reached when lmt_session_halt ran */
+	uint64_t resumed_at;          /* the checkpoint's update, resuming */
+	char **changes;               /* a resume's config-change events, until begin writes them */
+	size_t nchanges, capchanges;
 	int cb_rc;                    /* the first error inside a callback of the session's */
 	struct lmt_err cb_err;
 };
@@ -165,7 +169,9 @@ void lmt_session_release(struct lmt_session *s);
 
 /* For exit handlers. halt: stop the trainer (its read-ahead thread) before the
  * libraries it uses are torn down, remembering the update reached; mark_failed:
- * a run that did not reach its end says in its events that it failed there. */
+ * a run that began and did not reach its end says in its events that it failed
+ * there; one refused before lmt_session_begin is left as it was, and a directory
+ * the lock made for it is removed (it holds nothing else then). */
 void lmt_session_halt(struct lmt_session *s);
 int lmt_session_mark_failed(struct lmt_session *s, struct lmt_err *err);
 

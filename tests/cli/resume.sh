@@ -45,6 +45,11 @@ check_fail "a changed --micro-batch is refused" 2 "--micro-batch 8 (the run: 4)"
 tail -1 "$T/shape/events.jsonl" | grep -q '"stop"' && ! grep -q config-change "$T/shape/events.jsonl" \
 	&& ok "a refused resume leaves the run's events as they were" \
 	|| notok "events after a refusal" "$(tail -2 "$T/shape/events.jsonl")"
+cp "$T/shape/events.jsonl" "$T/shape.events"
+check_fail "a resume past its --updates is refused" 1 "past --updates 5" \
+	$TR --resume auto -o "$T/shape" --updates 5 --lr 1e-3 --threads 1
+same "... with the events.jsonl as it was (no config-change for --lr, no 'failed' at update 0)" \
+	"$T/shape.events" "$T/shape/events.jsonl"
 check "... and the same flags as recorded are no change" $TR $RUN --threads 1 --resume auto -o "$T/shape" --stop-at 15
 ! grep -q "warning" "$T/.err" && ok "... said nothing" || notok "warnings" "$(head -c 600 "$T/.err")"
 

@@ -121,6 +121,22 @@ jq -c 'del(.shards[0].chunk_bytes)' "$T/ch/manifest.json" > "$T/chbad/manifest.j
 reseal "$T/chbad/manifest.json"
 check_fail "a manifest with chunk digests and no chunk_bytes is refused" 1 \
 	"manifest.json': shards[0]: chunk_bytes or chunk_sha256 is missing or invalid" $SP --verify "$T/chbad"
+# a manifest that contradicts itself, re-sealed: the split totals against its shards
+# (both passed --verify, and train trained on the first)
+cp -r "$T/ch" "$T/contra"
+jq -c '.splits.train.sequences += 1' "$T/ch/manifest.json" > "$T/contra/manifest.json"
+reseal "$T/contra/manifest.json"
+check_fail "splits.train's sequences one more than its shards hold (re-sealed): refused" 1 \
+	"manifest.json': splits.train says" $SP --verify "$T/contra"
+grep -qF "(the manifest contradicts itself)" "$T/.err" && ok "... saying the manifest contradicts itself" ||
+	notok "contradiction message" "$(cat "$T/.err")"
+jq -c '.shards = []' "$T/ch/manifest.json" > "$T/contra/manifest.json"
+reseal "$T/contra/manifest.json"
+check_fail "no shards listed while the splits count sequences (re-sealed): refused" 1 \
+	"splits.train says" $SP --verify "$T/contra"
+check_fail "train refuses that dataset" 1 "splits.train says" \
+	"$BIN/train" -q --data "$T/contra" --layers 1 --heads 2 --channels 32 --updates 1 -o "$T/crun"
+[ ! -e "$T/crun" ] && ok "... and leaves no run directory (it held its lock alone)" || notok "run left" "$(ls -A "$T/crun")"
 check_fail "--chunk-bytes below 4Ki is a usage error" 2 "below 4Ki" $SP --chunk-bytes 100 -o "$T/x" "$T/s.lmtoks"
 check "--chunk-bytes 0 lists no chunks" $SP -q -L 64 --split val=0 --chunk-bytes 0 -o "$T/ch0" "$T/s.lmtoks"
 [ "$(jq '[.shards[] | has("chunk_sha256")] | any' "$T/ch0/manifest.json")" = false ] && ok "... none in the manifest" ||
