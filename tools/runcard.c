@@ -546,6 +546,8 @@ int main(int argc, char **argv)
 		const char *fixed[] = { o.data, o.tokenizer, o.dedup, o.corpus, cfg, met, ck };
 		check_outputs(outs, what, 4, fixed, 7);
 		check_outputs(outs, what, 4, (const char *const *)o.eval, o.neval);
+		/* the archive is written after the card: its place checked before either */
+		check_output_dir(o.release, "--release", 0);
 	}
 
 	struct lmt_err err = { 0 };

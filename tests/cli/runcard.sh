@@ -514,6 +514,14 @@ zstd -dc "$T/bf16.tar.zst" | tar -xOf - "$top/config.json" | grep -q '"torch_dty
 	&& ok "... exports bf16 weights" || notok "bf16 release"
 check_fail "a release into a missing directory" 1 "$T/nodir/x.tar.zst" $RC -q -o "$T/card2" --release "$T/nodir/x.tar.zst" "$T/run"
 nothing_left "... leaves nothing" "$T" "nodir"
+check_fail "a release into a missing directory, with a new card" 1 "cannot write into '$T/nodir'" \
+	$RC -q -o "$T/card9" --release "$T/nodir/x.tar.zst" "$T/run"
+[ ! -e "$T/card9" ] && [ ! -s "$T/.out" ] && ok "... is refused before the card is written (no card, no record)" ||
+	notok "card written before the release failed" "$(ls -A "$T/card9" 2>&1)"
+mkdir "$T/dir.tar.zst"
+check_fail "a release named as an existing directory" 1 "is a directory: give a file name" \
+	$RC -q -o "$T/card9" --release "$T/dir.tar.zst" "$T/run"
+[ ! -e "$T/card9" ] && ok "... is refused before the card is written" || notok "card9 written"
 
 # ---- a write error: the card's files are committed together or not at all ----
 # RLIMIT_FSIZE between RUNCARD.md's size and runcard.yaml's (the larger, written
