@@ -339,8 +339,13 @@ static void parse_buckets(struct opts *o, const char *arg)
 	o->nedges = 0;
 	if (!strcmp(arg, "none"))
 		return;
-	char *copy = strdup(arg), *save = NULL;
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	char *copy = strdup(arg), *rest = copy, *t;
+	if (!copy)
+		die("out of memory");
+	while ((t = strsep(&rest, ","))) {
+		if (!*t)
+			usage_error("option '--buckets': an empty item in '%s' (edges such as 64,128; none for no buckets)",
+				    arg);
 		if (o->nedges == (int)LMT_ARRAY_SIZE(o->edges))
 			usage_error("option '--buckets': more than %zu edges", LMT_ARRAY_SIZE(o->edges));
 		uint64_t v = (uint64_t)opt_int("buckets", t, 2, INT64_MAX);
@@ -383,7 +388,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case OPT_TEXT: o->texts = opt_push(o->texts, &o->ntexts, optarg); break;
 		case 't': o->tokenizer = optarg; break;
 		case OPT_MAX_DOCS: o->max_docs = (uint64_t)opt_int("max-docs", optarg, 1, INT64_MAX); break;
-		case OPT_MAX_TOKENS: o->max_tokens = opt_size("max-tokens", optarg); break;
+		case OPT_MAX_TOKENS: o->max_tokens = opt_size_nz("max-tokens", optarg); break;
 		case OPT_CONTEXT: o->context = (int)opt_int("context", optarg, 1, 1 << 20); break;
 		case OPT_STRIDE: o->stride = (int)opt_int("stride", optarg, 1, 1 << 20); break;
 		case 'b': o->rows = (int)opt_int("batch", optarg, 1, 1 << 16); break;

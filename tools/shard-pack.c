@@ -114,13 +114,15 @@ struct opts {
 
 static void parse_split(struct opts *o, const char *spec)
 {
-	char *s = strdup(spec), *save = NULL;
+	char *s = strdup(spec), *rest = s, *tok;
 	if (!s)
 		die("out of memory");
 	o->frac[LMT_SPLIT_VAL] = o->frac[LMT_SPLIT_TEST] = 0;
 	int named[LMT_SPLIT_TEST + 1] = { 0 };
-	for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	while ((tok = strsep(&rest, ","))) {
 		char *eq = strchr(tok, '=');
+		if (!*tok)
+			usage_error("option '--split': an empty item in '%s' (NAME=FRACTION,...; val=0 for none)", spec);
 		if (!eq)
 			usage_error("option '--split': '%s' is not NAME=FRACTION", tok);
 		*eq = 0;

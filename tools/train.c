@@ -195,7 +195,7 @@ static void usage(void)
 	       "                          first updates'), memory (0.9 of --mem-limit), memory_ledger\n"
 	       "                          (1.2x the ledger's), ckpt_slow (0.5), ckpt_age (1.5x the\n"
 	       "                          interval), ckpt_verify (1: on), budget (0.2); window=N (50)\n"
-	       "  --mem-limit BYTES       the memory alert's boundary (suffixes K, M, G, T)\n"
+	       "  --mem-limit BYTES       the memory alert's boundary (k, M, G, T; Ki, Mi, Gi, Ti)\n"
 	       "  --budget FILE           memledger --budget's JSONL: the budget alert's tokens and\n"
 	       "                          device-hours\n"
 	       "  --audit-samples N       several ranks: an audit record of every rank's sample\n"
@@ -341,7 +341,7 @@ void train_set_option(struct opts *o, int c, const char *arg)
 	case OPT_RESUME: o->cfg.resume = arg; break;
 	case OPT_CKPT_EVERY: o->cfg.ckpt_every = (uint64_t)opt_int("ckpt-every", arg, 0, INT64_MAX); break;
 	case OPT_CKPT_MINUTES: o->cfg.ckpt_minutes = opt_double("ckpt-minutes", arg, 0, 1e9); break;
-	case OPT_KEEP: o->cfg.keep = (int)opt_int("keep", arg, 2, 1 << 20); break;
+	case OPT_KEEP: o->cfg.keep = (int)opt_int("keep", arg, 2, 1 << 20); o->keep_given = !o->adopting; break;
 	case OPT_KEEP_EVERY: o->cfg.keep_every = (uint64_t)opt_int("keep-every", arg, 0, INT64_MAX); break;
 	case OPT_CKPT_SYNC: o->cfg.ckpt_sync = 1; break;
 	case OPT_MTBF: o->cfg.mtbf = opt_double("mtbf", arg, 1, 1e12); break;
@@ -518,9 +518,10 @@ static void finish_args(struct opts *o)
 		usage_error("--prompt is text: give the tokenizer with -t");
 	if (!o->cfg.init_llmc && o->cfg.model.C % o->cfg.model.NH)
 		usage_error("--channels %d is not a multiple of --heads %d", o->cfg.model.C, o->cfg.model.NH);
-	if ((o->cfg.ckpt_every || o->cfg.ckpt_minutes > 0 || o->cfg.keep_every || o->cfg.stop_at) && o->cfg.no_save)
+	if ((o->cfg.ckpt_every || o->cfg.ckpt_minutes > 0 || o->keep_given || o->cfg.keep_every || o->cfg.ckpt_sync ||
+	     o->cfg.mtbf > 0 || o->cfg.stop_at) && o->cfg.no_save)
 		usage_error("checkpoints are written into the run directory, and --no-save has none (--ckpt-every, "
-			    "--ckpt-minutes, --keep-every, --stop-at)");
+			    "--ckpt-minutes, --keep, --keep-every, --ckpt-sync, --mtbf, --stop-at)");
 }
 
 /* The run directory and --export-llmc stay apart from every input, and the

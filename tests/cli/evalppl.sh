@@ -236,6 +236,8 @@ if cmp -s "$T/o1" "$T/o2"; then notok "another seed, other intervals"; else ok "
 
 # --- refusals ---
 check_fail "a missing checkpoint" 1 "$T/nope" $E -q "$T/nope"
+check_fail "--buckets ,, is a usage error (it meant no buckets)" 2 "an empty item in ',,'" $E -q --buckets ,, "$CK"
+check_fail "--max-tokens 0 is a usage error (it meant no limit)" 2 "'--max-tokens': '0' is zero" $E -q --max-tokens 0 "$CK"
 rm -rf "$T/bad" && cp -r "$CK" "$T/bad"
 printf '\377' | dd of="$T/bad/rank-00000.lmckpt" bs=1 seek=4096 conv=notrunc 2> /dev/null
 check_fail "a damaged checkpoint, naming its file" 1 "rank-00000.lmckpt" $E -q --text "$F1" "$T/bad"

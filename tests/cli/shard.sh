@@ -17,6 +17,11 @@ check_fail "a bad split is a usage error" 2 "unknown split 'dev'" $SP --split de
 check_fail "a split named twice is a usage error (the last fraction used to win)" 2 "'val' is named twice" \
 	$SP --split val=0.1,test=0.1,val=0.2 -o "$T/x" "$T/s.lmtoks"
 check_fail "no output is a usage error" 2 "no output" $SP "$T/s.lmtoks"
+check_fail "a trailing comma in --split is a usage error (it was dropped)" 2 "an empty item in 'val=0.1,'" \
+	$SP --split val=0.1, -o "$T/x" "$T/s.lmtoks"
+check_fail "an empty --split is a usage error" 2 "an empty item" $SP --split '' -o "$T/x" "$T/s.lmtoks"
+check_fail "a number with a leading space is not one (strtol took it)" 2 "' 64' is not an integer" \
+	$SP -L ' 64' -o "$T/x" "$T/s.lmtoks"
 
 check "pack into 64-token sequences" $SP -q -L 64 --split val=0.1,test=0.05 --shard-tokens 2000 -o "$T/d" "$T/s.lmtoks"
 grep -q '"event":"summary"' "$T/.out" && ok "JSONL summary" || notok "JSONL summary" "$(cat "$T/.out")"

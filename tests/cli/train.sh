@@ -17,6 +17,17 @@ TINY="--layers 1 --heads 2 --channels 32 --micro-batch 4 --threads 1"
 check "train --help exits 0" $TR --help
 check_fail "no dataset is a usage error" 2 "no dataset" $TR --layers 1
 check_fail "a bad value is a usage error naming the option" 2 "'--lr'" $TR --data "$T/d" --lr fast
+check_fail "an integer past 2^63 is out of range, not 'not an integer'" 2 "9223372036854775808 is out of range" \
+	$TR --data "$T/d" --seed 9223372036854775808
+check_fail "a number below what a double holds says so" 2 "1e-400 is beyond what a double holds" \
+	$TR --data "$T/d" --eps 1e-400
+check_fail "nan is not a finite number" 2 "'nan' is not a finite number" $TR --data "$T/d" --lr nan
+for o in "--keep 3" --ckpt-sync "--mtbf 3600"; do
+	check_fail "$o with --no-save is a usage error (it was accepted and did nothing)" 2 "--no-save has none" \
+		$TR --data "$T/d" --no-save $o
+done
+check_fail "--mem-limit takes Ti, and lists the units it takes" 2 "use k, M, G, T, powers of 1000, or Ki, Mi, Gi, Ti" \
+	$TR --data "$T/d" --mem-limit 1X
 
 check "a tiny model trains, with evaluation and samples" \
 	$TR --data "$T/d" -t "$T/t.lmtok" $TINY --updates 20 --lr 1e-2 --eval-every 10 --sample-every 20 \

@@ -3,6 +3,7 @@
  */
 #include "tool.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -203,8 +204,10 @@ long long opt_int(const char *opt, const char *s, long long min, long long max)
 	char *end;
 	errno = 0;
 	long long v = strtoll(s, &end, 10);
-	if (errno || end == s || *end)
+	if (end == s || *end || isspace((unsigned char)*s))
 		usage_error("option '--%s': '%s' is not an integer", opt, s);
+	if (errno == ERANGE)
+		usage_error("option '--%s': %s is out of range [%lld, %lld]", opt, s, min, max);
 	if (v < min || v > max)
 		usage_error("option '--%s': %lld is out of range [%lld, %lld]", opt, v, min, max);
 	return v;
@@ -215,7 +218,7 @@ uint64_t opt_size(const char *opt, const char *s)
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || v < 0 || !isfinite(v))
+	if (errno || end == s || v < 0 || !isfinite(v) || isspace((unsigned char)*s))
 		usage_error("option '--%s': '%s' is not a size", opt, s);
 	double mul = 1;
 	if (!strcmp(end, "") || !strcmp(end, "B")) mul = 1;
@@ -226,12 +229,22 @@ uint64_t opt_size(const char *opt, const char *s)
 	else if (!strcmp(end, "Ki") || !strcmp(end, "KiB")) mul = 1024.0;
 	else if (!strcmp(end, "Mi") || !strcmp(end, "MiB")) mul = 1024.0 * 1024;
 	else if (!strcmp(end, "Gi") || !strcmp(end, "GiB")) mul = 1024.0 * 1024 * 1024;
+	else if (!strcmp(end, "Ti") || !strcmp(end, "TiB")) mul = 1024.0 * 1024 * 1024 * 1024;
 	else
-		usage_error("option '--%s': unknown unit in '%s' (use k, M, G, Ki, Mi, Gi)", opt, s);
+		usage_error("option '--%s': unknown unit in '%s' (use k, M, G, T, powers of 1000, or Ki, Mi, Gi, Ti, "
+			    "powers of 1024)", opt, s);
 	double r = v * mul;
 	if (r >= 1.8e19)
 		usage_error("option '--%s': '%s' is too large", opt, s);
 	return (uint64_t)r;
+}
+
+uint64_t opt_size_nz(const char *opt, const char *s)
+{
+	uint64_t v = opt_size(opt, s);
+	if (!v)
+		usage_error("option '--%s': '%s' is zero (it must be above 0)", opt, s);
+	return v;
 }
 
 static double parse_double(const char *opt, const char *s)
@@ -239,8 +252,13 @@ static double parse_double(const char *opt, const char *s)
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v))
+	if (end == s || *end || isspace((unsigned char)*s))
 		usage_error("option '--%s': '%s' is not a number", opt, s);
+	if (errno == ERANGE)
+		usage_error("option '--%s': %s is beyond what a double holds (%s)", opt, s,
+			    fabs(v) < 1 ? "below 2.2e-308" : "above 1.8e308");
+	if (!isfinite(v))
+		usage_error("option '--%s': '%s' is not a finite number", opt, s);
 	return v;
 }
 

@@ -73,6 +73,9 @@ void path_fmt(char *out, size_t cap, const char *fmt, ...) __attribute__((format
 long long opt_int(const char *opt, const char *s, long long min, long long max);
 /* Accepts k/K (1e3), M (1e6), G (1e9), Ki/Mi/Gi (powers of 1024) suffixes. */
 uint64_t opt_size(const char *opt, const char *s);
+/* opt_size for a quantity with no meaning at 0 (a bandwidth, a peak, a count to
+ * stop at): 0 is a usage error rather than taken as 'the default' */
+uint64_t opt_size_nz(const char *opt, const char *s);
 double opt_double(const char *opt, const char *s, double min, double max);
 /* The range (above, max]: for values that must be positive (a divisor's term). */
 double opt_double_above(const char *opt, const char *s, double above, double max);

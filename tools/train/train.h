@@ -20,7 +20,7 @@
 struct opts {
 	struct lmt_session_cfg cfg; /* what the session trains (model/session.h) */
 	int jsonl, threads;
-	int init_seed_given, warmup_given, shape_given;
+	int init_seed_given, warmup_given, shape_given, keep_given;
 	/* the value each recorded option (ckpt/resumecfg.h) was given on the command
 	 * line or in a --config file; one not here was not given, so a resume adopts
 	 * the run's */
