@@ -33,6 +33,7 @@
 #include "plan/fit.h"
 #include "plan/plan.h"
 #include "plan/runread.h"
+#include "core/pathcheck.h"
 #include "plan/safebatch.h"
 #include "report/planrec.h"
 #include "cfgopts.h"
@@ -171,13 +172,13 @@ static struct {
 static int plan_option(int c, const char *arg, struct lmt_plan_opts *p)
 {
 	switch (c) {
-	case OPT_PARAMS: p->params = (double)opt_size("params", arg); break;
+	case OPT_PARAMS: p->params = (double)opt_size_nz("params", arg); break;
 	case OPT_GPUS: p->gpus = (int)opt_int("gpus", arg, 1, 1 << 20); break;
 	case OPT_GPN: p->gpus_per_node = (int)opt_int("gpus-per-node", arg, 1, 1 << 10); break;
-	case OPT_INTRA: p->intra_bw = (double)opt_size("intra-bw", arg); break;
-	case OPT_INTER: p->inter_bw = (double)opt_size("inter-bw", arg); break;
+	case OPT_INTRA: p->intra_bw = (double)opt_size_nz("intra-bw", arg); break;
+	case OPT_INTER: p->inter_bw = (double)opt_size_nz("inter-bw", arg); break;
 	case OPT_MFU: p->mfu = opt_double_above("mfu", arg, 0, 1); break;
-	case OPT_PEAK: p->peak_flops = (double)opt_size("peak-flops", arg); break;
+	case OPT_PEAK: p->peak_flops = (double)opt_size_nz("peak-flops", arg); break;
 	case OPT_GLOBAL: p->global_batch = (int)opt_int("global-batch", arg, 1, 1 << 30); break;
 	case OPT_TP_ACROSS: p->tp_across_nodes = 1; break;
 	case OPT_TOP: p->top = (int)opt_int("top", arg, 1, 1000); break;
@@ -189,7 +190,7 @@ static int plan_option(int c, const char *arg, struct lmt_plan_opts *p)
 static int budget_option(int c, const char *arg, struct lmt_budget_opts *b)
 {
 	switch (c) {
-	case OPT_TARGET: b->target_tokens = (double)opt_size("target-tokens", arg); break;
+	case OPT_TARGET: b->target_tokens = (double)opt_size_nz("target-tokens", arg); break;
 	case OPT_MTBF: b->mtbf_s = opt_double_above("mtbf", arg, 0, 1e12); break;
 	case OPT_RESTART: b->restart_s = opt_double("restart-cost", arg, 0, 1e12); break;
 	case OPT_IDLE: b->idle_frac = opt_double("idle", arg, 0, 0.99); break;
@@ -384,7 +385,9 @@ static int fit_mode(char **runs, int n)
 		fit_term(&j, "optimizer", (double)l.state.optimizer, (double)m[i].optimizer);
 		if (m[i].staging >= 0)
 			fit_term(&j, "staging", (double)l.state.staging, (double)m[i].staging);
-		if (m[i].stats >= 0)
+		/* the stats copy is made at the first stats update: a run that stopped
+		 * before it has none to compare */
+		if (m[i].stats >= 0 && m[i].updates >= (uint64_t)m[i].cfg.stats_every)
 			fit_term(&j, "stats", (double)lmt_ledger_bytes(&l, "stats"), (double)m[i].stats);
 		fit_term(&j, "activations", acts, meas);
 		fit_term(&j, "activations_fit", fitted, meas);
@@ -411,11 +414,19 @@ static int safe_mode(char **runs, int n)
 	if (!(O.memory > 0))
 		usage_error("--safe-microbatch needs --memory BYTES");
 	double beta[LMT_ACT_FEATURES], budget = O.memory * (1 - O.margin), *bp = NULL;
-	if (n) {
-		free(read_runs(runs, n, beta));
-		bp = beta;
-	}
 	build(&O.c, &(struct lmt_ledger){ 0 }); /* the configuration checked once, as a usage error */
+	if (n) {
+		struct lmt_run_measured *m = read_runs(runs, n, beta);
+		/* the fit answers only where its runs determine it: one run, or runs of one
+		 * shape, say nothing of another model's activations */
+		if (lmt_act_determined(m, n, &O.c))
+			bp = beta;
+		else
+			warn("the %d run%s given %s not determine the activation fit for this model (%d coefficients; "
+			     "a sweep that varies depth, context and micro-batch does): the ledger's bytes instead",
+			     n, n == 1 ? "" : "s", n == 1 ? "does" : "do", LMT_ACT_FEATURES);
+		free(m);
+	}
 	int lo = lmt_safe_microbatch(&O.c, bp, budget);
 	char a[32], b[32], c[32];
 	/* nothing fits: the message, and no record (no partial output) */
@@ -564,6 +575,10 @@ static int budget_mode(char **runs, int n)
 		usage_error("--budget needs pilot run directories");
 	if (!(O.budget.target_tokens > 0))
 		usage_error("--budget needs --target-tokens N");
+	for (int i = 0; i < n; i++) /* a pilot twice would weigh twice in every fit */
+		for (int k = 0; k < i; k++)
+			if (lmt_path_overlap(runs[i], runs[k]))
+				usage_error("the pilot '%s' is given twice ('%s')", runs[k], runs[i]);
 	lmt_budget_defaults(&O.budget);
 	struct lmt_run_measured *m = read_runs(runs, n, NULL);
 	struct lmt_budget_in in;

@@ -100,7 +100,13 @@ int lmt_budget_loss_fit(const struct lmt_run_measured *m, int n, struct lmt_powe
 		}
 	}
 	*used = k;
-	if (k >= 2)
+	int spread = 0;
+	for (int i = 1; i < k; i++)
+		spread |= C[i] != C[0];
+	if (k >= 2 && !spread)
+		rc = lmt_err_set(err, LMT_EINVAL, "the %d pilots all used %.3g FLOPs: a loss curve needs pilots of "
+				 "different compute (no loss fit)", k, C[0]);
+	else if (k >= 2)
 		rc = lmt_powerlaw_fit(C, L, k, 0, p, err);
 	free(C);
 	free(L);

@@ -197,6 +197,64 @@ int lmt_act_fit_runs(const struct lmt_run_measured *m, int n, double beta[LMT_AC
 	return rc;
 }
 
+/* v less its projection on the nb orthonormal rows of basis (twice, for round-off);
+ * its squared norm before (*before) and after */
+static double project_out(double basis[][LMT_ACT_FEATURES], int nb, double *v, double *before)
+{
+	double norm = 0;
+	*before = 0;
+	for (int k = 0; k < LMT_ACT_FEATURES; k++)
+		*before += v[k] * v[k];
+	for (int pass = 0; pass < 2; pass++)
+		for (int b = 0; b < nb; b++) {
+			double d = 0;
+			for (int k = 0; k < LMT_ACT_FEATURES; k++)
+				d += v[k] * basis[b][k];
+			for (int k = 0; k < LMT_ACT_FEATURES; k++)
+				v[k] -= d * basis[b][k];
+		}
+	for (int k = 0; k < LMT_ACT_FEATURES; k++)
+		norm += v[k] * v[k];
+	return norm;
+}
+
+int lmt_act_determined(const struct lmt_run_measured *m, int n, const struct lmt_ledger_cfg *c)
+{
+	enum { K = LMT_ACT_FEATURES };
+	double basis[K][K], scale[K] = { 0 }, v[K], before;
+	int nb = 0;
+	/* each feature scaled to unit size over the runs; an orthonormal basis of the
+	 * runs' rows (Gram-Schmidt); then c's rows must have nothing left outside it */
+	for (int i = 0; i < n; i++) {
+		lmt_act_features(&m[i].cfg, v);
+		for (int k = 0; k < K; k++)
+			scale[k] = fmax(scale[k], fabs(v[k]));
+	}
+	for (int k = 0; k < K; k++)
+		scale[k] = scale[k] > 0 ? scale[k] : 1;
+	for (int i = 0; i < n && nb < K; i++) {
+		lmt_act_features(&m[i].cfg, v);
+		for (int k = 0; k < K; k++)
+			v[k] /= scale[k];
+		double left = project_out(basis, nb, v, &before);
+		if (before > 0 && left > 1e-18 * before) {
+			for (int k = 0; k < K; k++)
+				basis[nb][k] = v[k] / sqrt(left);
+			nb++;
+		}
+	}
+	for (int B = 1; B <= 2; B++) {
+		struct lmt_ledger_cfg x = *c;
+		x.B = B;
+		lmt_act_features(&x, v);
+		for (int k = 0; k < K; k++)
+			v[k] /= scale[k];
+		if (project_out(basis, nb, v, &before) > 1e-12 * before)
+			return 0;
+	}
+	return 1;
+}
+
 double lmt_fit_error_pct(double pred, double meas)
 {
 	return meas != 0 ? 100 * (pred - meas) / meas : (pred == 0 ? 0 : INFINITY);

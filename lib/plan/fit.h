@@ -42,6 +42,12 @@ double lmt_act_predict(const double beta[LMT_ACT_FEATURES], const struct lmt_led
 double lmt_run_measured_acts(const struct lmt_run_measured *m);
 /* The coefficients of the activation model fitted to the n runs m[0..n). */
 int lmt_act_fit_runs(const struct lmt_run_measured *m, int n, double beta[LMT_ACT_FEATURES], struct lmt_err *err);
+/* Whether the runs m[0..n) determine the fit's prediction for c at every micro-batch:
+ * c's features (at B = 1 and 2; they are linear in B) lie in the span of the
+ * runs' (relative residual below 1e-6). A sweep of 4 runs that vary the features
+ * determines every prediction; one run, or runs of one shape, determine only what
+ * they measured, and the fit's coefficients elsewhere are the ridge's guess. */
+int lmt_act_determined(const struct lmt_run_measured *m, int n, const struct lmt_ledger_cfg *c);
 /* The prediction's error relative to the measurement, in per cent (0 when both are
  * 0; infinite when only the measurement is). */
 double lmt_fit_error_pct(double pred, double meas);

@@ -153,6 +153,28 @@ check_fail "ZeRO stage 4" 2 "zero" "$ML" --zero 4
 check_fail "a run that is not there" 1 "config.json" "$ML" --fit "$T/nothing"
 check_fail "... names its config.json and the errno (once 'line -1')" 1 "nothing/config.json': No such file or directory" \
 	"$ML" --fit "$T/nothing"
+# one run does not determine a fit of 4 coefficients: for another model it once
+# gave a micro-batch the ledger put over the memory; now the ledger answers, and says so
+"$ML" --jsonl --safe-microbatch --memory 2G > "$T/safe0.jsonl" || notok "--safe-microbatch, no runs"
+check "--safe-microbatch with one run of another model" "$ML" --jsonl --safe-microbatch --memory 2G "$T/s1"
+grep -qF "do not determine the activation fit" "$T/.err" || grep -qF "does not determine the activation fit" "$T/.err"
+[ $? = 0 ] && [ "$(jq .micro_batch "$T/.out")" = "$(jq .micro_batch "$T/safe0.jsonl")" ] &&
+	[ "$(jq -r .source "$T/.out")" = ledger ] && ok "... warns that it does not determine the fit; the ledger's micro-batch" ||
+	notok "one-run fit" "$(cat "$T/.err" "$T/.out" "$T/safe0.jsonl")"
+check_fail "a pilot given twice" 2 "is given twice" "$ML" --budget --target-tokens 1e9 "$T/s1" "$T/s1"
+cp -r "$T/s1" "$T/s1copy"
+check_fail "pilots of one compute (a copy): no loss fit, said" 0 "a loss curve needs pilots of different compute" \
+	"$ML" --jsonl --budget --target-tokens 1e9 "$T/s1" "$T/s1copy"
+grep -q '"loss_fit"' "$T/.out" && notok "... and no loss_fit record" "$(cat "$T/.out")" || ok "... and no loss_fit record"
+check_fail "--intra-bw 0 is refused, not taken as the default" 2 "'--intra-bw': '0' is zero" \
+	"$ML" --plan --gpus 16 --intra-bw 0
+# a run stopped before its first stats update (--stats-every 5, 1 update) has no
+# stats copy: --fit compared 384 measured bytes with the copy's and said 28233% off
+"$BIN/train" -q --data "$T/d32" --layers 1 --heads 2 --channels 32 --micro-batch 2 --stats-every 5 --updates 1 \
+	--eval-every 0 --threads 1 -o "$T/st5" > /dev/null 2>&1 || notok "a run with --stats-every 5"
+check "--fit of it" "$ML" --jsonl --fit "$T/st5"
+jq -se 'map(select(.event == "fit_run"))[0] | has("stats") | not' "$T/.out" > /dev/null &&
+	ok "... compares no stats term" || notok "stats term of a run before its stats update" "$(cat "$T/.out")"
 # every shape option at the top of its documented range: each value is valid,
 # together they pass 2^64 bytes, which the size_t sums once wrapped into a small,
 # wrong total (exit 0)
