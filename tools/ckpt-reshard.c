@@ -27,6 +27,7 @@
 #include "core/atomicfile.h"
 #include "core/pathcheck.h"
 #include "ckpt/ckpt.h"
+#include "ckpt/resumecfg.h"
 #include "ckpt/export.h"
 #include "ckpt/reshard.h"
 #include "ckpt/runlock.h"
@@ -215,7 +216,8 @@ static int reshard(const struct opts *o)
 /* ---- export ---- */
 
 /* The tokenizer: -t, else the one the run recorded (the checkpoint's copy of the
- * run's configuration, then RUN/config.json), which must be the checkpoint's. */
+ * run's configuration, then RUN/config.json), which must be the checkpoint's: 1;
+ * 0 when none is recorded; -1 when the one recorded is not there (its path in used). */
 static int find_tokenizer(const struct opts *o, const struct lmt_ckpt *c, struct lmt_tokenizer *tok, char *used,
 			  size_t cap)
 {
@@ -226,15 +228,19 @@ static int find_tokenizer(const struct opts *o, const struct lmt_ckpt *c, struct
 	if (o->tokenizer) {
 		path_fmt(cand[nc++], sizeof cand[0], "%s", o->tokenizer);
 	} else {
+		/* recorded relative to where train ran, not to here */
 		json_t *cfg = lmt_ckpt_state(c, "config");
+		char rp[PATH_MAX];
 		const char *t = json_string_value(json_object_get(json_object_get(cfg, "data"), "tokenizer"));
 		if (t)
-			path_fmt(cand[nc++], sizeof cand[0], "%s", t);
+			path_fmt(cand[nc++], sizeof cand[0], "%s", lmt_recorded_path(cfg, t, 0, rp, sizeof rp));
 		char run[PATH_MAX], rc[PATH_MAX];
 		if (lmt_run_of_ckpt(o->src, run, sizeof run)) {
 			path_fmt(rc, sizeof rc, "%s/config.json", run);
 			json_t *r = json_load_file(rc, 0, NULL);
 			t = json_string_value(json_object_get(json_object_get(r, "data"), "tokenizer"));
+			if (t)
+				t = lmt_recorded_path(r, t, 0, rp, sizeof rp);
 			if (t && (!nc || strcmp(t, cand[0])))
 				path_fmt(cand[nc++], sizeof cand[0], "%s", t);
 			json_decref(r);
@@ -253,7 +259,9 @@ static int find_tokenizer(const struct opts *o, const struct lmt_ckpt *c, struct
 		path_fmt(used, cap, "%s", cand[i]);
 		return 1;
 	}
-	return 0;
+	if (nc)
+		path_fmt(used, cap, "%s", cand[0]);
+	return nc ? -1 : 0;
 }
 
 static char export_staging[PATH_MAX];
@@ -297,12 +305,17 @@ static int export_dir(const struct opts *o)
 		die_err(&err);
 	struct lmt_tokenizer tok;
 	int have_tok = find_tokenizer(o, &c, &tok, tokpath, sizeof tokpath);
-	if (!have_tok && o->export_fmt == EXPORT_LLMC)
-		die("'%s': no tokenizer recorded for this checkpoint's run: give -t FILE (llm.c's export writes "
-		    "gpt2_tokenizer.bin)", o->src);
-	if (!have_tok)
-		warn("'%s': no tokenizer recorded for this checkpoint's run (give -t FILE): no tokenizer.json, "
-		     "tokenizer_config.json, bos or eos in the export", o->src);
+	char why[PATH_MAX + 64];
+	if (have_tok < 0)
+		snprintf(why, sizeof why, "the tokenizer its run recorded, '%s', is not there", tokpath);
+	else
+		snprintf(why, sizeof why, "no tokenizer recorded for this checkpoint's run");
+	if (have_tok <= 0 && o->export_fmt == EXPORT_LLMC)
+		die("'%s': %s: give -t FILE (llm.c's export writes gpt2_tokenizer.bin)", o->src, why);
+	if (have_tok <= 0)
+		warn("'%s': %s (give -t FILE): no tokenizer.json, tokenizer_config.json, bos or eos in the export",
+		     o->src, why);
+	have_tok = have_tok > 0;
 
 	if (lmt_export_stage(out, export_staging, sizeof export_staging, &err))
 		die_err(&err);

@@ -8,9 +8,11 @@
  */
 #include "ckpt/resumecfg.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/atomicfile.h"
 #include "core/json.h"
@@ -86,6 +88,24 @@ const char *lmt_resumecfg_value(json_t *cfg, const struct lmt_resumecfg_opt *r, 
 	return buf;
 }
 
+const char *lmt_recorded_path(json_t *cfg, const char *recorded, int output, char *buf, size_t cap)
+{
+	const char *cwd = json_string_value(json_object_get(cfg, "cwd"));
+	if (!recorded || !*recorded || recorded[0] == '/' || !cwd || cwd[0] != '/' ||
+	    (size_t)snprintf(buf, cap, "%s/%s", cwd, recorded) >= cap)
+		return recorded;
+	return access(output ? cwd : buf, F_OK) == 0 ? buf : recorded;
+}
+
+/* A recorded option's value as a resume or a --config file takes it: a path
+ * resolved against the directory the run was trained in (lmt_recorded_path) */
+static const char *taken_value(json_t *cfg, const struct lmt_resumecfg_opt *r, const char *v, char *buf, size_t cap)
+{
+	int in = !strcmp(r->opt, "data") || !strcmp(r->opt, "tokenizer") || !strcmp(r->opt, "init-llmc");
+	int out = !strcmp(r->opt, "export-llmc");
+	return in || out ? lmt_recorded_path(cfg, v, out, buf, cap) : v;
+}
+
 void lmt_resumecfg_release(struct lmt_resumecfg_result *res)
 {
 	for (size_t i = 0; i < res->n; i++) {
@@ -159,8 +179,10 @@ int lmt_resumecfg_adopt(json_t *cfg, const char *ckdir, uint64_t update, const s
 			char buf[64], detail[256];
 			const char *v = lmt_resumecfg_value(cfg, r, buf, sizeof buf);
 			const char *g = given_value(given, ngiven, r->opt);
-			if (pass && !g && v)
-				add_item(res, r->opt)->value = dup_str(v, &oom);
+			if (pass && !g && v) {
+				char path[PATH_MAX];
+				add_item(res, r->opt)->value = dup_str(taken_value(cfg, r, v, path, sizeof path), &oom);
+			}
 			if (!g || r->change == FREE || (r->change == REFUSE) == pass || same_value(r, v, g, same, ctx))
 				continue;
 			if (!pass) {
@@ -239,7 +261,8 @@ static int read_into(const char *path, struct lmt_resumecfg_result *res, struct 
 			continue;
 		snprintf(where, sizeof where, "'%s': %s.%s", path, r->obj ? r->obj : "", r->key);
 		struct lmt_resumecfg_item *it = add_item(res, r->opt);
-		it->value = dup_str(v, &oom);
+		char rp[PATH_MAX];
+		it->value = dup_str(taken_value(cfg, r, v, rp, sizeof rp), &oom);
 		it->detail = dup_str(where, &oom);
 	}
 	json_decref(cfg);

@@ -48,6 +48,16 @@ const struct lmt_resumecfg_opt *lmt_resumecfg_find(const char *name);
  * or cfg's own string), or NULL where it records none: null, false, the default
  * initialisation, a measured peak, or a shape that an llm.c checkpoint sets. */
 const char *lmt_resumecfg_value(json_t *cfg, const struct lmt_resumecfg_opt *r, char *buf, size_t cap);
+/*
+ * A path a run's config.json records (data.dir, data.tokenizer, model.init,
+ * model.export_llmc) is the one train was given: a relative one is relative to the
+ * directory train ran in, which config.json records as "cwd". The path to use from
+ * here, whatever the current directory: as recorded when absolute, when the run
+ * recorded no cwd, or when cwd/recorded does not exist (a tree moved whole still
+ * reads from its new top); else cwd/recorded, written into buf (PATH_MAX). An
+ * output (output 1) is put under cwd when that directory exists.
+ */
+const char *lmt_recorded_path(json_t *cfg, const char *recorded, int output, char *buf, size_t cap);
 
 /* An option given (on the command line or in a --config file) and its value text. */
 struct lmt_resumecfg_pair {

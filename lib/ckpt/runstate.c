@@ -255,6 +255,10 @@ int lmt_run_write_config(struct lmt_run *r, const struct lmt_run_config *c, cons
 	lmt_json_str(&j, "revision", lmt_revision());
 	lmt_json_str(&j, "backend", be->name);
 	lmt_json_u64(&j, "threads", (uint64_t)be->threads);
+	/* the directory the paths below are relative to (ckpt/resumecfg.h) */
+	char cwd[PATH_MAX];
+	if (getcwd(cwd, sizeof cwd))
+		lmt_json_str(&j, "cwd", cwd);
 	hardware_record(&j, be, comm);
 	lmt_json_obj(&j, "data");
 	lmt_json_str(&j, "dir", c->data_dir);

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "ckpt/ckpt.h"
+#include "ckpt/resumecfg.h"
 #include "core/atomicfile.h"
 #include "core/digest.h"
 #include "core/jsonptr.h"
@@ -421,7 +422,8 @@ static void find_input(struct lmt_runcard *c, int which, const char *given, cons
 				snprintf(d->why, sizeof d->why, "the %s is unknown: %.3900s", what, c->why);
 			return;
 		}
-		src_path(c, which, fmt, json_string_value(dir));
+		char rp[PATH_MAX]; /* relative to where train ran, not to here */
+		src_path(c, which, fmt, lmt_recorded_path(c->src[S_CONFIG].doc, json_string_value(dir), 0, rp, sizeof rp));
 	}
 	if (!load(c, which))
 		return;

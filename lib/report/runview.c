@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "ckpt/resumecfg.h"
 #include "core/atomicfile.h"
 #include "core/jsonptr.h"
 #include "core/util.h"
@@ -136,10 +137,10 @@ int lmt_runview_load(struct lmt_runview **out, const char *run, const char *data
 		v->world = (int)lmt_jnum(v->config, "/topology/world", 1);
 		v->ledger_total = ledger_total(v->config_path);
 		const char *dd = json_string_value(lmt_jsonptr_get(v->config, "/data/dir"));
-		if (!data)
-			data = dd;
+		if (!data) /* relative to where train ran, not to here */
+			data = lmt_recorded_path(v->config, dd, 0, v->data_dir, sizeof v->data_dir);
 	}
-	if (data && lmt_path_fmt(v->data_dir, sizeof v->data_dir, err, "%s", data)) {
+	if (data && data != v->data_dir && lmt_path_fmt(v->data_dir, sizeof v->data_dir, err, "%s", data)) {
 		lmt_runview_free(v);
 		return LMT_EINVAL;
 	}
