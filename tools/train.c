@@ -341,7 +341,7 @@ void train_set_option(struct opts *o, int c, const char *arg)
 	case OPT_RESUME: o->cfg.resume = arg; break;
 	case OPT_CKPT_EVERY: o->cfg.ckpt_every = (uint64_t)opt_int("ckpt-every", arg, 0, INT64_MAX); break;
 	case OPT_CKPT_MINUTES: o->cfg.ckpt_minutes = opt_double("ckpt-minutes", arg, 0, 1e9); break;
-	case OPT_KEEP: o->cfg.keep = (int)opt_int("keep", arg, 2, 1 << 20); o->keep_given = !o->adopting; break;
+	case OPT_KEEP: o->cfg.keep = (int)opt_int("keep", arg, 2, 1 << 20); o->keep_given = !o->adopting && !o->from_run_config; break;
 	case OPT_KEEP_EVERY: o->cfg.keep_every = (uint64_t)opt_int("keep-every", arg, 0, INT64_MAX); break;
 	case OPT_CKPT_SYNC: o->cfg.ckpt_sync = 1; break;
 	case OPT_MTBF: o->cfg.mtbf = opt_double("mtbf", arg, 1, 1e12); break;

@@ -97,13 +97,30 @@ const char *lmt_recorded_path(json_t *cfg, const char *recorded, int output, cha
 	return access(output ? cwd : buf, F_OK) == 0 ? buf : recorded;
 }
 
-/* A recorded option's value as a resume or a --config file takes it: a path
- * resolved against the directory the run was trained in (lmt_recorded_path) */
+/* 1 for an option whose value is an input path, 2 an output path, 0 neither */
+static int path_opt(const struct lmt_resumecfg_opt *r)
+{
+	if (!strcmp(r->opt, "data") || !strcmp(r->opt, "tokenizer") || !strcmp(r->opt, "init-llmc"))
+		return 1;
+	return !strcmp(r->opt, "export-llmc") ? 2 : 0;
+}
+
+/* Whether the run recorded cwd is the current directory (the same directory,
+ * however spelled). */
+static int in_recorded_cwd(json_t *cfg)
+{
+	const char *cwd = json_string_value(json_object_get(cfg, "cwd"));
+	char here[PATH_MAX], there[PATH_MAX];
+	return !cwd || !getcwd(here, sizeof here) || !realpath(cwd, there) || !strcmp(here, there);
+}
+
+/* A recorded option's value as a resume or a --config file takes it: as recorded
+ * where train ran here (what it was before runs recorded their directory), else a
+ * path resolved against the directory the run was trained in (lmt_recorded_path) */
 static const char *taken_value(json_t *cfg, const struct lmt_resumecfg_opt *r, const char *v, char *buf, size_t cap)
 {
-	int in = !strcmp(r->opt, "data") || !strcmp(r->opt, "tokenizer") || !strcmp(r->opt, "init-llmc");
-	int out = !strcmp(r->opt, "export-llmc");
-	return in || out ? lmt_recorded_path(cfg, v, out, buf, cap) : v;
+	int kind = path_opt(r);
+	return kind && !in_recorded_cwd(cfg) ? lmt_recorded_path(cfg, v, kind == 2, buf, cap) : v;
 }
 
 void lmt_resumecfg_release(struct lmt_resumecfg_result *res)
@@ -153,13 +170,21 @@ static const char *given_value(const struct lmt_resumecfg_pair *given, size_t ng
 	return v;
 }
 
-static int same_value(const struct lmt_resumecfg_opt *r, const char *a, const char *b, lmt_resumecfg_same_fn same,
-		      void *ctx)
+/* a, recorded in cfg, and b, given here, name the same existing file */
+static int same_file(json_t *cfg, const char *a, const char *b)
+{
+	char buf[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX];
+	const char *pa = lmt_recorded_path(cfg, a, 0, buf, sizeof buf);
+	return realpath(pa, ra) && realpath(b, rb) && !strcmp(ra, rb);
+}
+
+static int same_value(json_t *cfg, const struct lmt_resumecfg_opt *r, const char *a, const char *b,
+		      lmt_resumecfg_same_fn same, void *ctx)
 {
 	if (!a || !b)
 		return a == b;
-	if (r->text)
-		return !strcmp(a, b);
+	if (r->text) /* a path: the same file, however spelled (a resume from elsewhere records it whole) */
+		return !strcmp(a, b) || (path_opt(r) == 1 && same_file(cfg, a, b));
 	return same(ctx, r->opt, a, b);
 }
 
@@ -183,7 +208,7 @@ int lmt_resumecfg_adopt(json_t *cfg, const char *ckdir, uint64_t update, const s
 				char path[PATH_MAX];
 				add_item(res, r->opt)->value = dup_str(taken_value(cfg, r, v, path, sizeof path), &oom);
 			}
-			if (!g || r->change == FREE || (r->change == REFUSE) == pass || same_value(r, v, g, same, ctx))
+			if (!g || r->change == FREE || (r->change == REFUSE) == pass || same_value(cfg, r, v, g, same, ctx))
 				continue;
 			if (!pass) {
 				lmt_strbuf_printf(&res->refused, "%s--%s %s (the run: %s)", res->refused.len ? ", " : "",

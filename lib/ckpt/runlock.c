@@ -32,6 +32,8 @@ static int busy(struct lmt_run_lock *l, const char *run_dir, pid_t pid, struct l
 			   run_dir, l->path);
 }
 
+static int lock_once(const char *run_dir, int create, struct lmt_run_lock *l, struct lmt_err *err);
+
 int lmt_run_lock(const char *run_dir, int create, struct lmt_run_lock *l, struct lmt_err *err)
 {
 	l->fd = -1;
@@ -39,6 +41,34 @@ int lmt_run_lock(const char *run_dir, int create, struct lmt_run_lock *l, struct
 	int rc = lmt_path_fmt(l->path, sizeof l->path, err, "%s/lock", run_dir);
 	if (rc)
 		return rc;
+	for (int attempt = 0;; attempt++) {
+		if ((rc = lock_once(run_dir, create, l, err)))
+			return rc;
+		/* the lock is on the file still at RUN/lock: one whose maker removed it
+		 * (lmt_run_unlock_unused) between this open and the lock is taken afresh */
+		struct stat a, b;
+		if (fstat(l->fd, &a) == 0 && a.st_nlink > 0 && stat(l->path, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
+			break;
+		close(l->fd);
+		l->fd = -1;
+		if (attempt == 8)
+			return lmt_err_set(err, LMT_EIO, "'%s' keeps being removed while it is locked", l->path);
+	}
+	/* the PID is for people reading the file; a failure to write it is no reason
+	 * to refuse the run */
+	char pid[32];
+	int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+	if (ftruncate(l->fd, 0) == 0 && pwrite(l->fd, pid, (size_t)n, 0) != n)
+		(void)ftruncate(l->fd, 0);
+	return 0;
+}
+
+/* Open RUN/lock (making RUN with create) and take the lock: 0 or the error. */
+static int lock_once(const char *run_dir, int create, struct lmt_run_lock *l, struct lmt_err *err)
+{
+	int rc;
+	l->made &= ~2;
 	if (create) {
 		if (mkdir(run_dir, 0755) == 0)
 			l->made = 1;
@@ -75,12 +105,6 @@ int lmt_run_lock(const char *run_dir, int create, struct lmt_run_lock *l, struct
 		if (round == 8)
 			return busy(l, run_dir, 0, err);
 	}
-	/* the PID is for people reading the file; a failure to write it is no reason
-	 * to refuse the run */
-	char pid[32];
-	int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-	if (ftruncate(l->fd, 0) == 0 && pwrite(l->fd, pid, (size_t)n, 0) != n)
-		(void)ftruncate(l->fd, 0);
 	return 0;
 }
 
@@ -108,8 +132,8 @@ void lmt_run_unlock_unused(struct lmt_run_lock *l, const char *run_dir)
 		closedir(d);
 	else
 		only_lock = 0;
-	/* a process that opened the lock meanwhile finds it gone with its directory
-	 * and fails on its first write: two starting one fresh run together */
+	/* a process that opened the lock meanwhile sees it unlinked once it has it,
+	 * and takes it afresh (lmt_run_lock) */
 	if (only_lock && unlink(l->path) == 0) {
 		close(l->fd);
 		l->fd = -1;

@@ -297,20 +297,28 @@ static int open_model(struct lmt_session *s, struct lmt_err *err)
 }
 
 /* A run given no -o (nor --no-save) gets a new directory of its own, runs/STAMP-TAG
- * (ckpt/rundir.h), named on stderr and in a "run" record on stdout (not in the
- * run's files: they stay the same wherever the run lives), and runs/latest
- * points at it. Made once the model is built, so a run refused for its data or
- * model leaves none behind, and locked at once, as -o's is before it is read. */
+ * (ckpt/rundir.h), made once the model is built and locked at once, as -o's is
+ * before it is read; a run refused later (its precision, its memory) removes it
+ * again (lmt_session_mark_failed). When the run begins (announce_default_run) it
+ * is named on stderr and in a "run" record on stdout (not in the run's files:
+ * they stay the same wherever the run lives), and runs/latest points at it. */
 static int default_run(struct lmt_session *s, struct lmt_err *err)
 {
-	struct lmt_err lerr = { 0 };
 	char tag[64];
 	int rc;
 	snprintf(tag, sizeof tag, "d%d-h%d-c%d", s->g.cfg.L, s->g.cfg.NH, s->g.cfg.C);
 	if ((rc = lmt_rundir_new("runs", time(NULL), tag, s->dir, sizeof s->dir, err)) ||
 	    (rc = lmt_run_lock(s->dir, 0, &s->lock, err)))
 		return rc;
+	s->lock.made |= 1; /* made here: a refused run takes it away again */
 	s->cfg->out = s->dir;
+	return 0;
+}
+
+static int announce_default_run(struct lmt_session *s, struct lmt_err *err)
+{
+	struct lmt_err lerr = { 0 };
+	int rc;
 	int linked = !lmt_rundir_link_latest("runs", s->dir + strlen("runs/"), &lerr);
 	if (!linked)
 		note(s, LMT_SESSION_WARN, "runs/latest not updated: %s (the run goes on in '%s')", lerr.msg, s->dir);
@@ -558,6 +566,8 @@ int lmt_session_begin(struct lmt_session *s, struct lmt_err *err)
 	struct lmt_gpt *g = &s->g;
 	int rc;
 	s->begun = 1;
+	if (s->dir[0] && s->cfg->out == s->dir && (rc = announce_default_run(s, err)))
+		return rc;
 	/* the options a resume changed, noted at claim, now that the run goes on */
 	for (size_t i = 0; i < s->nchanges; i++)
 		if ((rc = lmt_run_event(&s->run, "config-change", s->changes[i], s->resumed_at, err)))

@@ -36,6 +36,19 @@ check "a resume from another directory" "$BIN/train" -q --updates 6 --threads 1 
 grep '"event":"summary"' "$T/.out" | grep -q '"updates_done":2' && ok "... finds the data and the tokenizer" ||
 	notok "resume elsewhere" "$(tail -1 "$T/.out")"
 
+# back where it ran, the original command line resumes it again: the data path the
+# resume from elsewhere recorded whole is the same file ('data' once gave a
+# config-change warning against it, and --init-llmc a refusal)
+cd "$T/proj" || exit 1
+check "back in the run's directory, the same options resume it" "$BIN/train" -q --data data -t tok.lmtok \
+	--layers 1 --heads 2 --channels 32 --micro-batch 4 --updates 8 --ckpt-every 2 --eval-every 0 --threads 1 \
+	--resume auto -o run
+! grep -q "data data\|tokenizer tok.lmtok" "$T/.err" && ! grep -q config-change.*data "run/events.jsonl" &&
+	ok "... without a config-change for the same files named relatively" || notok "same file" "$(cat "$T/.err")"
+jq -c '.checkpoints.every = 0' run/config.json > nockpt.json
+check "--config CONFIG.json --no-save, a run without --ckpt-every: its recorded --keep is no clash" \
+	"$BIN/train" -q --config nockpt.json --no-save --updates 2
+
 # the tree moved whole: the recorded directory is gone, the paths hold from the new
 # top (the checkpoint of update 4, whose run recorded them relative; the resume
 # above, run from elsewhere, recorded where it found them: absolute paths)

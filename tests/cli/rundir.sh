@@ -86,4 +86,14 @@ check_fail "--no-save with --ckpt-every is a usage error" 2 "and --no-save has n
 check_fail "--resume auto without -o is a usage error pointing at runs/latest" 2 "-o runs/latest" $TR $M --resume auto
 ls -lR > "$T/after2.ls"
 [ ! -e "$T/x" ] && same "the usage errors made nothing" "$T/before.ls" "$T/after2.ls"
+# a default run refused after its directory was made (its precision): the directory
+# goes again and runs/latest still points at the newest run that began (it was left
+# empty, with runs/latest and a run record pointing at it)
+latest=$(readlink runs/latest)
+LMT_PRECISION=bogus $TR $M --updates 1 > "$T/bogus.out" 2> "$T/bogus.err"
+[ $? = 2 ] && [ "$(readlink runs/latest)" = "$latest" ] && [ ! -s "$T/bogus.out" ] &&
+	ok "a default run refused for its precision: exit 2, runs/latest as it was, no run record" ||
+	notok "refused default run" "$(ls -l runs)" "$(cat "$T/bogus.out" "$T/bogus.err")"
+ls -lR > "$T/after3.ls"
+same "... and no directory left: the tree as it was" "$T/after2.ls" "$T/after3.ls"
 cd / && finish

@@ -228,12 +228,12 @@ int main(void)
 	rc = run_session(&s, &ce, &d, &err);
 	tap_ok(rc == LMT_EINVAL && s.usage && s.msg && !strcmp(s.msg, "LMT_PRECISION: 'fp8' is not fp32, bf16, fp16 or auto"),
 	       "a bad precision is a usage error, its whole message in msg (%s)", err.msg);
-	/* what train's exit handler does: the run's events say it failed */
+	/* what train's exit handler does: a run refused before it began is left as
+	 * it was found, here none, so the directory its lock made goes */
 	lmt_session_halt(&s);
-	tap_ok(lmt_session_mark_failed(&s, &err) == 0, "the failed run is marked");
+	tap_ok(lmt_session_mark_failed(&s, &err) == 0, "the refused run is cleaned up");
 	lmt_run_close(&s.run);
-	snprintf(path, sizeof path, "%s/events.jsonl", run);
-	tap_ok(file_has(path, "\"event\":\"failed\""), "its events end with failed");
+	tap_ok(access(run, F_OK) != 0, "no run directory is left behind (it held its lock alone)");
 
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	if (system(cmd))

@@ -79,7 +79,9 @@ void train_config_json(struct opts *o, const char *path)
 		usage_error("%s", err.msg);
 	for (size_t i = 0; i < res.n; i++) {
 		tool_context = res.items[i].detail;
+		o->from_run_config = 1;
 		train_set_option(o, train_option_val(res.items[i].opt), strdup(res.items[i].value));
+		o->from_run_config = 0;
 		tool_context = NULL;
 	}
 	lmt_resumecfg_release(&res);

@@ -27,6 +27,7 @@ struct opts {
 	struct lmt_resumecfg_pair given[LMT_RESUMECFG_MAX];
 	size_t ngiven;
 	int adopting; /* set_option is applying a recorded value: not given */
+	int from_run_config; /* ... one of a run's config.json given as --config (keep_given ignores it) */
 	const char *configs[64]; /* the --config files read: inputs --export-llmc must not overwrite */
 	int nconfigs;
 };
