@@ -90,6 +90,18 @@ static int never_updated(const char *dir, const char *metrics)
 	return !updated;
 }
 
+int lmt_run_check_new(const char *dir, struct lmt_err *err)
+{
+	char prev[PATH_MAX];
+	int rc;
+	if ((rc = lmt_path_fmt(prev, sizeof prev, err, "%s/metrics.jsonl", dir)))
+		return rc;
+	if (access(prev, F_OK) == 0 && !never_updated(dir, prev))
+		return lmt_err_set(err, LMT_EINVAL, "'%s' holds a previous run (metrics.jsonl); give a new directory, or --resume",
+				   dir);
+	return 0;
+}
+
 int lmt_run_open(struct lmt_run *r, const char *dir, int resuming, struct lmt_err *err)
 {
 	char prev[PATH_MAX], ck[PATH_MAX];
@@ -97,9 +109,8 @@ int lmt_run_open(struct lmt_run *r, const char *dir, int resuming, struct lmt_er
 	if ((rc = lmt_path_fmt(prev, sizeof prev, err, "%s/metrics.jsonl", dir)))
 		return rc;
 	if (access(prev, F_OK) == 0 && !resuming) {
-		if (!never_updated(dir, prev))
-			return lmt_err_set(err, LMT_EINVAL,
-					   "'%s' holds a previous run (metrics.jsonl); give a new directory, or --resume", dir);
+		if ((rc = lmt_run_check_new(dir, err)))
+			return rc;
 		if (truncate(prev, 0))
 			return lmt_err_errno(err, "'%s'", prev);
 		notice(r, "'%s' holds a run that stopped before its first update (no update record, no checkpoint): "

@@ -57,6 +57,9 @@ void lmt_run_init(struct lmt_run *r, void (*notice)(void *ctx, const char *msg),
  * again in place (events.jsonl keeps the failed start's events).
  */
 int lmt_run_open(struct lmt_run *r, const char *dir, int resuming, struct lmt_err *err);
+/* lmt_run_open's refusal of a previous run, alone and changing nothing: for a new
+ * run to be refused before its data and model are set up. */
+int lmt_run_check_new(const char *dir, struct lmt_err *err);
 /* Close the files (r stays usable as a run without a directory). */
 void lmt_run_close(struct lmt_run *r);
 

@@ -228,8 +228,8 @@ int lmt_session_claim(struct lmt_session *s, const struct lmt_resumecfg_pair *gi
 	if (o->out && !s->follower && (rc = lmt_run_lock(o->out, 1, &s->lock, err)))
 		return rc;
 	s->run_out = o->out;
-	if (!o->resume)
-		return 0;
+	if (!o->resume) /* a previous run there is refused now, not after the setup */
+		return o->out && !s->follower ? lmt_run_check_new(o->out, err) : 0;
 	/* the run's recorded configuration is the resume's: read before the rest */
 	if (!s->follower) {
 		if ((rc = lmt_run_open(&s->run, o->out, 1, err)))

@@ -52,6 +52,8 @@ grep -q '"event":"start"' "$T/run/events.jsonl" && tail -1 "$T/run/events.jsonl"
 grep -q '"global_batch_positions":128' "$T/run/config.json" && ok "config.json records the resolved batch" \
 	|| notok "config.json" "$(cat "$T/run/config.json")"
 check_fail "a run directory is not reused" 1 "holds a previous run" $TR --data "$T/d" $TINY --updates 1 -o "$T/run"
+check_fail "... and is refused before the data is read (a missing dataset is not what it names)" 1 \
+	"holds a previous run" $TR --data "$T/nodata" $TINY --updates 1 -o "$T/run"
 check_fail "a missing dataset is refused" 1 "cannot open the dataset directory" \
 	$TR --data "$T/nodata" $TINY --updates 1 -o "$T/refused"
 [ ! -e "$T/refused" ] && ok "... leaving no run directory (it made one for its lock)" || notok "refused run" "$(ls -A "$T/refused")"
