@@ -102,17 +102,39 @@ int lmt_atomicfile_open(struct lmt_atomicfile *af, const char *path, struct lmt_
 		return lmt_err_set(err, LMT_EINVAL, "'%s': not a file name", path);
 	/* said now, before the work whose output it is (commit checks again) */
 	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return lmt_err_set(err, LMT_EINVAL, "'%s' is a directory: give a file name", path);
+	char *resolved = NULL;
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		/* a symlink: its file is written (renamed into place beside it), the
+		 * link stays; a link to nowhere is refused rather than replaced */
+		if (!(resolved = realpath(path, NULL)))
+			return lmt_err_set(err, LMT_EINVAL, "'%s' is a symbolic link to a file that is not there: give a file name",
+					   path);
+		path = resolved;
+		base = strrchr(path, '/') + 1;
+		dlen = (size_t)(base - path);
+	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		int rc = S_ISDIR(st.st_mode)
+				 ? lmt_err_set(err, LMT_EINVAL, "'%s' is a directory: give a file name", path)
+				 : lmt_err_set(err, LMT_EINVAL,
+					       "'%s' is not a regular file (a device, FIFO or socket): outputs are written whole "
+					       "and renamed into place, which would replace it; give a file name",
+					       path);
+		free(resolved);
+		return rc;
+	}
 	size_t n = strlen(path) + 32;
 	af->path = strdup(path);
 	af->tmp = malloc(n);
 	if (!af->path || !af->tmp) {
 		free(af->path);
 		free(af->tmp);
+		free(resolved);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	}
 	snprintf(af->tmp, n, "%.*s.%s.tmp.XXXXXX", (int)dlen, path, base);
+	free(resolved);
+	path = af->path;
 	int fd = mkostemp(af->tmp, O_CLOEXEC);
 	if (fd < 0) {
 		int rc = lmt_err_errno(err, "'%s': cannot create", path);

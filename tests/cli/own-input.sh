@@ -89,4 +89,20 @@ nodir "train --export-llmc into a missing directory" "$BIN/train" -q -j1 --confi
 grep -q '"event":"update"' "$T/.out" && notok "train trained before refusing" || ok "... no update ran"
 check "tok-train -o DIR still names a file inside it" "$BIN/tok-train" -q -v 300 -o "$T/adir" "$T/c.jsonl"
 ls "$T/adir" | grep -q '^tok-[0-9a-f]*\.lmtok$' && ok "... tok-<sha>.lmtok" || notok "tok-train -o DIR" "$(ls "$T/adir")"
+# an output that is a device, a FIFO or a link to nowhere is refused: the rename
+# into place replaced /dev/full, a FIFO and the link itself with a regular file
+# (a FIFO stands for the devices here: a test that failed must not replace one);
+# a link to a file keeps pointing at it, at the new file
+mkfifo "$T/ff"
+check_fail "a FIFO as the output is refused, named" 1 "'$T/ff' is not a regular file" \
+	"$BIN/gen-corpus" -q --docs 1 -o "$T/ff"
+[ -p "$T/ff" ] && ok "... and stays a FIFO" || notok "FIFO replaced"
+ln -s nowhere.jsonl "$T/dangling.jsonl"
+check_fail "a link to nowhere as the output is refused" 1 "symbolic link to a file that is not there" \
+	"$BIN/gen-corpus" -q --docs 1 -o "$T/dangling.jsonl"
+printf 'old\n' > "$T/target.jsonl"
+ln -s target.jsonl "$T/link.jsonl"
+check "a link to a file as the output" "$BIN/gen-corpus" -q --docs 1 -o "$T/link.jsonl"
+[ -L "$T/link.jsonl" ] && [ "$(readlink "$T/link.jsonl")" = target.jsonl ] && grep -q '"text"' "$T/target.jsonl" &&
+	ok "... is written through: the link stays, its file holds the output" || notok "link replaced" "$(ls -l "$T")"
 finish
