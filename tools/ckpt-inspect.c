@@ -203,9 +203,13 @@ static void explain(const char *dir, const struct lmt_err *why)
 	die("%s", x.reason);
 }
 
+/* newer checkpoints of a run that did not open, passed over for an older one */
+static int skipped_newer;
+
 static void warn_msg(void *ctx, const char *msg)
 {
 	(void)ctx;
+	skipped_newer += !strncmp(msg, "skipping '", 10);
 	warn("%s", msg);
 }
 
@@ -475,6 +479,11 @@ static int verify(const char *arg)
 		die("'%s': not a valid checkpoint: its name is not its update", path);
 	info("'%s': %d file%s, %d tensor%s, %.1f MB verified in %.2f s", path, k.c.nfiles, pl(k.c.nfiles), k.c.nt,
 	     pl(k.c.nt), res.bytes / 1e6, secs);
+	/* a run is not intact when its newest checkpoints are damaged, whatever the
+	 * older one a resume would fall back to */
+	if (skipped_newer)
+		die("the run's %d newer checkpoint%s did not open (above): '%s', the newest that does, verifies",
+		    skipped_newer, pl(skipped_newer), path);
 	ck_close(&k);
 	return 0;
 }

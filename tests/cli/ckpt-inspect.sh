@@ -109,6 +109,15 @@ check "a run directory stands for its newest checkpoint" $CI "$T/run"
 grep -q "inspecting its newest checkpoint, '$S10'" "$T/.err" && head -1 "$T/.out" | grep -q "\"path\":\"$S10\"" \
 	&& ok "... which it names on stderr and in the record" || notok "newest" "$(cat "$T/.err")"
 cmp -s "$T/.out" "$T/l.jsonl" && ok "the same records as for the checkpoint itself (no timestamps)" || notok "run output"
+# a run whose newest checkpoint was edited: listing falls back to the one before
+# (as a resume does), --verify says the run is not intact (it exited 0)
+cp -r "$T/run" "$T/rnew"
+jq -c '.state.tokens += 1' "$S10/manifest.json" > "$T/rnew/ckpt/step-00000010/manifest.json"
+check "a run whose newest checkpoint was edited: listed, from the one before" $CI -q --no-stats "$T/rnew"
+check_fail "... --verify of the run exits 1, naming the skipped one" 1 "newer checkpoint did not open" \
+	$CI -q --verify "$T/rnew"
+grep -qF "skipping '$T/rnew/ckpt/step-00000010'" "$T/.err" && ok "... with the warning for it" ||
+	notok "skipped warning" "$(cat "$T/.err")"
 check "--no-stats lists from the manifest" $CI --no-stats "$S10"
 jq -e -s '[.[] | select(.event == "tensor")] | length == 48 and (map(has("min") or has("crc32c")) | any | not)' \
 	"$T/.out" > /dev/null && ok "... 48 tensors, without statistics" || notok "--no-stats"

@@ -96,6 +96,14 @@ same "evalppl's sample of the same seed and top-k: the same tokens" "$T/ev1" "$T
 # --- refusals ---
 mkdir -p "$T/empty/ckpt"
 check_fail "a run without checkpoints: exit 1" 1 "$T/empty" $S "$T/empty" 'x'
+# a checkpoint whose name is not its update (copied by hand) is not the newest
+# valid one: train's resume and ckpt-inspect refuse it, sample used it
+mkdir -p "$T/misnamed/ckpt"
+cp -r "$R/ckpt/step-00000060" "$T/misnamed/ckpt/step-00000090"
+check_fail "a run whose only checkpoint is misnamed: no checkpoint verifies" 1 "no checkpoint in" \
+	$S -n 2 "$T/misnamed" 'x'
+grep -qF "its manifest says update 60, its name 90" "$T/.err" && ok "... the warning says why it was skipped" ||
+	notok "misnamed warning" "$(cat "$T/.err")"
 check_fail "another tokenizer: exit 1, naming it" 1 "t2.lmtok" $S --tokenizer "$T/t2.lmtok" "$R" 'x'
 check_fail "an empty prompt: exit 1" 1 "empty prompt" $S "$R" ''
 check_fail "an empty stdin: exit 1" 1 "empty prompt" $S "$R" < /dev/null
