@@ -178,11 +178,22 @@ static int list_tools(FILE *f)
 	return count;
 }
 
+/* Not a tool here: a name not among the tools is a usage error (2); a tool that is
+ * there but cannot be run, or a directory with no tools at all, is the
+ * installation's fault, not the name's (1). */
 static void __attribute__((noreturn)) unknown_tool(const char *name)
 {
+	char p[PATH_MAX];
+	path_fmt(p, sizeof p, "%s/%s", execdir, name);
+	if (valid_name(name) && is_file(p)) {
+		fprintf(stderr, "%s: '%s' cannot be run: %s\n", tool_name, p, strerror(EACCES));
+		exit(1);
+	}
 	fprintf(stderr, "%s: '%s' is not an lmt tool; the tools in '%s':\n", tool_name, name, execdir);
-	if (!list_tools(stderr))
+	if (!list_tools(stderr)) {
 		fprintf(stderr, "  (none: set LMT_EXEC_PATH to the directory that holds them)\n");
+		exit(1);
+	}
 	exit(2);
 }
 

@@ -117,6 +117,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		default: bad_option(argv);
 		}
 	}
+	if (o->sp.seed > (uint64_t)LLONG_MAX - (uint64_t)(o->num - 1))
+		usage_error("--seed %llu with --num %d: sample i uses the seed + i, past %lld, which --seed cannot "
+			    "give back", (unsigned long long)o->sp.seed, o->num, LLONG_MAX);
 	if (optind >= argc)
 		usage_error("give a run directory or a checkpoint");
 	o->target = argv[optind++];

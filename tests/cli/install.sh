@@ -71,7 +71,11 @@ mv "$T/moved" "$root$prefix"
 
 # a copy of lmt elsewhere finds the tools only through LMT_EXEC_PATH
 mkdir -p "$T/other" && cp "$lmt" "$T/other/lmt"
-check_fail "a lone lmt has no tools" 2 "is not an lmt tool" "$T/other/lmt" train --help
+check_fail "a lone lmt has no tools: exit 1 (the installation, not the name; it was a usage error)" 1 \
+	"set LMT_EXEC_PATH" "$T/other/lmt" train --help
+mkdir -p "$T/noexec" && printf '#!/bin/sh\n' > "$T/noexec/train" && chmod 644 "$T/noexec/train"
+check_fail "a tool that is there but cannot be run: exit 1, naming it" 1 "'$T/noexec/train' cannot be run" \
+	env LMT_EXEC_PATH="$T/noexec" "$T/other/lmt" train --help
 check "LMT_EXEC_PATH: lmt train --help" env LMT_EXEC_PATH="$root$prefix/libexec/lmt" "$T/other/lmt" train --help
 
 # the build tree: lmt in $B/bin runs the tools beside it

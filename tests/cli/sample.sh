@@ -113,6 +113,8 @@ check_fail "--top-p 1.5: exit 2" 2 "top-p" $S -p 1.5 "$R" 'x'
 check_fail "-n 0: exit 2" 2 "max-tokens" $S -n 0 "$R" 'x'
 check_fail "--temperature -1: exit 2" 2 "temperature" $S -t -1 "$R" 'x'
 check_fail "two prompts: exit 2" 2 "unexpected argument" $S "$R" 'a' 'b'
+check_fail "--seed 2^63-1 with --num 2: its second seed could not be given back, exit 2" 2 "cannot give back" \
+	$S -s 9223372036854775807 --num 2 "$R" 'x'
 check_fail "an unknown option: exit 2" 2 "Try" $S --bogus "$R"
 
 finish
