@@ -80,6 +80,10 @@ check_fail "-o into a missing directory exits 1, naming the file" 1 "/missing/di
 # write errors name the file and give the errno (RLIMIT_FSIZE for a file: 4 KiB)
 check_fail "JSONL into a full stdout" 1 "'<stdout>': write: No space left on device" sh -c '"$@" > /dev/full' sh $G --docs 5
 check_fail "text into a full stdout" 1 "'<stdout>': write: No space left on device" sh -c '"$@" > /dev/full' sh $G --docs 5 --format text
+for t in gen-corpus train lmt; do
+	check_fail "$t --help into a full stdout: exit 1 (it was 0)" 1 "'<stdout>': write error: No space left on device" \
+		sh -c '"$@" > /dev/full' sh "$BIN/$t" --help
+done
 check_fail "a file past RLIMIT_FSIZE" 1 "big.jsonl': write: File too large" \
 	sh -c 'trap "" XFSZ; ulimit -f 8; exec "$@"' sh $G --docs 400 -o "$T/big.jsonl"
 nothing_left "no temporary after the write error" "$T" big.jsonl

@@ -60,9 +60,23 @@ static void on_assert(const char *msg)
 	fprintf(stderr, "lmt: %s\n", msg);
 }
 
+/* At exit, what stdout still buffers goes out: a failed write there (a full disk,
+ * a closed descriptor) makes the exit status 1, for every output, --help and
+ * --version included, which exited 0 without a word. Registered first, so it
+ * runs after every other exit handler. */
+static void close_stdout(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		int e = errno;
+		fprintf(stderr, "%s: '<stdout>': write error%s%s\n", tool_name, e ? ": " : "", e ? strerror(e) : "");
+		_exit(1);
+	}
+}
+
 void tool_init(const char *name)
 {
 	tool_name = name;
+	atexit(close_stdout);
 	lmt_set_assert_handler(on_assert);
 	opterr = 0;
 	struct sigaction sa;
