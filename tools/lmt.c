@@ -244,28 +244,38 @@ int main(int argc, char **argv)
 {
 	tool_init("lmt");
 	find_dirs(argv[0]);
-	int c;
+	int c, mode = 0;
 	while ((c = getopt_long(argc, argv, "+hVl", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			print_version();
-			return 0;
-		case 'l':
-			if (!list_tools(stdout))
-				die("no tools in '%s'", execdir);
-			return 0;
-		case OPT_EXEC_PATH:
-			printf("%s\n", execdir);
-			return 0;
+		case 'h': case 'V': case 'l': case OPT_EXEC_PATH:
+			/* each is the whole of what lmt is asked: alone, with nothing after */
+			if (mode && mode != c)
+				usage_error("--help, --version, --list and --exec-path exclude each other");
+			mode = c;
+			break;
 		default:
 			bad_option(argv);
 		}
 	}
 	argv += optind;
 	argc -= optind;
+	if (mode && argc)
+		usage_error("unexpected argument '%s' (a tool is run as 'lmt TOOL ...', without lmt's options)", argv[0]);
+	switch (mode) {
+	case 'h':
+		usage(stdout);
+		return 0;
+	case 'V':
+		print_version();
+		return 0;
+	case 'l':
+		if (!list_tools(stdout))
+			die("no tools in '%s'", execdir);
+		return 0;
+	case OPT_EXEC_PATH:
+		printf("%s\n", execdir);
+		return 0;
+	}
 	if (argc == 0) {
 		usage(stderr);
 		exit(2);

@@ -267,6 +267,8 @@ check_fail "a wave-1 manifest (schema 1, no seal) is refused by its version, wit
 	"schema version 1, this build reads 2 (an older manifest carries no checksum of itself" $CI --verify "$T/edit"
 
 # ---- --rehash: surgery by hand, vouched for out loud ----
+check_fail "--rehash of a run directory says to name a checkpoint (it said manifest.json: No such file)" 1 \
+	"is a run directory: --rehash re-seals one checkpoint" $CI --rehash "$T/run"
 cp -r "$S10" "$T/surg"
 jq -c '.state.clipped_updates += 1' "$S10/manifest.json" > "$T/surg/manifest.json"
 check_fail "an edit by hand is refused" 1 "its contents do not match its own checksum" $CI --verify "$T/surg"

@@ -61,6 +61,8 @@ else
 fi
 check_fail "lmt nope: a usage error with the list" 2 "gen-corpus" "$lmt" nope
 check_fail "lmt help nope: a usage error" 2 "'nope' is not an lmt tool" "$lmt" help nope
+check_fail "lmt --list with an argument: a usage error (it was ignored)" 2 "unexpected argument 'extra'" "$lmt" --list extra
+check_fail "lmt -V -l: a usage error (-l was ignored)" 2 "exclude each other" "$lmt" -V -l
 check_fail "lmt ../bin/lmt: not a tool" 2 "is not an lmt tool" "$lmt" ../bin/lmt
 check_fail "lmt with no tool: usage (exit 2)" 2 "usage: lmt" "$lmt"
 
