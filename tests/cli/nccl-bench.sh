@@ -97,6 +97,7 @@ jq -s -e '[.[] | select(.event == "result") | has("wrong")] | length == 12 and (
 "$NB" --preflight > "$T/pf1.jsonl"
 jq -e '.event == "preflight" and .pairs == 0' "$T/pf1.jsonl" > /dev/null && ok "--preflight on one rank: no pairs" ||
 	notok "--preflight self" "$(cat "$T/pf1.jsonl")"
+check_fail "--preflight with -b: a usage error (it was ignored)" 2 "-b does not apply" "$NB" --preflight -b 1K
 
 # --comm nccl: where the build has it (the unknown name's message lists it), exit 1
 # saying "no GPU" on a machine without one, or a checked sweep on one GPU; else
