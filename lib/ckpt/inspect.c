@@ -346,7 +346,9 @@ enum lmt_ckpt_tstatus lmt_ckpt_tensor_diff(struct lmt_ckpt_side a, const struct 
 	lmt_ckpt_treader_release(&ra);
 	lmt_ckpt_treader_release(&rb);
 	if (ma < 0 || mb < 0 || ra.bad_chunks || rb.bad_chunks || ma != mb) {
-		snprintf(err, cap, "%s%s%s", ra.err, ra.err[0] && rb.err[0] ? "; " : "", rb.err);
+		/* both sides' reasons, once where they are the same (a checkpoint against itself) */
+		int same = !strcmp(ra.err, rb.err);
+		snprintf(err, cap, "%s%s%s", ra.err, ra.err[0] && rb.err[0] && !same ? "; " : "", same ? "" : rb.err);
 		if (!err[0])
 			snprintf(err, cap, "tensor '%s': the two hold different numbers of elements", ea->name);
 		return LMT_CKPT_TSTATUS_ERROR;

@@ -192,6 +192,11 @@ rm "$T/bad3/$F"
 check_fail "a deleted data file: --verify names it" 1 "bad3/$F': missing" $CI --verify "$T/bad3"
 [ "$(jq -s '[.[] | select(.tensor)] | length' "$T/.out")" = 48 ] && ok "... and the 48 tensors it held" || notok "deleted"
 check_fail "listing a checkpoint whose data file is gone exits 1" 1 "bad3/$F': missing" $CI "$T/bad3"
+check_fail "--diff of it against itself exits 1" 1 "could not be compared in full" $CI --diff "$T/bad3" "$T/bad3"
+[ "$(wc -l < "$T/.err")" -le 12 ] && grep -q "and [0-9]* more tensors that could not be compared" "$T/.err" &&
+	! grep -q "; '$T/bad3" "$T/.err" &&
+	ok "... saying the first 8 tensors, each reason once, then how many more (it said 48, each twice)" ||
+	notok "diff errors on stderr" "$(head -5 "$T/.err")"
 cp -r "$S10" "$T/bad4"
 jq -c '(.tensors[] | select(.name == "param/lnfw") | .chunks[0].crc32c) |= "00000000"' "$S10/manifest.json" \
 	> "$T/bad4/manifest.json"
