@@ -8,11 +8,13 @@
  */
 #include "model/session.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ckpt/rundir.h"
 #include "ckpt/runranks.h"
@@ -230,8 +232,15 @@ int lmt_session_claim(struct lmt_session *s, const struct lmt_resumecfg_pair *gi
 	s->run_out = o->out;
 	if (!o->resume) /* a previous run there is refused now, not after the setup */
 		return o->out && !s->follower ? lmt_run_check_new(o->out, err) : 0;
-	/* the run's recorded configuration is the resume's: read before the rest */
-	if (!s->follower) {
+	/* the run's recorded configuration is the resume's: read before the rest. A
+	 * --resume auto of a directory with no run in it is a new run: its files are
+	 * made when it starts, as a new run's are (lmt_session_start) */
+	char m[PATH_MAX], ck[PATH_MAX];
+	if (!s->follower && o->resume_auto && !o->resume_from &&
+	    !lmt_path_fmt(m, sizeof m, NULL, "%s/metrics.jsonl", o->out) &&
+	    !lmt_path_fmt(ck, sizeof ck, NULL, "%s/ckpt", o->out) && access(m, F_OK) != 0 && access(ck, F_OK) != 0)
+		s->fresh_auto = 1;
+	if (!s->follower && !s->fresh_auto) {
 		if ((rc = lmt_run_open(&s->run, o->out, 1, err)))
 			return rc;
 		if ((s->have_ck = open_checkpoint(s, given, ngiven, err)) < 0)
@@ -446,7 +455,7 @@ int lmt_session_start(struct lmt_session *s, struct lmt_err *err)
 		return rc;
 	/* a new run's files last: a run refused for its data, its model or its memory
 	 * leaves none (and its directory, if this process made it, goes: mark_failed) */
-	if (o->out && !o->resume && (rc = lmt_run_open(&s->run, o->out, 0, err))) {
+	if (o->out && (!o->resume || s->fresh_auto) && (rc = lmt_run_open(&s->run, o->out, 0, err))) {
 		lmt_session_halt(s);
 		return rc;
 	}

@@ -110,6 +110,7 @@ struct lmt_session {
 	char dir[PATH_MAX];           /* a default run's directory */
 	struct lmt_ckpt ck;           /* the checkpoint to resume from, with have_ck */
 	int have_ck;
+	int fresh_auto;               /* --resume auto of a directory with no run: a new run */
 
 	struct lmt_dataset d;
 	struct lmt_tokenizer tok;

@@ -45,6 +45,9 @@ check_fail "a changed --micro-batch is refused" 2 "--micro-batch 8 (the run: 4)"
 tail -1 "$T/shape/events.jsonl" | grep -q '"stop"' && ! grep -q config-change "$T/shape/events.jsonl" \
 	&& ok "a refused resume leaves the run's events as they were" \
 	|| notok "events after a refusal" "$(tail -2 "$T/shape/events.jsonl")"
+check_fail "--resume auto of a new directory, refused for its data" 1 "cannot open the dataset directory" \
+	$TR --data "$T/nodata" --layers 1 --heads 2 --channels 32 --resume auto -o "$T/fresh" --threads 1
+[ ! -e "$T/fresh" ] && ok "... leaves no directory (it left ckpt/, metrics and events)" || notok "fresh auto" "$(ls -A "$T/fresh")"
 cp "$T/shape/events.jsonl" "$T/shape.events"
 check_fail "a resume past its --updates is refused" 1 "past --updates 5" \
 	$TR --resume auto -o "$T/shape" --updates 5 --lr 1e-3 --threads 1
