@@ -200,8 +200,7 @@ static void summary(const struct opts *o, const char *hex, const struct lmt_toke
 	corpus_skips_json(&j, o->corpus.skips);
 	lmt_json_u64(&j, "bytes", n->bytes);
 	lmt_json_u64(&j, "tokens", n->ntok);
-	if (!o->ids)
-		lmt_json_u64(&j, "token_bytes", (uint64_t)n->token_bytes);
+	lmt_json_u64(&j, "token_bytes", (uint64_t)n->token_bytes); /* ids: as an lmt stream would hold them */
 	lmt_json_num(&j, "bytes_per_token", n->ntok ? (double)n->bytes / n->ntok : 0);
 	lmt_json_u64(&j, "threads", (uint64_t)n->threads);
 	lmt_json_num(&j, "seconds", n->secs);
@@ -471,7 +470,8 @@ int main(int argc, char **argv)
 	if (o.decode) {
 		if (o.format_given || o.bos || o.eos || o.allow_special || o.threads_given)
 			usage_error("--decode takes no encoding options (--format, --bos, --eos, --allow-special, -j)");
-		if (o.corpus.format || o.corpus.txt_docs || o.corpus.text_field || o.corpus.keep_empty)
+		if (o.corpus.format || o.corpus.txt_docs || o.corpus.text_field || o.corpus.keep_empty || o.corpus.strict ||
+		    o.corpus.max_doc)
 			usage_error("--decode reads a token stream: of the input options only --doc-sep applies");
 		check_outputs(&o.out, (const char *const[]){ "-o" }, 1, inputs, ninputs);
 		check_outputs(&o.out, (const char *const[]){ "-o" }, 1, &o.tokenizer, 1);

@@ -15,11 +15,13 @@
  *
  * stdout: JSONL (progress, summary, fertility); stderr: human messages.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/atomicfile.h"
 #include "data/bpetrain.h"
@@ -359,7 +361,13 @@ static void parse_options(int argc, char **argv, struct opts *o)
 		switch (c) {
 		case 'h': usage(); exit(0);
 		case 'V': print_version(); exit(0);
-		case 'o': o->out = optarg; break;
+		case 'o':
+			/* a binary file, and stdout carries the records: '-' is not stdout here
+			 * (it was a file named '-') */
+			if (!strcmp(optarg, "-"))
+				usage_error("option '-o': the tokenizer is a file, and stdout holds the records: give a file name");
+			o->out = optarg;
+			break;
 		case 'v':
 			o->vocab = (uint32_t)opt_int("vocab-size", optarg, 1, 1u << 30);
 			train_only(o, "--vocab-size");
@@ -384,7 +392,7 @@ static void parse_options(int argc, char **argv, struct opts *o)
 			train_only(o, "--min-count");
 			break;
 		case OPT_MAX_BYTES:
-			o->max_bytes = opt_size("max-bytes", optarg);
+			o->max_bytes = opt_size_nz("max-bytes", optarg);
 			train_only(o, "--max-bytes");
 			break;
 		case OPT_SAMPLE:
@@ -414,6 +422,8 @@ static void parse_options(int argc, char **argv, struct opts *o)
 		case OPT_EVAL:
 			if (o->nevals == (int)LMT_ARRAY_SIZE(o->evals))
 				usage_error("too many --eval options");
+			if (optarg[0] == '=')
+				usage_error("option '--eval': '%s': an empty label (LABEL=FILE, or FILE alone)", optarg);
 			o->evals[o->nevals++] = optarg;
 			break;
 		case OPT_PROGRESS_EVERY:
@@ -539,6 +549,13 @@ int main(int argc, char **argv)
 	/* both are written after training: found now if they cannot be */
 	check_output_dir(o.out, "-o", 1);
 	check_output_dir(o.export_hf, "--export-hf", 0);
+	/* and the evaluation texts, read after it, are there now (a missing one was
+	 * found after training, with its tokenizer written) */
+	for (int i = 0; i < o.nevals; i++) {
+		const char *eq = strchr(o.evals[i], '='), *path = eq ? eq + 1 : o.evals[i];
+		if (strcmp(path, "-") && access(path, R_OK) != 0)
+			die("'%s' (--eval): %s", path, strerror(errno));
+	}
 	struct lmt_json j;
 	lmt_json_init(&j);
 	struct lmt_tokenizer tok;

@@ -105,4 +105,29 @@ ln -s target.jsonl "$T/link.jsonl"
 check "a link to a file as the output" "$BIN/gen-corpus" -q --docs 1 -o "$T/link.jsonl"
 [ -L "$T/link.jsonl" ] && [ "$(readlink "$T/link.jsonl")" = target.jsonl ] && grep -q '"text"' "$T/target.jsonl" &&
 	ok "... is written through: the link stays, its file holds the output" || notok "link replaced" "$(ls -l "$T")"
+# tok-train's --eval texts are read after training: a missing one is found first
+# (it was found after the tokenizer was written); outputs named '' or '-' or a
+# missing directory DIR/ are refused before the work
+check_fail "tok-train --eval of a missing file: exit 1 before training" 1 "'$T/missing.txt' (--eval)" \
+	"$BIN/tok-train" -q -v 300 -o "$T/ev.lmtok" --eval "$T/missing.txt" "$T/c.jsonl"
+[ ! -e "$T/ev.lmtok" ] && [ ! -s "$T/.out" ] && ok "... no tokenizer written, no record" || notok "--eval late"
+check_fail "tok-train --eval with an empty label: exit 2" 2 "an empty label" \
+	"$BIN/tok-train" -q -v 300 -o "$T/ev.lmtok" --eval "=$T/c.jsonl" "$T/c.jsonl"
+check_fail "tok-train -o DIR/ of a missing directory: exit 1 before training" 1 "cannot write into '$T/nodir/'" \
+	"$BIN/tok-train" -q -v 300 -o "$T/nodir/" "$T/c.jsonl"
+[ ! -s "$T/.out" ] && ok "... no record on stdout" || notok "-o DIR/ late" "$(head -c 300 "$T/.out")"
+check_fail "tok-train -o '': exit 2" 2 "an empty path" "$BIN/tok-train" -q -v 300 -o '' "$T/c.jsonl"
+check_fail "tok-train -o -: exit 2 (it wrote a file named '-')" 2 "give a file name" \
+	"$BIN/tok-train" -q -v 300 -o - "$T/c.jsonl"
+check_fail "tok-train --max-bytes 0: exit 2 (it meant no limit)" 2 "'--max-bytes': '0' is zero" \
+	"$BIN/tok-train" -q -v 300 --max-bytes 0 -o "$T/mb.lmtok" "$T/c.jsonl"
+check_fail "tok-encode -o '': exit 2" 2 "an empty path" "$BIN/tok-encode" -q -t "$T/t.lmtok" -o '' "$T/c.jsonl"
+check_fail "dedup-minhash --removed '': exit 2" 2 "an empty path" "$BIN/dedup-minhash" -q --removed '' "$T/c.jsonl"
+for o in --strict "--max-doc-bytes 1k"; do
+	check_fail "tok-encode --decode $o: exit 2 (it was accepted and did nothing)" 2 "only --doc-sep applies" \
+		"$BIN/tok-encode" -q -t "$T/t.lmtok" --decode $o "$T/s.lmtoks"
+done
+check "tok-encode --format ids" "$BIN/tok-encode" -q -t "$T/t.lmtok" --format ids -o "$T/c.ids" "$T/c.jsonl"
+grep '"event":"summary"' "$T/.out" | grep -q '"token_bytes":2' && ok "... its summary gives token_bytes, as tok-encode(1) says" ||
+	notok "ids token_bytes" "$(cat "$T/.out")"
 finish

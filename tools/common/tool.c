@@ -382,6 +382,8 @@ void check_outputs(const char *const *outs, const char *const *what, int nout, c
 {
 	struct lmt_err err = { 0 };
 	for (int i = 0; i < nout; i++) {
+		if (outs[i] && !*outs[i])
+			usage_error("option '%s': an empty path", what[i]);
 		if (!outs[i] || !strcmp(outs[i], "-"))
 			continue;
 		for (int k = 0; k < nin; k++) {
@@ -398,7 +400,11 @@ void check_output_dir(const char *path, const char *what, int dir_ok)
 	struct stat st;
 	if (!path || !strcmp(path, "-"))
 		return;
-	int is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	if (!*path)
+		usage_error("option '%s': an empty path", what);
+	size_t n = strlen(path);
+	/* "DIR/" names a directory to put the file in (where dir_ok): that directory */
+	int is_dir = (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) || (dir_ok && path[n - 1] == '/');
 	if (is_dir && !dir_ok)
 		die("'%s' (%s) is a directory: give a file name", path, what);
 	char copy[PATH_MAX], dir[PATH_MAX];
