@@ -130,4 +130,10 @@ done
 check "tok-encode --format ids" "$BIN/tok-encode" -q -t "$T/t.lmtok" --format ids -o "$T/c.ids" "$T/c.jsonl"
 grep '"event":"summary"' "$T/.out" | grep -q '"token_bytes":2' && ok "... its summary gives token_bytes, as tok-encode(1) says" ||
 	notok "ids token_bytes" "$(cat "$T/.out")"
+# far more threads than CPUs is said (it is slower, not faster), and changes nothing
+if [ "$(nproc)" -lt 16 ]; then
+	check "tok-train -j 64 on $(nproc) CPUs" "$BIN/tok-train" -q -v 300 -j 64 -o "$T/j64.lmtok" "$T/c.jsonl"
+	grep -q "warning: -j 64: this process may use $(nproc) CPU" "$T/.err" && cmp -s "$T/j64.lmtok" "$T/t.lmtok" &&
+		ok "... warns, and trains the same tokenizer" || notok "-j 64" "$(cat "$T/.err")"
+fi
 finish
