@@ -171,6 +171,7 @@ struct opts {
 	const char **prompts;
 	double temperature;
 	int memorization, prefix, cont;
+	const char *mem_opt;    /* the last memorization option given, for the message without --memorization */
 	uint64_t mem_docs;
 };
 
@@ -412,9 +413,15 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		case OPT_TEMPERATURE: o->temperature = opt_double("temperature", optarg, 0, 100); break;
 		case OPT_TOP_K: o->top_k = (int)opt_int("top-k", optarg, 0, 1 << 30); break;
 		case OPT_MEMORIZATION: o->memorization = 1; break;
-		case OPT_MEM_DOCS: o->mem_docs = (uint64_t)opt_int("mem-docs", optarg, 1, INT64_MAX); break;
-		case OPT_PREFIX: o->prefix = (int)opt_int("prefix", optarg, 0, 1 << 20); break;
-		case OPT_CONTINUATION: o->cont = (int)opt_int("continuation", optarg, 1, 1 << 20); break;
+		case OPT_MEM_DOCS:
+			o->mem_docs = (uint64_t)opt_int("mem-docs", optarg, 1, INT64_MAX);
+			o->mem_opt = "--mem-docs";
+			break;
+		case OPT_PREFIX: o->prefix = (int)opt_int("prefix", optarg, 0, 1 << 20); o->mem_opt = "--prefix"; break;
+		case OPT_CONTINUATION:
+			o->cont = (int)opt_int("continuation", optarg, 1, 1 << 20);
+			o->mem_opt = "--continuation";
+			break;
 		case OPT_LATEST: o->latest = 1; break;
 		case 'j': o->threads = (int)opt_int("threads", optarg, 1, 4096); break;
 		case 'q': tool_quiet = 1; break;
@@ -436,6 +443,11 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		usage_error("--stride %d is longer than --context %d", o->stride, o->context);
 	if (o->nprompts && !o->samples)
 		usage_error("--prompt is for samples: give --samples N");
+	if (o->mem_opt && !o->memorization)
+		usage_error("%s is for the memorization probe: give --memorization", o->mem_opt);
+	for (int i = 0, stdin_seen = 0; i < o->ntexts; i++)
+		if (!strcmp(o->texts[i], "-") && stdin_seen++)
+			usage_error("stdin ('-') given more than once with --text");
 	if (o->memorization && o->prefix + o->cont < 1)
 		usage_error("--prefix and --continuation make no tokens");
 }

@@ -498,7 +498,8 @@ static void parse_options(int argc, char **argv, struct opts *o)
 	if (o->dashboard && o->explain)
 		usage_error("--dashboard and --explain are two modes: give one");
 	if ((o->dashboard || o->explain) && card_opts)
-		usage_error("--%s takes -o, --data and its own options, not the card's", o->dashboard ? "dashboard" : "explain");
+		usage_error("%s", o->dashboard ? "--dashboard takes -o, --data and its own options, not the card's"
+					       : "--explain takes --data and its own options, not the card's (it writes to stdout)");
 	if ((o->watch || o->interval > 0) && !o->dashboard)
 		usage_error("--watch and --interval apply to --dashboard");
 	if (o->interval > 0 && !o->watch)

@@ -419,7 +419,12 @@ int main(int argc, char **argv)
 		case 't': o.tokenizer = optarg; o.pack_opt = 1; break;
 		case OPT_PAD_ID: o.pad_id = opt_int("pad-id", optarg, 0, UINT32_MAX - 1); o.pack_opt = 1; break;
 		case OPT_FORCE: o.force = 1; o.pack_opt = 1; break;
-		case OPT_VERIFY: o.verify = optarg; break;
+		case OPT_VERIFY:
+			if (o.verify)
+				usage_error("--verify checks one dataset: '%s' and '%s' given (run it once for each)", o.verify,
+					    optarg);
+			o.verify = optarg;
+			break;
 		case 'j': o.threads = (int)opt_int("threads", optarg, 1, 1024); break;
 		case 'q': tool_quiet = 1; break;
 		default: bad_option(argv);

@@ -516,6 +516,8 @@ static void finish_args(struct opts *o)
 		usage_error("--export-llmc writes llm.c's format, which has no untied head (--untie)");
 	if (o->cfg.prompt && !o->cfg.tokenizer)
 		usage_error("--prompt is text: give the tokenizer with -t");
+	if (o->cfg.tc.prefetch && o->cfg.tc.zero != 3)
+		usage_error("--prefetch gathers ZeRO-3's parameters ahead: it goes with --zero 3 (it did nothing)");
 	if (!o->cfg.init_llmc && o->cfg.model.C % o->cfg.model.NH)
 		usage_error("--channels %d is not a multiple of --heads %d", o->cfg.model.C, o->cfg.model.NH);
 	if ((o->cfg.ckpt_every || o->cfg.ckpt_minutes > 0 || o->keep_given || o->cfg.keep_every || o->cfg.ckpt_sync ||

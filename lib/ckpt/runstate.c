@@ -1147,8 +1147,10 @@ static int report_ckpt(struct lmt_run_saver *k, const struct lmt_ckpt_result *r,
 	}
 	s.verify_s = lmt_now() - t0;
 	s.wall = k->wall_offset + (lmt_now() - k->t_start);
-	/* the checkpoint's cost C to the run: the time training stood still for it */
-	s.cost_s = async ? pause : r->write_s;
+	/* the checkpoint's cost C to the run: the time training stood still for it
+	 * (pause_s, as train(1) says; a synchronous save's pause is its write and the
+	 * gathering of the state, a little more than write_s) */
+	s.cost_s = pause;
 	/* Young's interval: the checkpoint period that minimises the expected overhead
 	 * for a cost C per checkpoint and a mean time between failures */
 	s.best_interval_s = k->mtbf > 0 ? sqrt(2.0 * s.cost_s * k->mtbf) : 0;
@@ -1210,12 +1212,17 @@ int lmt_run_save(struct lmt_run_saver *k, int sync, struct lmt_err *err)
 	if ((rc = lmt_run_save_poll(k, sync, err)))
 		return rc;
 	double waited = 0;
+	uint64_t prev = 0;
 	if (k->async.started) {
-		uint64_t prev = k->async.save.update;
+		prev = k->async.save.update;
 		double w0 = lmt_now();
 		if ((rc = lmt_run_save_poll(k, 1, err)))
 			return rc;
 		waited = lmt_now() - w0;
+	}
+	/* a wait of a few milliseconds (the writer finishing its fsync) is no news:
+	 * said from 10 ms */
+	if (waited >= 0.01) {
 		char detail[200];
 		snprintf(detail, sizeof detail,
 			 "update %llu waited %.2f s for the save of update %llu, still being written",

@@ -594,9 +594,10 @@ static void card_clocks(struct lmt_runcard *c, json_t *R, struct rec U, struct r
 		char *r = ref(c, U, "/clocks/device_s"), *p = str(c, "%s / 3600", nz(r));
 		put(c, cost, "cost", "device_hours", json_real(num(ds) / 3600), p);
 		if (c->o.usd_per_device_hour > 0) {
-			char *q = str(c, "%s / 3600 x %.17g (--usd-per-device-hour)", nz(r), c->o.usd_per_device_hour);
+			/* an expression, as every comment not in parentheses is (runcard(1)) */
+			char *q = str(c, "%s / 3600 * %.17g", nz(r), c->o.usd_per_device_hour);
 			put(c, cost, "cost", "usd_per_device_hour", json_real(c->o.usd_per_device_hour),
-			    "--usd-per-device-hour");
+			    "(given: --usd-per-device-hour)");
 			put(c, cost, "cost", "usd", json_real(num(ds) / 3600 * c->o.usd_per_device_hour), q);
 			free(q);
 		}

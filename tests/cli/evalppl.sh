@@ -238,6 +238,10 @@ if cmp -s "$T/o1" "$T/o2"; then notok "another seed, other intervals"; else ok "
 check_fail "a missing checkpoint" 1 "$T/nope" $E -q "$T/nope"
 check_fail "--buckets ,, is a usage error (it meant no buckets)" 2 "an empty item in ',,'" $E -q --buckets ,, "$CK"
 check_fail "--max-tokens 0 is a usage error (it meant no limit)" 2 "'--max-tokens': '0' is zero" $E -q --max-tokens 0 "$CK"
+check_fail "--prefix without --memorization is a usage error (it was ignored)" 2 "give --memorization" \
+	$E -q --prefix 5 "$CK"
+check_fail "stdin twice with --text is a usage error (exit 1 before)" 2 "given more than once" \
+	$E -q --text - --text - "$CK"
 rm -rf "$T/bad" && cp -r "$CK" "$T/bad"
 printf '\377' | dd of="$T/bad/rank-00000.lmckpt" bs=1 seek=4096 conv=notrunc 2> /dev/null
 check_fail "a damaged checkpoint, naming its file" 1 "rank-00000.lmckpt" $E -q --text "$F1" "$T/bad"

@@ -225,6 +225,10 @@ usd=$(sed -n 's/^  usd: \([0-9.e+-]*\).*/\1/p' "$T/card-usd/runcard.yaml")
 awk -v d="$dh" -v u="$usd" 'BEGIN { exit !(d > 0 && (u - 2.5 * d) < 1e-12 * (1 + u) && (2.5 * d - u) < 1e-12 * (1 + u)) }' \
 	&& grep -q "^- Money: .* USD at 2.5 USD per device-hour" "$T/card-usd/RUNCARD.md" \
 	&& ok "... usd = device_hours x 2.5 (to 1e-12), in the card and its Markdown" || notok "usd" "dh=$dh usd=$usd"
+grep -q '^  usd: .*  # metrics:[0-9]*#/clocks/device_s / 3600 \* 2.5$' "$T/card-usd/runcard.yaml" &&
+	grep -q '^  usd_per_device_hour: 2.5  # (given: --usd-per-device-hour)$' "$T/card-usd/runcard.yaml" &&
+	ok "... its comments: an expression (with *, not x), and a given value in parentheses" ||
+	notok "usd comments" "$(grep usd "$T/card-usd/runcard.yaml")"
 check_fail "--usd-per-device-hour 0 is a usage error" 2 "'--usd-per-device-hour'" $RC --usd-per-device-hour 0 "$T/run"
 grep -q "whole corpus's entropy is" "$T/card/RUNCARD.md" && ! grep -q "corpus's entropy floor of" "$T/card/RUNCARD.md" \
 	&& { ! grep -q "Gap to" "$T/card/RUNCARD.md" || grep -q "evaluated documents' own entropy floor" "$T/card/RUNCARD.md"; } \

@@ -20,6 +20,8 @@ check_fail "no output is a usage error" 2 "no output" $SP "$T/s.lmtoks"
 check_fail "a trailing comma in --split is a usage error (it was dropped)" 2 "an empty item in 'val=0.1,'" \
 	$SP --split val=0.1, -o "$T/x" "$T/s.lmtoks"
 check_fail "an empty --split is a usage error" 2 "an empty item" $SP --split '' -o "$T/x" "$T/s.lmtoks"
+check_fail "--verify twice is a usage error (only the last was checked)" 2 "--verify checks one dataset" \
+	$SP --verify "$T/x" --verify "$T/y"
 check_fail "a number with a leading space is not one (strtol took it)" 2 "' 64' is not an integer" \
 	$SP -L ' 64' -o "$T/x" "$T/s.lmtoks"
 

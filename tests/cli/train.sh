@@ -22,6 +22,8 @@ check_fail "an integer past 2^63 is out of range, not 'not an integer'" 2 "92233
 check_fail "a number below what a double holds says so" 2 "1e-400 is beyond what a double holds" \
 	$TR --data "$T/d" --eps 1e-400
 check_fail "nan is not a finite number" 2 "'nan' is not a finite number" $TR --data "$T/d" --lr nan
+check_fail "--prefetch without --zero 3 is a usage error (it did nothing)" 2 "it goes with --zero 3" \
+	$TR --data "$T/d" --prefetch
 for o in "--keep 3" --ckpt-sync "--mtbf 3600"; do
 	check_fail "$o with --no-save is a usage error (it was accepted and did nothing)" 2 "--no-save has none" \
 		$TR --data "$T/d" --no-save $o
