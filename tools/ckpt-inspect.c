@@ -626,8 +626,6 @@ static int rehash(const char *dir)
 	snprintf(ck, sizeof ck, "%s/ckpt", dir);
 	if (stat(mf, &st) != 0 && stat(ck, &st) == 0 && S_ISDIR(st.st_mode))
 		die("'%s' is a run directory: --rehash re-seals one checkpoint, named (such as '%s/ckpt/step-N')", dir, dir);
-	if (stat(mf, &st) != 0)
-		die("'%s': %s: --rehash re-seals a checkpoint's manifest.json", mf, strerror(errno));
 	if (lmt_run_of_ckpt(dir, run_dir, sizeof run_dir) && stat(run_dir, &st) == 0)
 		tool_lock_run(run_dir);
 	tool_lock_output(dir); /* the run found by what the path is, not its spelling */

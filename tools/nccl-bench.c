@@ -194,7 +194,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	int c;
 	const char *sweep = NULL; /* the first sweep option given, which --preflight does not take */
 	while ((c = getopt_long(argc, argv, "hVb:e:f:i:n:w:c:d:o:r:t:g:", longopts, NULL)) != -1) {
-		if (!sweep && strchr("befidor", c))
+		if (!sweep && c > 0 && c < 128 && strchr("befidor", c))
 			sweep = c == 'b' ? "-b" : c == 'e' ? "-e" : c == 'f' ? "-f" : c == 'i' ? "-i" : c == 'd' ? "-d"
 				: c == 'o' ? "-o" : "-r";
 		switch (c) {

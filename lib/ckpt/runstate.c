@@ -92,13 +92,26 @@ static int never_updated(const char *dir, const char *metrics)
 
 int lmt_run_check_new(const char *dir, struct lmt_err *err)
 {
-	char prev[PATH_MAX];
+	char prev[PATH_MAX], ck[PATH_MAX];
 	int rc;
-	if ((rc = lmt_path_fmt(prev, sizeof prev, err, "%s/metrics.jsonl", dir)))
+	if ((rc = lmt_path_fmt(prev, sizeof prev, err, "%s/metrics.jsonl", dir)) ||
+	    (rc = lmt_path_fmt(ck, sizeof ck, err, "%s/ckpt", dir)))
 		return rc;
 	if (access(prev, F_OK) == 0 && !never_updated(dir, prev))
 		return lmt_err_set(err, LMT_EINVAL, "'%s' holds a previous run (metrics.jsonl); give a new directory, or --resume",
 				   dir);
+	/* checkpoints without metrics (copied in, or resharded there): a new run's
+	 * retention would delete some and leave the others for a resume to take */
+	DIR *d = access(prev, F_OK) != 0 ? opendir(ck) : NULL;
+	struct dirent *e;
+	int any = 0;
+	while (d && !any && (e = readdir(d)))
+		any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	if (d)
+		closedir(d);
+	if (any)
+		return lmt_err_set(err, LMT_EINVAL, "'%s' holds checkpoints (ckpt/) of another run; give a new directory, "
+				   "or --resume to continue from them", dir);
 	return 0;
 }
 

@@ -103,6 +103,12 @@ int lmt_atomicfile_open(struct lmt_atomicfile *af, const char *path, struct lmt_
 	/* said now, before the work whose output it is (commit checks again) */
 	struct stat st;
 	char *resolved = NULL;
+	/* what a link leads to first: /dev/stdout into a pipe is a FIFO, not a link to nowhere */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return lmt_err_set(err, LMT_EINVAL,
+				   "'%s' is not a regular file (a device, FIFO or socket): outputs are written whole "
+				   "and renamed into place, which would replace it; give a file name",
+				   path);
 	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
 		/* a symlink: its file is written (renamed into place beside it), the
 		 * link stays; a link to nowhere is refused rather than replaced */

@@ -136,4 +136,12 @@ if [ "$(nproc)" -lt 16 ]; then
 	grep -q "warning: -j 64: this process may use $(nproc) CPU" "$T/.err" && cmp -s "$T/j64.lmtok" "$T/t.lmtok" &&
 		ok "... warns, and trains the same tokenizer" || notok "-j 64" "$(cat "$T/.err")"
 fi
+# links and devices as the outputs written after the work are found before it
+ln -s nowhere.json "$T/dangling-hf.json"
+check_fail "tok-train --export-hf to a link to nowhere: refused before training" 1 "symbolic link to a file that is not there" \
+	"$BIN/tok-train" -q -v 300 -o "$T/lk.lmtok" --export-hf "$T/dangling-hf.json" "$T/c.jsonl"
+[ ! -s "$T/.out" ] && [ ! -e "$T/lk.lmtok" ] && ok "... no record, no tokenizer" || notok "dangling export late"
+check_fail "tok-train -o a FIFO: refused before training" 1 "is not a regular file" \
+	"$BIN/tok-train" -q -v 300 -o "$T/ff" "$T/c.jsonl"
+[ ! -s "$T/.out" ] && ok "... no record" || notok "FIFO output late"
 finish

@@ -56,6 +56,9 @@ grep -q '"global_batch_positions":128' "$T/run/config.json" && ok "config.json r
 check_fail "a run directory is not reused" 1 "holds a previous run" $TR --data "$T/d" $TINY --updates 1 -o "$T/run"
 check_fail "... and is refused before the data is read (a missing dataset is not what it names)" 1 \
 	"holds a previous run" $TR --data "$T/nodata" $TINY --updates 1 -o "$T/run"
+mkdir -p "$T/ckonly/ckpt" && cp -r "$T/run/ckpt/"* "$T/ckonly/ckpt/"
+check_fail "a directory holding checkpoints without metrics is not a new run's (retention would delete some)" 1 \
+	"holds checkpoints (ckpt/) of another run" $TR --data "$T/d" $TINY --updates 1 -o "$T/ckonly"
 check_fail "a missing dataset is refused" 1 "cannot open the dataset directory" \
 	$TR --data "$T/nodata" $TINY --updates 1 -o "$T/refused"
 [ ! -e "$T/refused" ] && ok "... leaving no run directory (it made one for its lock)" || notok "refused run" "$(ls -A "$T/refused")"

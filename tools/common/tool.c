@@ -65,10 +65,19 @@ static void on_assert(const char *msg)
  * a closed descriptor) makes the exit status 1, for every output, --help and
  * --version included, which exited 0 without a word. Registered first, so it
  * runs after every other exit handler. */
+static int stdout_said; /* a write error on stdout already said (die_write) */
+
 static void close_stdout(void)
 {
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		int e = errno;
+	/* the reason: the flush's, or, for a write that failed earlier, the errno left
+	 * by it where it is one a write gives (not whatever came after) */
+	int before = errno, failed_before = ferror(stdout);
+	errno = 0;
+	int failed_now = fflush(stdout) != 0;
+	int e = failed_now ? errno : before;
+	if (!failed_now && e != ENOSPC && e != EIO && e != EPIPE && e != EBADF && e != EFBIG && e != EDQUOT)
+		e = 0;
+	if ((failed_now || failed_before) && !stdout_said) {
 		fprintf(stderr, "%s: '<stdout>': write error%s%s\n", tool_name, e ? ": " : "", e ? strerror(e) : "");
 		_exit(1);
 	}
@@ -116,6 +125,7 @@ void die_err(const struct lmt_err *err)
 void die_write(const char *name)
 {
 	int e = errno;
+	stdout_said |= !strcmp(name, "<stdout>");
 	die("'%s': write: %s", name, strerror(e));
 }
 
@@ -375,7 +385,8 @@ int tool_threads(int requested)
 		 * 26 s where -j 2 took 0.04; said, not overruled (outputs are the same) */
 		cpu_set_t set;
 		int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-		if (cpus > 0 && requested > 4 * cpus)
+		static int said;
+		if (cpus > 0 && requested > 4 * cpus && !said++)
 			warn("-j %d: this process may use %d CPU%s; threads beyond them wait on each other, slower, "
 			     "not faster", requested, cpus, cpus == 1 ? "" : "s");
 		return requested;
@@ -411,6 +422,15 @@ void check_output_dir(const char *path, const char *what, int dir_ok)
 		return;
 	if (!*path)
 		usage_error("option '%s': an empty path", what);
+	/* as lmt_atomicfile_open will see it: a link's file, a device refused */
+	char *resolved = NULL;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		die("'%s' (%s) is not a regular file (a device, FIFO or socket): give a file name", path, what);
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+		if (!(resolved = realpath(path, NULL)))
+			die("'%s' (%s) is a symbolic link to a file that is not there: give a file name", path, what);
+		path = resolved;
+	}
 	size_t n = strlen(path);
 	/* "DIR/" names a directory to put the file in (where dir_ok): that directory */
 	int is_dir = (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) || (dir_ok && path[n - 1] == '/');
@@ -425,6 +445,7 @@ void check_output_dir(const char *path, const char *what, int dir_ok)
 		die("'%s' (%s): '%s' is not a directory", path, what, dir);
 	if (access(dir, W_OK) != 0)
 		die("'%s' (%s): cannot write into '%s': %s", path, what, dir, strerror(errno));
+	free(resolved);
 }
 
 /* the runs this process holds, by real path: a second descriptor of one RUN/lock,
