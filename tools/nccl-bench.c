@@ -192,11 +192,10 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	parse_types(o, "float");
 	parse_ops(o, "sum");
 	int c;
-	const char *sweep = NULL; /* the first sweep option given, which --preflight does not take */
+	char sweep[3] = ""; /* the first sweep option given, which --preflight does not take */
 	while ((c = getopt_long(argc, argv, "hVb:e:f:i:n:w:c:d:o:r:t:g:", longopts, NULL)) != -1) {
-		if (!sweep && c > 0 && c < 128 && strchr("befidor", c))
-			sweep = c == 'b' ? "-b" : c == 'e' ? "-e" : c == 'f' ? "-f" : c == 'i' ? "-i" : c == 'd' ? "-d"
-				: c == 'o' ? "-o" : "-r";
+		if (!sweep[0] && c > 0 && c < 128 && strchr("befidor", c))
+			snprintf(sweep, sizeof sweep, "-%c", c);
 		switch (c) {
 		case 'h': usage(); exit(0);
 		case 'V': print_version(); exit(0);
@@ -233,7 +232,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 		usage_error("option '-i': the step is 0 bytes (give a size, or -f)");
 	if (o->preflight && o->preflight_bytes == 0)
 		usage_error("option '--preflight-size': 0 bytes");
-	if (o->preflight && sweep)
+	if (o->preflight && sweep[0])
 		usage_error("--preflight sends --preflight-size bytes between each pair: %s does not apply", sweep);
 	for (int i = optind; i < argc; i++) {
 		int k = 0;

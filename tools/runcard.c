@@ -287,11 +287,9 @@ static void warn_cut(const struct lmt_runview *v, int watch)
 	if (watch)
 		return;
 	if (v->metrics_cut)
-		warn("'%s': " LMT_RUNVIEW_CUT, v->metrics_path,
-		     v->metrics_cut);
+		warn("'%s': " LMT_RUNVIEW_CUT, v->metrics_path, v->metrics_cut);
 	if (v->events_cut)
-		warn("'%s': " LMT_RUNVIEW_CUT, v->events_path,
-		     v->events_cut);
+		warn("'%s': " LMT_RUNVIEW_CUT, v->events_path, v->events_cut);
 }
 
 /* ---- --explain ---- */

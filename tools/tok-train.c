@@ -301,6 +301,13 @@ static void emit_fertility(struct lmt_json *j, const char *source, const char *l
 	put_record(j);
 }
 
+/* The file of an --eval argument, LABEL=FILE or FILE */
+static const char *eval_path(const char *spec)
+{
+	const char *eq = strchr(spec, '=');
+	return eq ? eq + 1 : spec;
+}
+
 static void fertility(const struct opts *o, const struct lmt_tokenizer *tok, const char *const *inputs,
 		      int ninputs, struct lmt_json *j)
 {
@@ -329,7 +336,7 @@ static void fertility(const struct opts *o, const struct lmt_tokenizer *tok, con
 	for (int i = 0; i < o->nevals; i++) {
 		const char *eq = strchr(o->evals[i], '=');
 		char label[256];
-		const char *path = eq ? eq + 1 : o->evals[i];
+		const char *path = eval_path(o->evals[i]);
 		snprintf(label, sizeof label, "%.*s", eq ? (int)(eq - o->evals[i]) : (int)strlen(path),
 			 eq ? o->evals[i] : path);
 		struct lmt_corpus *c;
@@ -539,10 +546,8 @@ int main(int argc, char **argv)
 			ins[nin++] = imp[0];
 			ins[nin++] = imp[1][0] ? imp[1] : NULL;
 		}
-		for (int i = 0; i < o.nevals; i++) {
-			const char *eq = strchr(o.evals[i], '=');
-			ins[nin++] = eq ? eq + 1 : o.evals[i];
-		}
+		for (int i = 0; i < o.nevals; i++)
+			ins[nin++] = eval_path(o.evals[i]);
 		const char *outs[] = { o.out, o.export_hf }, *what[] = { "-o", "--export-hf" };
 		check_outputs(outs, what, 2, ins, nin);
 	}
@@ -552,7 +557,7 @@ int main(int argc, char **argv)
 	/* and the evaluation texts, read after it, are there now (a missing one was
 	 * found after training, with its tokenizer written) */
 	for (int i = 0; i < o.nevals; i++) {
-		const char *eq = strchr(o.evals[i], '='), *path = eq ? eq + 1 : o.evals[i];
+		const char *path = eval_path(o.evals[i]);
 		if (strcmp(path, "-") && access(path, R_OK) != 0)
 			die("'%s' (--eval): %s", path, strerror(errno));
 	}

@@ -973,18 +973,9 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 		struct lmt_err e2 = { 0 };
 		if (found || lmt_path_fmt(p, sizeof p, &e2, "%s/%s", ck, names[i]))
 			continue;
-		if (lmt_ckpt_open(&c, p, verify, &e2) == 0) {
-			if (c.update != ups[i]) {
-				if (report) {
-					char why[PATH_MAX + 80];
-					snprintf(why, sizeof why, "'%s/manifest.json': update %llu, not the directory's", p,
-						 (unsigned long long)c.update);
-					report(ctx, p, why);
-				}
-			} else {
-				snprintf(out, cap, "%s", p);
-				found = 1;
-			}
+		if (lmt_ckpt_open_listed(&c, p, ups[i], verify, &e2) == 0) {
+			snprintf(out, cap, "%s", p);
+			found = 1;
 			lmt_ckpt_close(&c);
 		} else if (report) {
 			report(ctx, p, e2.msg);
@@ -995,6 +986,17 @@ int lmt_ckpt_latest(const char *run_dir, int verify, char *out, size_t cap,
 	free(names);
 	free(ups);
 	return found;
+}
+
+int lmt_ckpt_open_listed(struct lmt_ckpt *c, const char *dir, uint64_t update, int verify, struct lmt_err *err)
+{
+	int rc = lmt_ckpt_open(c, dir, verify, err);
+	if (rc || c->update == update)
+		return rc;
+	rc = lmt_err_set(err, LMT_EFORMAT, "'%s': its manifest says update %llu, its name %llu", dir,
+			 (unsigned long long)c->update, (unsigned long long)update);
+	lmt_ckpt_close(c);
+	return rc;
 }
 
 /* ---- reading part of a tensor ---- */

@@ -193,6 +193,10 @@ int lmt_ckpt_remove(const char *run_dir, const char *name, struct lmt_err *err);
 
 /* Checkpoint directories of RUN (step-*), sorted by update; caller frees each and the array. */
 int lmt_ckpt_list(const char *run_dir, char ***names, uint64_t **updates, int *n, struct lmt_err *err);
+/* lmt_ckpt_open of a checkpoint lmt_ckpt_list found as step-UPDATE: one whose
+ * manifest says another update is refused (LMT_EFORMAT, closed), as a resume and
+ * every tool taking a run's newest checkpoint refuse it. */
+int lmt_ckpt_open_listed(struct lmt_ckpt *c, const char *dir, uint64_t update, int verify, struct lmt_err *err);
 
 /* Chunk r of n elements over w ranks: [r*n/w, (r+1)*n/w) */
 static inline void lmt_ckpt_split(uint64_t n, int w, int r, uint64_t *off, uint64_t *count)

@@ -63,14 +63,7 @@ int lmt_ckpt_newest(const char *run, char *out, size_t cap, int *seen, void (*sk
 			rc = lmt_err_set(err, LMT_ERANGE, "path too long: '%.60s...'", p);
 			break;
 		}
-		int ok = lmt_ckpt_open(&c, p, 0, &e2) == 0;
-		if (ok && c.update != ups[i]) { /* a resume takes none whose name is not its update */
-			lmt_err_set(&e2, LMT_EFORMAT, "its manifest says update %llu, its name %llu",
-				    (unsigned long long)c.update, (unsigned long long)ups[i]);
-			lmt_ckpt_close(&c);
-			ok = 0;
-		}
-		if (ok) {
+		if (lmt_ckpt_open_listed(&c, p, ups[i], 0, &e2) == 0) {
 			lmt_ckpt_close(&c);
 			snprintf(out, cap, "%s", p);
 			found = 1;

@@ -61,6 +61,21 @@ static int open_append(FILE **f, const char *dir, const char *name, struct lmt_e
 	return 0;
 }
 
+/* Whether directory dir holds anything: 1, 0 (empty or missing), or -1 where it
+ * cannot be read (the callers count that as holding something). */
+static int has_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -1;
+	struct dirent *de;
+	int any = 0;
+	while (!any && (de = readdir(d)))
+		any = strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return any;
+}
+
 /* A run that stopped before its first update (a damaged dataset found by the
  * first read, a kill during setup) left nothing that a rerun would lose: no update
  * record in its metrics and nothing in ckpt/. Such a run directory is reused, so
@@ -78,16 +93,7 @@ static int never_updated(const char *dir, const char *metrics)
 		updated = (size_t)(e - q) >= 17 && !strncmp(q, "{\"event\":\"update\"", 17);
 	}
 	free(data);
-	DIR *d = opendir(ck);
-	if (d) {
-		struct dirent *de;
-		while (!updated && (de = readdir(d)))
-			updated = strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
-		closedir(d);
-	} else if (errno != ENOENT) {
-		updated = 1;
-	}
-	return !updated;
+	return !updated && !has_entries(ck);
 }
 
 int lmt_run_check_new(const char *dir, struct lmt_err *err)
@@ -102,14 +108,7 @@ int lmt_run_check_new(const char *dir, struct lmt_err *err)
 				   dir);
 	/* checkpoints without metrics (copied in, or resharded there): a new run's
 	 * retention would delete some and leave the others for a resume to take */
-	DIR *d = access(prev, F_OK) != 0 ? opendir(ck) : NULL;
-	struct dirent *e;
-	int any = 0;
-	while (d && !any && (e = readdir(d)))
-		any = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	if (d)
-		closedir(d);
-	if (any)
+	if (access(prev, F_OK) != 0 && has_entries(ck) > 0)
 		return lmt_err_set(err, LMT_EINVAL, "'%s' holds checkpoints (ckpt/) of another run; give a new directory, "
 				   "or --resume to continue from them", dir);
 	return 0;

@@ -91,6 +91,24 @@ int lmt_fsync_dir(const char *path, struct lmt_err *err)
 	return rc;
 }
 
+int lmt_atomicfile_target(const char *path, char **resolved, struct lmt_err *err)
+{
+	struct stat st;
+	*resolved = NULL;
+	/* what a link leads to first: /dev/stdout into a pipe is a FIFO, not a link to nowhere */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+		return lmt_err_set(err, LMT_EINVAL,
+				   "'%s' is not a regular file (a device, FIFO or socket): outputs are written whole "
+				   "and renamed into place, which would replace it; give a file name",
+				   path);
+	/* a symlink: its file is written (renamed into place beside it), the link
+	 * stays; a link to nowhere is refused rather than replaced */
+	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && !(*resolved = realpath(path, NULL)))
+		return lmt_err_set(err, LMT_EINVAL, "'%s' is a symbolic link to a file that is not there: give a file name",
+				   path);
+	return 0;
+}
+
 int lmt_atomicfile_open(struct lmt_atomicfile *af, const char *path, struct lmt_err *err)
 {
 	memset(af, 0, sizeof *af);
@@ -101,31 +119,18 @@ int lmt_atomicfile_open(struct lmt_atomicfile *af, const char *path, struct lmt_
 	if (!*base)
 		return lmt_err_set(err, LMT_EINVAL, "'%s': not a file name", path);
 	/* said now, before the work whose output it is (commit checks again) */
-	struct stat st;
-	char *resolved = NULL;
-	/* what a link leads to first: /dev/stdout into a pipe is a FIFO, not a link to nowhere */
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-		return lmt_err_set(err, LMT_EINVAL,
-				   "'%s' is not a regular file (a device, FIFO or socket): outputs are written whole "
-				   "and renamed into place, which would replace it; give a file name",
-				   path);
-	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-		/* a symlink: its file is written (renamed into place beside it), the
-		 * link stays; a link to nowhere is refused rather than replaced */
-		if (!(resolved = realpath(path, NULL)))
-			return lmt_err_set(err, LMT_EINVAL, "'%s' is a symbolic link to a file that is not there: give a file name",
-					   path);
+	char *resolved;
+	int rc = lmt_atomicfile_target(path, &resolved, err);
+	if (rc)
+		return rc;
+	if (resolved) {
 		path = resolved;
 		base = strrchr(path, '/') + 1;
 		dlen = (size_t)(base - path);
 	}
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		int rc = S_ISDIR(st.st_mode)
-				 ? lmt_err_set(err, LMT_EINVAL, "'%s' is a directory: give a file name", path)
-				 : lmt_err_set(err, LMT_EINVAL,
-					       "'%s' is not a regular file (a device, FIFO or socket): outputs are written whole "
-					       "and renamed into place, which would replace it; give a file name",
-					       path);
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		rc = lmt_err_set(err, LMT_EINVAL, "'%s' is a directory: give a file name", path);
 		free(resolved);
 		return rc;
 	}
@@ -143,7 +148,7 @@ int lmt_atomicfile_open(struct lmt_atomicfile *af, const char *path, struct lmt_
 	path = af->path;
 	int fd = mkostemp(af->tmp, O_CLOEXEC);
 	if (fd < 0) {
-		int rc = lmt_err_errno(err, "'%s': cannot create", path);
+		rc = lmt_err_errno(err, "'%s': cannot create", path);
 		free(af->path);
 		free(af->tmp);
 		memset(af, 0, sizeof *af);

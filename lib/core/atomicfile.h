@@ -27,6 +27,12 @@ struct lmt_atomicfile {
 	int slot;     /* index in the cleanup registry, or -1 */
 };
 
+/* What an output path will be written as: LMT_EINVAL when it is a device, FIFO or
+ * socket (the rename into place would replace it) or a symbolic link to nothing;
+ * else 0, with *resolved the link's target (malloc'd) for a symlink, NULL for any
+ * other path (a directory is the caller's to judge). lmt_atomicfile_open checks
+ * this, and a tool checks it before the work the output comes from. */
+int lmt_atomicfile_target(const char *path, char **resolved, struct lmt_err *err);
 int lmt_atomicfile_open(struct lmt_atomicfile *af, const char *path, struct lmt_err *err);
 /* fflush + fsync + rename + fsync(dir). Releases af either way. */
 int lmt_atomicfile_commit(struct lmt_atomicfile *af, struct lmt_err *err);

@@ -87,11 +87,12 @@ static int get_documents(struct lmt_dataset *d, json_t *m, const char *dir, cons
  * contradicts itself (re-sealed by hand) is refused, not trained on. */
 static int check_splits(const struct lmt_dataset *d, json_t *splits, const char *path, struct lmt_err *err)
 {
+	uint64_t split_tokens[3] = { 0 };
+	for (size_t i = 0; i < d->nshards; i++)
+		split_tokens[d->shards[i].split] += d->shards[i].tokens;
 	for (int k = 0; k < 3; k++) {
 		json_t *x = json_object_get(splits, lmt_split_name(k));
-		uint64_t seqs, tokens, shards, held = 0;
-		for (size_t i = 0; i < d->nshards; i++)
-			held += d->shards[i].split == k ? d->shards[i].tokens : 0;
+		uint64_t seqs, tokens, shards, held = split_tokens[k];
 		if (get_u64(x, "sequences", &seqs) || get_u64(x, "tokens", &tokens) || get_u64(x, "shards", &shards))
 			return lmt_err_set(err, LMT_EFORMAT, "'%s': splits.%s is missing or incomplete", path,
 					   lmt_split_name(k));

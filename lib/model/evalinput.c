@@ -99,15 +99,7 @@ int lmt_eval_ckpts_list(const char *target, int latest, struct lmt_eval_ckref **
 				free_names(names, ups, count);
 				return rc;
 			}
-			int opened = lmt_ckpt_open(&c, p, 1, &e) == 0;
-			/* and whose name is its update, as train's resume asks */
-			if (opened && c.update != ups[i]) {
-				lmt_err_set(&e, LMT_EFORMAT, "its manifest says update %llu, its name %llu",
-					    (unsigned long long)c.update, (unsigned long long)ups[i]);
-				lmt_ckpt_close(&c);
-				opened = 0;
-			}
-			if (opened) {
+			if (lmt_ckpt_open_listed(&c, p, ups[i], 1, &e) == 0) {
 				lmt_ckpt_close(&c);
 				pick = i;
 			} else if (warn) {

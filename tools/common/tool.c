@@ -423,14 +423,12 @@ void check_output_dir(const char *path, const char *what, int dir_ok)
 	if (!*path)
 		usage_error("option '%s': an empty path", what);
 	/* as lmt_atomicfile_open will see it: a link's file, a device refused */
-	char *resolved = NULL;
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
-		die("'%s' (%s) is not a regular file (a device, FIFO or socket): give a file name", path, what);
-	if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-		if (!(resolved = realpath(path, NULL)))
-			die("'%s' (%s) is a symbolic link to a file that is not there: give a file name", path, what);
+	struct lmt_err err = { 0 };
+	char *resolved;
+	if (lmt_atomicfile_target(path, &resolved, &err))
+		die("%s (%s)", err.msg, what);
+	if (resolved)
 		path = resolved;
-	}
 	size_t n = strlen(path);
 	/* "DIR/" names a directory to put the file in (where dir_ok): that directory */
 	int is_dir = (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) || (dir_ok && path[n - 1] == '/');

@@ -71,7 +71,7 @@ void path_fmt(char *out, size_t cap, const char *fmt, ...) __attribute__((format
 
 /* Option values. Each dies with a usage error naming the option on bad input. */
 long long opt_int(const char *opt, const char *s, long long min, long long max);
-/* Accepts k/K (1e3), M (1e6), G (1e9), Ki/Mi/Gi (powers of 1024) suffixes. */
+/* Accepts k/K (1e3), M (1e6), G (1e9), T (1e12), Ki/Mi/Gi/Ti (powers of 1024) suffixes. */
 uint64_t opt_size(const char *opt, const char *s);
 /* opt_size for a quantity with no meaning at 0 (a bandwidth, a peak, a count to
  * stop at): 0 is a usage error rather than taken as 'the default' */
