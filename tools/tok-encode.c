@@ -258,7 +258,8 @@ static int encode(const struct opts *o, const char *const *inputs, int ninputs)
 
 	int nt = tool_threads(o->threads);
 	struct lmt_batchenc enc;
-	struct lmt_batchenc_opts eo = { bos, eos, llmc_first, o->allow_special, nt };
+	struct lmt_batchenc_opts eo = { .bos = bos, .eos = eos, .eos_first = llmc_first, .allow_special = o->allow_special,
+					.threads = nt };
 	if (lmt_batchenc_init(&enc, &tok, &eo, &err))
 		die_err(&err);
 	struct lmt_progress bar;

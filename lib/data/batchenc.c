@@ -14,12 +14,17 @@
 #include "core/util.h"
 #include "core/workpool.h"
 
-/* where a document's tokens are: thread tid's vector from start, n of them;
- * at: where they go in the batch's tokens */
+/* A part of a document, which one thread encodes: a whole document, or, of one
+ * longer than 2 * ENC_CHUNK bytes, ENC_CHUNK bytes or a little more, cut where
+ * lmt_tok_cut allows (so the parts' tokens are the whole's). Its tokens are
+ * thread tid's vector from start, n of them; at: where they go in the batch's. */
 struct lmt_batchenc_rec {
 	int tid;
 	size_t start, n, at;
+	size_t doc, off, len;
+	int first, last;       /* the document's first part, and its last */
 };
+#define ENC_CHUNK (64u << 10)
 
 struct lmt_batchenc_vec {
 	struct lmt_u32vec v;
@@ -56,8 +61,8 @@ struct encode_job {
 	int failed;
 };
 
-/* item 0 is the side job, if any, so that it starts first; then the documents */
-static void encode_doc(void *ctx, size_t item, int tid)
+/* item 0 is the side job, if any, so that it starts first; then the parts */
+static void encode_part(void *ctx, size_t item, int tid)
 {
 	struct encode_job *J = ctx;
 	struct lmt_batchenc *e = J->e;
@@ -65,7 +70,7 @@ static void encode_doc(void *ctx, size_t item, int tid)
 		J->side(J->side_ctx);
 		return;
 	}
-	size_t i = e->order[item];
+	struct lmt_batchenc_rec *r = &e->recs[e->order[item]];
 	const struct lmt_batchenc_opts *o = &e->o;
 	struct lmt_u32vec *v = &e->vec[tid].v;
 	size_t start = v->n;
@@ -74,34 +79,58 @@ static void encode_doc(void *ctx, size_t item, int tid)
 		__atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (o->bos != LMT_NO_TOKEN)
+	if (r->first && o->bos != LMT_NO_TOKEN)
 		v->v[v->n++] = o->bos;
-	if (o->eos_first)
+	if (r->first && o->eos_first)
 		v->v[v->n++] = o->eos;
-	failed |= lmt_tok_encode(e->tok, e->st[tid], J->b->docs[i].text, J->b->docs[i].len, o->allow_special, v) != 0;
-	if (o->eos != LMT_NO_TOKEN && !o->eos_first) {
+	failed |= lmt_tok_encode(e->tok, e->st[tid], J->b->docs[r->doc].text + r->off, r->len, o->allow_special,
+				 v) != 0;
+	if (r->last && o->eos != LMT_NO_TOKEN && !o->eos_first) {
 		if (LMT_GROW(v->v, v->cap, v->n + 1))
 			failed = 1;
 		else
 			v->v[v->n++] = o->eos;
 	}
-	e->recs[i] = (struct lmt_batchenc_rec){ tid, start, v->n - start, 0 };
+	r->tid = tid;
+	r->start = start;
+	r->n = v->n - start;
 	if (failed)
 		__atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
 }
 
-#define GATHER_DOCS 256
+#define GATHER_PARTS 256
 
-static void gather_docs(void *ctx, size_t item, int worker)
+static void gather_parts(void *ctx, size_t item, int worker)
 {
 	struct encode_job *J = ctx;
 	struct lmt_batchenc *e = J->e;
-	size_t lo = item * GATHER_DOCS, hi = LMT_MIN(lo + GATHER_DOCS, J->b->n);
+	size_t lo = item * GATHER_PARTS, hi = LMT_MIN(lo + GATHER_PARTS, e->nrec);
 	(void)worker;
 	for (size_t i = lo; i < hi; i++) {
 		const struct lmt_batchenc_rec *r = &e->recs[i];
 		memcpy(e->all.v + r->at, e->vec[r->tid].v.v + r->start, r->n * sizeof *e->all.v);
 	}
+}
+
+/* e->recs: b's documents' parts, in order */
+static int cut_parts(struct lmt_batchenc *e, const struct lmt_docbatch *b)
+{
+	const size_t chunk = e->o.chunk_bytes ? e->o.chunk_bytes : ENC_CHUNK;
+	e->nrec = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		const struct lmt_doc *d = &b->docs[i];
+		size_t off = 0;
+		do {
+			size_t c = d->len - off >= 2 * chunk
+				? lmt_tok_cut(e->tok, d->text, d->len, off + chunk, e->o.allow_special) : d->len;
+			if (LMT_GROW(e->recs, e->rcap, e->nrec + 1))
+				return LMT_ENOMEM;
+			e->recs[e->nrec++] = (struct lmt_batchenc_rec){ .doc = i, .off = off, .len = c - off,
+									.first = off == 0, .last = c == d->len };
+			off = c;
+		} while (off < d->len);
+	}
+	return 0;
 }
 
 static inline size_t len_class(size_t len) /* 0 for the longest: 64 - bits of len */
@@ -110,24 +139,24 @@ static inline size_t len_class(size_t len) /* 0 for the longest: 64 - bits of le
 }
 
 /*
- * The documents in the order the threads take them: by the power of 2 of their
+ * The parts in the order the threads take them: by the power of 2 of their
  * length, longest first (a counting sort), so that a thread that takes a long
  * document near the end of a batch does not leave the others idle until it is
  * done (documents of a real corpus run from a line to 200 kB). The output is in
  * document order whatever this order is.
  */
-static void order_docs(uint32_t *order, const struct lmt_docbatch *b)
+static void order_parts(uint32_t *order, const struct lmt_batchenc_rec *r, size_t n)
 {
 	size_t start[64] = { 0 };
-	for (size_t i = 0; i < b->n; i++)
-		start[len_class(b->docs[i].len)]++;
+	for (size_t i = 0; i < n; i++)
+		start[len_class(r[i].len)]++;
 	for (size_t k = 0, sum = 0; k < 64; k++) {
 		size_t c = start[k];
 		start[k] = sum;
 		sum += c;
 	}
-	for (size_t i = 0; i < b->n; i++)
-		order[start[len_class(b->docs[i].len)]++] = (uint32_t)i;
+	for (size_t i = 0; i < n; i++)
+		order[start[len_class(r[i].len)]++] = (uint32_t)i;
 }
 
 int lmt_batchenc_run_side(struct lmt_batchenc *e, const struct lmt_docbatch *b, void (*side)(void *ctx),
@@ -137,10 +166,10 @@ int lmt_batchenc_run_side(struct lmt_batchenc *e, const struct lmt_docbatch *b, 
 	size_t nd = b->n;
 	struct lmt_batchenc_rec *recs;
 	struct encode_job J = { e, b, side, side_ctx, 0 };
-	int nomem = nd > UINT32_MAX || LMT_GROW(e->recs, e->rcap, nd) || LMT_GROW(e->order, e->ocap, nd);
+	int nomem = cut_parts(e, b) || e->nrec > UINT32_MAX || LMT_GROW(e->order, e->ocap, e->nrec);
 	if (!nomem) {
-		order_docs(e->order, b);
-		lmt_workpool_for(e->pool, encode_doc, &J, nd + (side != NULL));
+		order_parts(e->order, e->recs, e->nrec);
+		lmt_workpool_for(e->pool, encode_part, &J, e->nrec + (side != NULL));
 	} else if (side) {
 		side(side_ctx); /* it runs whatever happens, as the caller counts on */
 	}
@@ -150,17 +179,19 @@ int lmt_batchenc_run_side(struct lmt_batchenc *e, const struct lmt_docbatch *b, 
 	recs = e->recs;
 	if (J.failed)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory encoding");
-	/* gather in document order, GATHER_DOCS documents an item */
+	/* gather in document order, GATHER_PARTS parts an item */
 	size_t total = 0;
-	for (size_t i = 0; i < nd; i++) {
-		e->ntok[i] = recs[i].n;
+	for (size_t i = 0; i < nd; i++)
+		e->ntok[i] = 0;
+	for (size_t i = 0; i < e->nrec; i++) {
+		e->ntok[recs[i].doc] += recs[i].n;
 		recs[i].at = total;
 		total += recs[i].n;
 	}
 	if (LMT_GROW(e->all.v, e->all.cap, total))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	e->all.n = total;
-	lmt_workpool_for(e->pool, gather_docs, &J, (nd + GATHER_DOCS - 1) / GATHER_DOCS);
+	lmt_workpool_for(e->pool, gather_parts, &J, (e->nrec + GATHER_PARTS - 1) / GATHER_PARTS);
 	for (int i = 0; i < o->threads; i++)
 		e->vec[i].v.n = 0;
 	return 0;

@@ -4,9 +4,10 @@
  * (data/corpus.h's lmt_batchq) into tokens.
  *
  * Each thread encodes documents into its own vector (one cache line apart, as
- * threads bump its count for every token) with its own tokenizer state; the
- * batch is then gathered in document order, so the output is the same whatever
- * the thread count. Each document may be framed by BOS before it, EOS after it
+ * threads bump its count for every token) with its own tokenizer state; a long
+ * document is cut into parts that encode to its tokens (lmt_tok_cut), which
+ * threads share; the batch is then gathered in document order, so the output is
+ * the same whatever the thread count. Each document may be framed by BOS before it, EOS after it
  * or, llm.c's way, EOS before it.
  */
 #ifndef LMT_BATCHENC_H
@@ -23,6 +24,7 @@ struct lmt_batchenc_opts {
 	int eos_first;               /* eos before each document (llm.c's EOT) instead of after */
 	int allow_special;           /* lmt_tok_encode's */
 	int threads;
+	size_t chunk_bytes;          /* a long document's parts: 0 for 64 kB (a test's knob) */
 };
 
 struct lmt_batchenc {
@@ -35,9 +37,9 @@ struct lmt_batchenc {
 	struct lmt_workpool *pool;   /* threads - 1 helpers (NULL with one thread) */
 	struct lmt_tok_state **st;
 	struct lmt_batchenc_vec *vec;
-	struct lmt_batchenc_rec *recs;
-	size_t rcap;
-	uint32_t *order;             /* the documents, longest first (by powers of 2) */
+	struct lmt_batchenc_rec *recs; /* the batch's documents' parts, in order */
+	size_t nrec, rcap;
+	uint32_t *order;             /* the parts, longest first (by powers of 2) */
 	size_t ocap;
 };
 

@@ -109,6 +109,7 @@ int lmt_pretok_init(struct lmt_pretok *p, const char *name, const char *regex,
 	p->jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
 	p->code = code;
 	p->ascii_gpt2 = !strcmp(name, "gpt2");
+	p->builtin = src != regex;
 	return 0;
 }
 
@@ -302,4 +303,35 @@ int lmt_pretok_next(struct lmt_pretok_iter *it, size_t *start, size_t *n)
 	it->pos = it->me;
 	it->have = 0;
 	return 1;
+}
+
+/*
+ * Why a cut between an ASCII letter and an ASCII space, tab or line end keeps the
+ * pieces. The built-in patterns have no look-behind, so the matches from the cut
+ * on are the same whether the text before it is there or not. Before the cut: the
+ * letter's match is a letter run (with, at most, a prefix of one non-letter
+ * before it, or a contraction such as 's, which also ends with a letter), and no
+ * class of a pattern that holds letters holds whitespace, so that match ends at the
+ * cut with the text after it or without; every alternative tried before it, there
+ * or at an earlier start, reads the whitespace only as a character that stops a
+ * run or passes a look-ahead (?!\S), as the end of the text does. So the part
+ * before the cut splits as the whole does up to the cut. (A letter then an
+ * apostrophe is not a place: o200k's letter runs take a contraction after them.)
+ * The tests check this on random text of every class (check_pretok_cut in
+ * tests/unit/test-tokenizer.c), through PCRE2 and gpt2's ASCII path alike.
+ */
+static const unsigned char cut_class[256] = {
+	['A' ... 'Z'] = 1, ['a' ... 'z'] = 1,
+	[' '] = 2, ['\t'] = 2, ['\n'] = 2, ['\r'] = 2,
+};
+
+size_t lmt_pretok_cut(const struct lmt_pretok *p, const char *text, size_t len, size_t from)
+{
+	if (!p->builtin)
+		return len;
+	const unsigned char *t = (const unsigned char *)text;
+	for (size_t i = from ? from : 1; i < len; i++)
+		if (cut_class[t[i]] == 2 && cut_class[t[i - 1]] == 1)
+			return i;
+	return len;
 }

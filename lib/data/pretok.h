@@ -30,6 +30,7 @@ struct lmt_pretok {
 	void *code;          /* pcre2_code_8 */
 	int jit;             /* JIT compilation succeeded */
 	int ascii_gpt2;      /* gpt2: pieces of ASCII text are split by hand (pretok.c) */
+	int builtin;         /* gpt2, cl100k or o200k: lmt_pretok_cut finds cuts */
 };
 
 /* Compile a built-in pattern by name, or a custom regex (name "custom"). */
@@ -58,5 +59,15 @@ void lmt_pretok_iter_release(struct lmt_pretok_iter *it);
 void lmt_pretok_iter_reset(struct lmt_pretok_iter *it, const char *text, size_t len);
 /* Next piece as [*start, *start + *n). Returns 1, or 0 at the end. */
 int lmt_pretok_next(struct lmt_pretok_iter *it, size_t *start, size_t *n);
+
+/*
+ * The first offset c, from <= c < len (and c > 0), at which text may be cut in two
+ * whose pieces are text's pieces, in order: between an ASCII letter and an ASCII
+ * space, tab, "\r" or "\n", for the built-in patterns. len when there is none,
+ * and always for none and custom patterns. So a long document can be split
+ * into parts pre-tokenized (and counted or encoded) by different threads, with
+ * the same result as one thread gives the whole.
+ */
+size_t lmt_pretok_cut(const struct lmt_pretok *p, const char *text, size_t len, size_t from);
 
 #endif

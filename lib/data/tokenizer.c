@@ -92,6 +92,8 @@ void lmt_tok_release(struct lmt_tokenizer *t)
 	free(t->bytes);
 	free(t->special);
 	free(t->special_ids);
+	free(t->special_str);
+	free(t->special_len);
 	free(t->merges);
 	free(t->pairs);
 	free(t->str_hash);
@@ -254,12 +256,6 @@ uint32_t lmt_tok_find(const struct lmt_tokenizer *t, const void *s, size_t n)
 	}
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* a token's bytes, for sorting specials by them */
 struct span {
 	const uint8_t *s;
@@ -313,10 +309,14 @@ int lmt_tok_finalize(struct lmt_tokenizer *t, struct lmt_err *err)
 	free(t->str_hash);
 	free(t->str_id);
 	free(t->special_ids);
+	free(t->special_str);
+	free(t->special_len);
 	t->pairs = NULL;
 	t->str_hash = NULL;
 	t->str_id = NULL;
 	t->special_ids = NULL;
+	t->special_str = NULL;
+	t->special_len = NULL;
 	if (t->n_vocab == 0)
 		return lmt_err_set(err, LMT_EFORMAT, "empty vocabulary");
 
@@ -360,13 +360,17 @@ int lmt_tok_finalize(struct lmt_tokenizer *t, struct lmt_err *err)
 			return lmt_err_set(err, LMT_EFORMAT,
 				"byte 0x%02x has no token (a byte-level vocabulary needs all 256)", b);
 	t->special_ids = malloc((t->n_special ? t->n_special : 1) * sizeof *t->special_ids);
-	if (!t->special_ids)
+	t->special_str = malloc((t->n_special ? t->n_special : 1) * sizeof *t->special_str);
+	t->special_len = malloc((t->n_special ? t->n_special : 1) * sizeof *t->special_len);
+	if (!t->special_ids || !t->special_str || !t->special_len)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	uint32_t k = 0;
 	for (uint32_t id = 0; id < t->n_vocab; id++)
-		if (t->special[id])
-			t->special_ids[k++] = id;
-	qsort(t->special_ids, k, sizeof *t->special_ids, cmp_u32);
+		if (t->special[id]) {
+			t->special_str[k] = (const char *)lmt_tok_bytes(t, id);
+			t->special_len[k] = lmt_tok_len(t, id);
+			t->special_ids[k++] = id; /* ascending, as the loop goes */
+		}
 	int rc = specials_distinct(t, err);
 	if (rc)
 		return rc;
@@ -639,6 +643,8 @@ struct lmt_tok_state {
 	uint32_t *sym, *pr, *res, *nxt, *prv;
 	uint64_t *heap;
 	size_t scap, hcap;
+	size_t *spat;          /* lmt_specscan's positions, spcap of them */
+	size_t spcap;
 };
 
 void lmt_tok_state_cache_limit(struct lmt_tok_state *s, size_t entries)
@@ -669,6 +675,7 @@ void lmt_tok_state_free(struct lmt_tok_state *s)
 	if (!s)
 		return;
 	lmt_pretok_iter_release(&s->it);
+	free(s->spat);
 	free(s->ent);
 	free(s->keys);
 	free(s->toks);
@@ -1026,31 +1033,87 @@ int lmt_tok_encode(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const
 {
 	if (!allow_special || !t->n_special)
 		return encode_ordinary(t, s, text, len, out);
+	if (t->n_special > s->spcap) {
+		size_t *at = realloc(s->spat, t->n_special * sizeof *at);
+		if (!at)
+			return LMT_ENOMEM;
+		s->spat = at;
+		s->spcap = t->n_special;
+	}
+	struct lmt_specscan sc;
+	lmt_specscan_start(&sc, text, len, t->n_special, t->special_str, t->special_len, s->spat);
 	size_t pos = 0;
 	while (pos < len) {
 		/* the earliest special string; the longest one where several start there */
-		size_t best = len, blen = 0;
-		uint32_t bid = LMT_NO_TOKEN;
-		for (uint32_t k = 0; k < t->n_special; k++) {
-			uint32_t id = t->special_ids[k], sl = lmt_tok_len(t, id);
-			const char *hit = memmem(text + pos, len - pos, lmt_tok_bytes(t, id), sl);
-			if (!hit)
-				continue;
-			size_t at = (size_t)(hit - text);
-			if (at < best || (at == best && sl > blen)) {
-				best = at;
-				blen = sl;
-				bid = id;
-			}
-		}
+		size_t best = len;
+		uint32_t k = 0;
+		int found = lmt_specscan_next(&sc, pos, &best, &k);
 		int rc = encode_ordinary(t, s, text + pos, best - pos, out);
 		if (rc)
 			return rc;
-		if (bid == LMT_NO_TOKEN)
+		if (!found)
 			break;
-		if ((rc = vec_push(out, bid)))
+		if ((rc = vec_push(out, t->special_ids[k])))
 			return rc;
-		pos = best + blen;
+		pos = best + t->special_len[k];
+	}
+	return 0;
+}
+
+size_t lmt_tok_cut(const struct lmt_tokenizer *t, const char *text, size_t len, size_t from, int allow_special)
+{
+	for (size_t c = from;; c++) {
+		c = lmt_pretok_cut(&t->pt, text, len, c);
+		if (c >= len || !allow_special ||
+		    !lmt_special_spans(text, len, c, t->n_special, t->special_str, t->special_len))
+			return c;
+	}
+}
+
+void lmt_specscan_start(struct lmt_specscan *sc, const char *text, size_t len, uint32_t n,
+			const char *const *str, const uint32_t *slen, size_t *at)
+{
+	*sc = (struct lmt_specscan){ text, len, n, str, slen, at, 0 };
+	for (uint32_t k = 0; k < n; k++)
+		at[k] = SIZE_MAX;
+}
+
+int lmt_specscan_next(struct lmt_specscan *sc, size_t pos, size_t *start, uint32_t *which)
+{
+	size_t best = sc->len;
+	uint32_t bk = 0, blen = 0;
+	for (uint32_t k = 0; k < sc->n; k++) {
+		if (sc->at[k] == SIZE_MAX || (sc->at[k] < pos && sc->at[k] != sc->len)) {
+			const char *hit = NULL;
+			if (sc->slen[k] && pos < sc->len)
+				hit = memmem(sc->text + pos, sc->len - pos, sc->str[k], sc->slen[k]);
+			sc->at[k] = hit ? (size_t)(hit - sc->text) : sc->len;
+			sc->scanned += (hit ? sc->at[k] + sc->slen[k] : sc->len) - LMT_MIN(pos, sc->len);
+		}
+		size_t a = sc->at[k];
+		if (a < best || (a == best && a < sc->len && sc->slen[k] > blen)) {
+			best = a;
+			bk = k;
+			blen = sc->slen[k];
+		}
+	}
+	if (best == sc->len)
+		return 0;
+	*start = best;
+	*which = bk;
+	return 1;
+}
+
+int lmt_special_spans(const char *text, size_t len, size_t c, uint32_t n, const char *const *str,
+		      const uint32_t *slen)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		if (slen[k] < 2)
+			continue;
+		/* an occurrence spanning c starts in (c - slen, c) */
+		size_t lo = c >= slen[k] - 1 ? c - (slen[k] - 1) : 0, hi = LMT_MIN(c + slen[k] - 1, len);
+		if (hi > lo && memmem(text + lo, hi - lo, str[k], slen[k]))
+			return 1;
 	}
 	return 0;
 }

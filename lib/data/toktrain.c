@@ -24,6 +24,7 @@
 struct lmt_toktrain_worker {
 	struct lmt_wordcount wc;
 	struct lmt_pretok_iter it;
+	size_t *spat;          /* lmt_specscan's room, one a special token */
 } __attribute__((aligned(64)));
 
 int lmt_toktrain_init(struct lmt_toktrain *t, const struct lmt_toktrain_params *params,
@@ -44,8 +45,15 @@ int lmt_toktrain_init(struct lmt_toktrain *t, const struct lmt_toktrain_params *
 	if (!t->W)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	memset(t->W, 0, (size_t)nt * sizeof *t->W);
+	const int ns = params->nspecials;
+	t->splen = malloc((ns ? (size_t)ns : 1) * sizeof *t->splen);
+	if (!t->splen)
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
+	for (int k = 0; k < ns; k++)
+		t->splen[k] = (uint32_t)strlen(params->specials[k]);
 	for (int i = 0; i < nt; i++)
-		if (lmt_wordcount_init(&t->W[i].wc) || lmt_pretok_iter_init(&t->W[i].it, &t->pt))
+		if (lmt_wordcount_init(&t->W[i].wc) || lmt_pretok_iter_init(&t->W[i].it, &t->pt) ||
+		    !(t->W[i].spat = malloc((ns ? (size_t)ns : 1) * sizeof *t->W[i].spat)))
 			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	return 0;
 }
@@ -55,8 +63,10 @@ void lmt_toktrain_release(struct lmt_toktrain *t)
 	for (int i = 0; t->W && i < t->p.threads; i++) {
 		lmt_wordcount_release(&t->W[i].wc);
 		lmt_pretok_iter_release(&t->W[i].it);
+		free(t->W[i].spat);
 	}
 	free(t->W);
+	free(t->splen);
 	if (t->merged)
 		lmt_bpe_result_release(&t->res);
 	lmt_pretok_release(&t->pt);
@@ -87,42 +97,50 @@ static int keep_doc(void *ctx, const struct lmt_doc *d)
 	return 1;
 }
 
-/* Ordinary text between occurrences of special token strings (which training skips). */
-static int count_doc(struct lmt_wordcount *wc, struct lmt_pretok_iter *it, const char *t, size_t n,
-		     const struct lmt_toktrain_params *o)
+/* Ordinary text between occurrences of special token strings (which training
+ * skips), found as encoding finds them: the leftmost, the longest of those that
+ * start there. */
+static int count_doc(const struct lmt_toktrain *tt, struct lmt_toktrain_worker *W, const char *t, size_t n)
 {
+	const struct lmt_toktrain_params *o = &tt->p;
+	if (!o->nspecials)
+		return lmt_wordcount_add_text(&W->wc, &W->it, t, n);
+	struct lmt_specscan sc;
+	lmt_specscan_start(&sc, t, n, (uint32_t)o->nspecials, o->specials, tt->splen, W->spat);
 	size_t pos = 0;
 	while (pos < n) {
-		size_t best = n, blen = 0;
-		for (int k = 0; k < o->nspecials; k++) {
-			size_t sl = strlen(o->specials[k]);
-			const char *hit = memmem(t + pos, n - pos, o->specials[k], sl);
-			if (hit && (size_t)(hit - t) < best) {
-				best = (size_t)(hit - t);
-				blen = sl;
-			}
-		}
-		int rc = lmt_wordcount_add_text(wc, it, t + pos, best - pos);
-		if (rc)
+		size_t best = n;
+		uint32_t k = 0;
+		int found = lmt_specscan_next(&sc, pos, &best, &k);
+		int rc = lmt_wordcount_add_text(&W->wc, &W->it, t + pos, best - pos);
+		if (rc || !found)
 			return rc;
-		pos = best + blen;
+		pos = best + tt->splen[k];
 	}
 	return 0;
 }
 
-/* Documents a work item: at least COUNT_CHUNK bytes of them, so that a batch of a
+/* Text a work item: at least COUNT_CHUNK bytes of documents, so that a batch of a
  * million one-line documents is not a million claims of the pool's two shared
- * counters (with 2 threads their cache lines went back and forth for each). */
+ * counters (with 2 threads their cache lines went back and forth for each), and
+ * a long document is cut into parts of about that size (lmt_toktrain_cut), so
+ * that the threads share it. */
 #define COUNT_CHUNK (32u << 10)
 
+/* a place in a batch: document k, byte off of it */
+struct cutpos {
+	size_t k, off;
+};
+
 /* with q, item 0 reads the next batch and the others count; item i counts the
- * documents of the batch from cut[i] to cut[i + 1] (less one with q), in the
- * worker's own table */
+ * text of the batch from cut[i] to cut[i + 1] (less one with q), in the worker's
+ * own table */
 struct count_job {
 	struct lmt_toktrain *t;
 	struct lmt_batchq *q;
 	const struct lmt_docbatch *b;
-	size_t *cut, ncut, capcut;
+	struct cutpos *cut;
+	size_t ncut, capcut;
 	int failed;
 };
 
@@ -134,30 +152,64 @@ static void count_item(void *ctx, size_t i, int worker)
 		lmt_batchq_fill(J->q);
 		return;
 	}
-	for (size_t k = J->cut[i]; k < J->cut[i + 1]; k++) {
+	const struct cutpos a = J->cut[i], z = J->cut[i + 1];
+	for (size_t k = a.k; k <= z.k && k < J->b->n; k++) {
 		const struct lmt_doc *d = &J->b->docs[k];
-		if (count_doc(&W->wc, &W->it, d->text, d->len, &J->t->p)) {
+		size_t lo = k == a.k ? a.off : 0, hi = k == z.k ? z.off : d->len;
+		if (hi > lo && count_doc(J->t, W, d->text + lo, hi - lo)) {
 			__atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
 			return;
 		}
 	}
 }
 
-/* J->cut for batch b: runs of documents of COUNT_CHUNK bytes or more */
+size_t lmt_toktrain_cut(const struct lmt_toktrain *t, const char *text, size_t len, size_t from)
+{
+	for (size_t c = from;; c++) {
+		c = lmt_pretok_cut(&t->pt, text, len, c);
+		if (c >= len || !lmt_special_spans(text, len, c, (uint32_t)t->p.nspecials, t->p.specials, t->splen))
+			return c;
+	}
+}
+
+static int add_cut(struct count_job *J, size_t k, size_t off)
+{
+	if (LMT_GROW(J->cut, J->capcut, J->ncut + 1))
+		return LMT_ENOMEM;
+	J->cut[J->ncut++] = (struct cutpos){ k, off };
+	return 0;
+}
+
+/* J->cut for batch b: items of chunk bytes or more, a document cut where
+ * lmt_toktrain_cut allows once an item has chunk bytes */
 static int cut_batch(struct count_job *J, const struct lmt_docbatch *b)
 {
+	const size_t chunk = J->t->p.chunk_bytes ? J->t->p.chunk_bytes : COUNT_CHUNK;
 	size_t bytes = 0;
 	J->ncut = 0;
-	for (size_t k = 0; k <= b->n; k++) {
-		if (k == 0 || k == b->n || bytes >= COUNT_CHUNK) {
-			if (LMT_GROW(J->cut, J->capcut, J->ncut + 1))
+	if (add_cut(J, 0, 0))
+		return LMT_ENOMEM;
+	for (size_t k = 0; k < b->n; k++) {
+		const struct lmt_doc *d = &b->docs[k];
+		size_t off = 0;
+		/* the item fills up within this document, and leaves a part as large */
+		while (d->len - off >= 2 * chunk - bytes) {
+			size_t c = lmt_toktrain_cut(J->t, d->text, d->len, off + chunk - bytes);
+			if (c >= d->len)
+				break;
+			if (add_cut(J, k, c))
 				return LMT_ENOMEM;
-			J->cut[J->ncut++] = k;
+			off = c;
 			bytes = 0;
 		}
-		bytes += k < b->n ? b->docs[k].len : 0;
+		bytes += d->len - off;
+		if (bytes >= chunk && k + 1 < b->n) {
+			if (add_cut(J, k + 1, 0))
+				return LMT_ENOMEM;
+			bytes = 0;
+		}
 	}
-	return 0;
+	return add_cut(J, b->n, 0);
 }
 
 int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ninputs,

@@ -40,6 +40,7 @@ struct lmt_toktrain_params {
 	uint64_t seed;             /* of the sample */
 	int threads;               /* counting and merging threads, >= 1 */
 	int ties;                  /* LMT_BPE_TIES_ID or _HF (bpetrain.h) */
+	size_t chunk_bytes;        /* text a counting item, 0: 32 kB (a test's knob) */
 	const struct lmt_corpus_opts *corpus;
 	/* lmt_toktrain_merge: called every progress_every merges and at the end */
 	int (*merge_progress)(void *ctx, uint32_t merges, uint32_t tokens, uint64_t best_count);
@@ -53,6 +54,7 @@ struct lmt_toktrain {
 	struct lmt_toktrain_params p;
 	struct lmt_pretok pt;
 	struct lmt_toktrain_worker *W;
+	uint32_t *splen;           /* the special tokens' lengths */
 	struct lmt_bpe_result res;
 	int merged;
 	/* after lmt_toktrain_count */
@@ -74,6 +76,10 @@ void lmt_toktrain_release(struct lmt_toktrain *t);
 int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ninputs,
 		       void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx,
 		       struct lmt_err *err);
+/* The first offset at or after from where a document may be cut in two that are
+ * counted apart with the same counts (lmt_pretok_cut, and no special token's
+ * string across it); len when there is none. */
+size_t lmt_toktrain_cut(const struct lmt_toktrain *t, const char *text, size_t len, size_t from);
 int lmt_toktrain_merge(struct lmt_toktrain *t, struct lmt_err *err);
 /* The tokenizer, filled for the caller (lmt_tok_release frees it). */
 int lmt_toktrain_finish(struct lmt_toktrain *t, struct lmt_tokenizer *tok, struct lmt_err *err);

@@ -99,6 +99,25 @@ done
 $TE -t "$T/a.lmtok" --decode "$T/m2.lmtoks" > "$T/m2.back"
 jq -j '.text' "$T/many.jsonl" > "$T/many.want"
 same "several batches decode to the documents' texts, in order" "$T/many.want" "$T/m2.back"
+# one document of 3 MB (a text file is one by default): the threads share it,
+# cut where the pieces stay the same; each thread count gives 1 thread's output
+sed 's/$/ <|endoftext|>/' "$T/many.want" > "$T/one.txt"
+for j in 1 3; do
+	$TE -q -j$j -t "$T/a.lmtok" --eos -o "$T/one$j.lmtoks" "$T/one.txt" > "$T/one$j.summary"
+	$TE -q -j$j -t "$T/a.lmtok" --eos --allow-special -o "$T/ones$j.lmtoks" "$T/one.txt" > /dev/null
+	$TT -q -j$j -v 600 -o "$T/one$j.lmtok" "$T/one.txt" > "$T/one$j.train"
+done
+jq -e '.documents == 1 and .bytes > 3000000' "$T/one3.summary" > /dev/null \
+	&& ok "one document of more than 3 MB" || notok "one document" "$(cat "$T/one3.summary")"
+same "one long document: the stream with 3 threads is 1 thread's" "$T/one1.lmtoks" "$T/one3.lmtoks"
+same "... with --allow-special too" "$T/ones1.lmtoks" "$T/ones3.lmtoks"
+cmp -s "$T/one1.lmtoks" "$T/ones1.lmtoks" && notok "--allow-special made the special tokens" \
+	|| ok "--allow-special made the special tokens"
+$TE -t "$T/a.lmtok" --decode "$T/one3.lmtoks" > "$T/one3.back"
+same "... and it decodes to the document" "$T/one.txt" "$T/one3.back"
+grep -q '"documents":1,' "$T/one3.train" && ok "tok-train counted one document" \
+	|| notok "tok-train: one document" "$(cat "$T/one3.train")"
+same "one long document: tok-train with 3 threads makes 1 thread's tokenizer" "$T/one1.lmtok" "$T/one3.lmtok"
 for f in "$DATA"/text/*; do
 	b=$(basename "$f")
 	$TE -q -t "$T/a.lmtok" -o "$T/$b.lmtoks" "$f" > /dev/null && $TE -t "$T/a.lmtok" --decode "$T/$b.lmtoks" > "$T/$b.back"

@@ -32,6 +32,7 @@
 
 #include "core/atomicfile.h"
 #include "data/bpetrain.h"
+#include "data/toktrain.h"
 #include "tap.h"
 #include "core/util.h"
 #include "core/workpool.h"
@@ -496,10 +497,132 @@ static void test_bad_opts(void)
 	lmt_wordcount_release(&wc);
 }
 
+/* the words of wc, sorted, as "count word\n" lines in one string (caller frees) */
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *table_text(const struct lmt_wordcount *wc)
+{
+	char **lines = calloc(wc->n + 1, sizeof *lines);
+	size_t n = 0, total = 1;
+	for (size_t i = 0; i <= wc->mask; i++) {
+		const struct lmt_wordslot *e = &wc->s[i];
+		if (!e->h)
+			continue;
+		size_t len = e->key & 0xffffff;
+		lines[n] = malloc(len + 32);
+		int k = snprintf(lines[n], 32, "%llu ", (unsigned long long)e->count);
+		memcpy(lines[n] + k, wc->arena + (e->key >> 24), len);
+		lines[n][k + len] = '\n';
+		lines[n][k + len + 1] = 0;
+		total += (size_t)k + len + 1;
+		n++;
+	}
+	qsort(lines, n, sizeof *lines, cmp_str);
+	char *out = malloc(total), *p = out;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(lines[i]);
+		memcpy(p, lines[i], l);
+		p += l;
+		free(lines[i]);
+	}
+	*p = 0;
+	free(lines);
+	return out;
+}
+
+/* count path with the given threads and chunk (0: the default), specials
+ * "<a>", "<a>bq" and "k\nk"; the table as table_text gives it, or NULL */
+static char *count_file(const char *path, int threads, size_t chunk, const char *pattern)
+{
+	static const char *spec[] = { "<a>", "<a>bq", "k\nk" };
+	struct lmt_corpus_opts co = { .format = LMT_CORPUS_TEXT, .txt_docs = LMT_TXT_FILE };
+	struct lmt_toktrain_params p = { .vocab = 1000, .pattern = pattern, .specials = spec, .nspecials = 3,
+					 .sample = 1, .threads = threads, .corpus = &co, .chunk_bytes = chunk };
+	struct lmt_toktrain t;
+	struct lmt_err err = { 0 };
+	char *out = NULL;
+	if (lmt_toktrain_init(&t, &p, &err) == 0 && lmt_toktrain_count(&t, &path, 1, NULL, NULL, &err) == 0)
+		out = table_text(t.wc);
+	else
+		tap_diag("counting %s: %s", path, err.msg);
+	lmt_toktrain_release(&t);
+	return out;
+}
+
+/*
+ * A long document is cut into parts that threads count apart (toktrain.c's
+ * cut_batch, at lmt_toktrain_cut's places): the counts are the same as one thread
+ * counting it whole, with cuts every 64 bytes and 1 or 3 threads, for each built-in
+ * pattern, on text of lines that end in letters, CRLF, spaces and digits, with
+ * the special strings "<a>", "<a>bq" and "k\nk" in it (the longer skipped where
+ * both start, as encoding takes it, so "<a>bqz" leaves "z"; no cut inside "k\nk").
+ * And the cuts are where they may be: after a letter, before a line end, never
+ * inside a special string.
+ */
+static void test_toktrain_cuts(void)
+{
+	char path[] = "/tmp/lmt-test-cuts-XXXXXX";
+	int fd = mkstemp(path);
+	if (!tap_ok(fd >= 0, "temporary file"))
+		return;
+	FILE *f = fdopen(fd, "w");
+	static const char *bits[] = { "word", "Zeta", "\n", "\r\n", " ", "  ", "42", "'s", ".", "\xc3\xa9t\xc3\xa9",
+		"<a>", "<a>bqz", "q<a>\n", "<a>b\n", "x\n\n", "\t", "\xe4\xb8\xad\n", "k\nk", "mk\nkm" };
+	uint64_t x = 5;
+	size_t n = 0;
+	while (n < 200000) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		const char *b = bits[(x >> 33) % LMT_ARRAY_SIZE(bits)];
+		fputs(b, f);
+		n += strlen(b);
+	}
+	fclose(f);
+	const char *pats[] = { "gpt2", "cl100k", "o200k" };
+	for (int q = 0; q < 3; q++) {
+		char *whole = count_file(path, 1, SIZE_MAX / 4, pats[q]);
+		char *cut1 = count_file(path, 1, 64, pats[q]);
+		char *cut3 = count_file(path, 3, 64, pats[q]);
+		char *dflt = count_file(path, 3, 0, pats[q]);
+		tap_ok(whole && cut1 && cut3 && dflt && !strcmp(whole, cut1) && !strcmp(whole, cut3) &&
+		       !strcmp(whole, dflt), "%s: a 200 kB document counted whole, or cut every 64 bytes by 1 or 3 "
+		       "threads, or by 3 as tok-train cuts it: the same counts", pats[q]);
+		if (q == 0 && whole)
+			tap_ok(strstr(whole, " z\n") && !strstr(whole, "bqz") && strstr(whole, " b\n"),
+			       "\"<a>bq\" skipped whole where \"<a>\" also starts (\"z\" counted, no \"bqz\"), "
+			       "\"<a>\" where \"<a>bq\" does not");
+		free(whole);
+		free(cut1);
+		free(cut3);
+		free(dflt);
+	}
+	/* the places, with a special string that holds a line end */
+	static const char *spec[] = { "<a>", "k\nk" };
+	struct lmt_toktrain_params p = { .vocab = 1000, .pattern = "gpt2", .specials = spec, .nspecials = 2,
+					 .sample = 1, .threads = 1 };
+	struct lmt_toktrain t;
+	struct lmt_err err = { 0 };
+	const char *text = "ab cd\nx <a\nb k\nk zz\r\n1\n";
+	size_t len = strlen(text);
+	if (tap_ok(lmt_toktrain_init(&t, &p, &err) == 0, "a trainer for the cut places")) {
+		char got[64] = "";
+		for (size_t c = lmt_toktrain_cut(&t, text, len, 0); c < len; c = lmt_toktrain_cut(&t, text, len, c + 1))
+			snprintf(got + strlen(got), sizeof got - strlen(got), " %zu", c);
+		tap_ok(!strcmp(got, " 2 5 7 10 12 16 19"), "cuts after a letter, before a space or a line end, none "
+		       "inside the special \"k\\nk\" or after a digit: at%s", got);
+	}
+	lmt_toktrain_release(&t);
+	unlink(path);
+}
+
 int main(void)
 {
 	struct lmt_wordcount wc;
 	char what[160];
+
+	test_toktrain_cuts();
 
 	check_zalloc();
 	test_merge_tables();

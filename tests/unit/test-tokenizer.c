@@ -384,6 +384,23 @@ static void side_check(void *ctx)
 		S->ntok_ok &= S->e->ntok[i] == S->counts[i];
 }
 
+/* by hand: BOS 3000 and EOS 3000 around each document's own encoding, whole */
+static void framed(const struct lmt_tokenizer *t, const struct lmt_doc *docs, int nd, int allow,
+		   struct lmt_u32vec *want, size_t *counts)
+{
+	struct lmt_tok_state *s = lmt_tok_state_new(t);
+	for (int i = 0; i < nd; i++) {
+		size_t before = want->n;
+		LMT_GROW(want->v, want->cap, want->n + 1);
+		want->v[want->n++] = 3000;
+		lmt_tok_encode(t, s, docs[i].text, docs[i].len, allow, want);
+		LMT_GROW(want->v, want->cap, want->n + 1);
+		want->v[want->n++] = 3000;
+		counts[i] = want->n - before;
+	}
+	lmt_tok_state_free(s);
+}
+
 static void check_batchenc(void)
 {
 	struct lmt_err err = { 0 };
@@ -403,20 +420,9 @@ static void check_batchenc(void)
 		at += (size_t)n;
 	}
 	struct lmt_docbatch b = { .docs = docs, .n = ND };
-	/* by hand: BOS 3000 and EOS 3000 around each document's own encoding */
 	struct lmt_u32vec want = { 0 };
 	size_t counts[ND];
-	struct lmt_tok_state *s = lmt_tok_state_new(&t);
-	for (int i = 0; i < ND; i++) {
-		size_t before = want.n;
-		LMT_GROW(want.v, want.cap, want.n + 1);
-		want.v[want.n++] = 3000;
-		lmt_tok_encode(&t, s, docs[i].text, docs[i].len, 0, &want);
-		LMT_GROW(want.v, want.cap, want.n + 1);
-		want.v[want.n++] = 3000;
-		counts[i] = want.n - before;
-	}
-	lmt_tok_state_free(s);
+	framed(&t, docs, ND, 0, &want, counts);
 	for (int threads = 1; threads <= 4; threads += 3) {
 		struct lmt_batchenc e;
 		struct lmt_batchenc_opts o = { .bos = 3000, .eos = 3000, .threads = threads };
@@ -450,6 +456,53 @@ static void check_batchenc(void)
 		lmt_batchenc_release(&e);
 	}
 	free(want.v);
+
+	lmt_tok_release(&t);
+	/* long documents cut into parts of 100 bytes or a little more, with special
+	 * strings in them (with allow_special, no cut inside one, "a b" included):
+	 * each document's tokens are its own encoding whole, framed once; and without
+	 * allow_special */
+	const char *spec2[] = { "<|endoftext|>=3000", "a b=3001" };
+	if (!tap_ok(lmt_tok_import_tiktoken(&t, "tests/data/tiktoken/cl100k-3000.tiktoken", "cl100k", spec2, 2,
+					    &err) == 0, "import cl100k fixture with the special \"a b\""))
+		return;
+	static char big[3][20000];
+	struct lmt_doc bd[4];
+	uint64_t x = 3;
+	for (int i = 0; i < 3; i++) {
+		static const char *bits[] = { "the", " fox", "\n", " <|endoftext|>", "<|endoftext|>\n", "  ", "\r\n",
+			"Jumps", "'s", " 123", ".\n", "\xc3\xa9t\xc3\xa9", " ", "\t", "a b", "xa bx", " a" };
+		size_t n = 0;
+		while (n < sizeof big[i] - 20) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			const char *p = bits[(x >> 33) % LMT_ARRAY_SIZE(bits)];
+			memcpy(big[i] + n, p, strlen(p));
+			n += strlen(p);
+		}
+		bd[i] = (struct lmt_doc){ .text = big[i], .len = n };
+	}
+	bd[3] = bd[1];
+	bd[1] = (struct lmt_doc){ .text = "a short one", .len = 11 };
+	struct lmt_docbatch bb = { .docs = bd, .n = 4 };
+	for (int allow = 0; allow <= 1; allow++) {
+		struct lmt_u32vec whole = { 0 };
+		size_t bcounts[4];
+		framed(&t, bd, 4, allow, &whole, bcounts);
+		for (int threads = 1; threads <= 4; threads += 3) {
+			struct lmt_batchenc e;
+			struct lmt_batchenc_opts o = { .bos = 3000, .eos = 3000, .allow_special = allow, .threads = threads,
+						       .chunk_bytes = 100 };
+			int rc = lmt_batchenc_init(&e, &t, &o, &err) || lmt_batchenc_run(&e, &bb, &err);
+			int same = !rc && e.all.n == whole.n && !memcmp(e.all.v, whole.v, whole.n * 4);
+			for (int i = 0; same && i < 4; i++)
+				same = e.ntok[i] == bcounts[i];
+			tap_ok(same && e.nrec > 300, "batch encoder, %d thread%s%s: 3 documents of 20 kB in %zu parts "
+			       "of 100 bytes or more give each one's tokens, framed once", threads, threads == 1 ? "" : "s",
+			       allow ? ", special strings allowed" : "", e.nrec);
+			lmt_batchenc_release(&e);
+		}
+		free(whole.v);
+	}
 	lmt_tok_release(&t);
 }
 
@@ -575,10 +628,205 @@ static void check_ascii_gpt2(void)
 	lmt_pretok_release(&ref);
 }
 
+/* the pieces of text[0..n) as start + length pairs, shifted by base, appended to v */
+static void pieces_of(struct lmt_pretok_iter *it, const char *text, size_t n, size_t base, struct lmt_u32vec *v)
+{
+	size_t st, len;
+	lmt_pretok_iter_reset(it, text, n);
+	while (lmt_pretok_next(it, &st, &len)) {
+		LMT_GROW(v->v, v->cap, v->n + 2);
+		v->v[v->n++] = (uint32_t)(base + st);
+		v->v[v->n++] = (uint32_t)len;
+	}
+}
+
+/* whether cutting text at c leaves its pieces as they are */
+static int cut_keeps(struct lmt_pretok_iter *it, const char *text, size_t n, size_t c, struct lmt_u32vec *whole,
+		     struct lmt_u32vec *parts)
+{
+	whole->n = parts->n = 0;
+	pieces_of(it, text, n, 0, whole);
+	pieces_of(it, text, c, 0, parts);
+	pieces_of(it, text + c, n - c, c, parts);
+	return whole->n == parts->n && !memcmp(whole->v, parts->v, whole->n * 4);
+}
+
+/* lmt_pretok_cut's cuts, on random strings of every class the patterns tell
+ * apart (letters of each case and script, marks, digits, contractions, each kind
+ * of whitespace and line end, punctuation, invalid UTF-8): the two parts split
+ * as the whole does, for each built-in pattern (gpt2 also by PCRE2 alone). That
+ * the check can fail: cuts elsewhere (after a space, say) change the pieces. */
+static void check_pretok_cut(void)
+{
+	static const char *bits[] = { "a", "Z", "q", "\n", "\n", "\r\n", "\r", " ", "  ", "\t", "\v", "\f", "5", "123",
+		"'s", "'S", "'re", "'LL", "'", ".", "!", "/", "-", "\xc3\xa9", "\xc3\x89", "e\xcc\x81", "\xe4\xb8\xad",
+		"\xd9\xa1", "\xc2\xa0", "\xe2\x80\x83", "\xc2\x85", "\xe2\x80\xa8", "\xff", "\xc3", "\xf0\x9f\x98\x80",
+		"\xca\xb0", "\xc7\x85", "\x1c", "\0" };
+	const int nb = (int)(sizeof bits / sizeof *bits);
+	const char *pats[] = { "gpt2", "cl100k", "o200k", "gpt2" };
+	struct lmt_u32vec whole = { 0 }, parts = { 0 };
+	struct lmt_err err;
+	uint64_t x = 777;
+	for (int q = 0; q < 4; q++) {
+		struct lmt_pretok pt;
+		struct lmt_pretok_iter it;
+		if (!tap_ok(lmt_pretok_init(&pt, pats[q], NULL, &err) == 0, "compile %s", pats[q]))
+			continue;
+		if (q == 3)
+			pt.ascii_gpt2 = 0; /* PCRE2 alone */
+		lmt_pretok_iter_init(&it, &pt);
+		int bad = 0, cuts = 0, other = 0, changed = 0;
+		char text[512];
+		for (int strings = 0; strings < 20000 && !bad; strings++) {
+			size_t n = 0;
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			int k = 8 + (int)(x >> 58);
+			for (int j = 0; j < k; j++) {
+				x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+				const char *p = bits[(x >> 33) % (uint64_t)nb];
+				size_t l = *p ? strlen(p) : 1;
+				memcpy(text + n, p, l);
+				n += l;
+			}
+			for (size_t c = lmt_pretok_cut(&pt, text, n, 0); c < n && !bad;
+			     c = lmt_pretok_cut(&pt, text, n, c + 1)) {
+				cuts++;
+				if (c == 0 || !cut_keeps(&it, text, n, c, &whole, &parts)) {
+					tap_diag("%s: cut at %zu of '%.*s' changes the pieces", pats[q], c, (int)n, text);
+					bad = 1;
+				}
+			}
+			/* a cut after a space, where one is followed by more text */
+			for (size_t c = 1; c + 1 < n; c++)
+				if (text[c - 1] == ' ') {
+					other++;
+					changed += !cut_keeps(&it, text, n, c, &whole, &parts);
+					break;
+				}
+		}
+		tap_ok(!bad && cuts > 1000, "%s%s: %d cuts leave the pieces as they are", pats[q],
+		       q == 3 ? " (PCRE2 alone)" : "", cuts);
+		tap_ok(changed > 0, "%s%s: a cut after a space changes them (%d of %d)", pats[q],
+		       q == 3 ? " (PCRE2 alone)" : "", changed, other);
+		lmt_pretok_iter_release(&it);
+		lmt_pretok_release(&pt);
+	}
+	struct lmt_pretok none, custom;
+	const char *t = "abc\ndef\r\nghi\n";
+	if (lmt_pretok_init(&none, "none", NULL, &err) == 0 &&
+	    lmt_pretok_init(&custom, "custom", "[a-z]+|\\s", &err) == 0) {
+		tap_ok(lmt_pretok_cut(&none, t, strlen(t), 0) == strlen(t) &&
+		       lmt_pretok_cut(&custom, t, strlen(t), 0) == strlen(t), "no cuts for none or a custom pattern");
+		lmt_pretok_release(&none);
+		lmt_pretok_release(&custom);
+	}
+	struct lmt_pretok g;
+	if (lmt_pretok_init(&g, "custom", lmt_pretok_builtin("cl100k"), &err) == 0) {
+		const char *u = "abc\ndef\r\ng1 h.\tij\t k's x\xc3\xa9 yz";
+		char got[64] = "";
+		size_t n = strlen(u);
+		for (size_t c = lmt_pretok_cut(&g, u, n, 0); c < n; c = lmt_pretok_cut(&g, u, n, c + 1))
+			snprintf(got + strlen(got), sizeof got - strlen(got), " %zu", c);
+		tap_ok(!strcmp(got, " 3 7 17 22"), "cuts after a letter (the s of 's too), before \\n, \\r\\n, a tab "
+		       "or a space; not after a digit, a dot or a letter of another script: at%s (a custom regex that "
+		       "is cl100k's)", got);
+		lmt_pretok_release(&g);
+	}
+	free(whole.v);
+	free(parts.v);
+}
+
+/* the old way, as reference: every string searched for again at each step */
+static int naive_next(const char *t, size_t n, size_t pos, uint32_t ns, const char *const *str,
+		      const uint32_t *slen, size_t *start, uint32_t *which)
+{
+	size_t best = n;
+	uint32_t bk = 0;
+	for (uint32_t k = 0; k < ns; k++) {
+		const char *hit = slen[k] ? memmem(t + pos, n - pos, str[k], slen[k]) : NULL;
+		size_t at = hit ? (size_t)(hit - t) : n;
+		if (at < best || (at == best && at < n && slen[k] > slen[bk])) {
+			best = at;
+			bk = k;
+		}
+	}
+	*start = best;
+	*which = bk;
+	return best < n;
+}
+
+/* lmt_specscan against searching again at each step, on random texts over a small
+ * alphabet and strings that overlap, nest and share starts: the same occurrences,
+ * leftmost and longest first; and the bytes it reads stay within one pass a string
+ * (plus each string's length an occurrence), where searching again read the text
+ * once an occurrence. lmt_special_spans against a scan of every start. */
+static void check_specscan(void)
+{
+	enum { NS = 5 };
+	const char *pool[] = { "ab", "abc", "b", "ba", "cab", "aa", "abcab", "c", "bcb", "<s>" };
+	char text[4096];
+	const char *str[NS];
+	uint32_t slen[NS];
+	size_t at[NS];
+	uint64_t x = 99;
+	int bad = 0, spans_bad = 0, found = 0, bound = 1;
+	for (int round = 0; round < 3000 && !bad; round++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		size_t n = 1 + (x >> 33) % sizeof text;
+		for (size_t i = 0; i < n; i++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			text[i] = "abc<s> "[(x >> 40) % 7];
+		}
+		uint32_t ns = 1 + (uint32_t)(x >> 20) % NS, total = 0;
+		for (uint32_t k = 0; k < ns; k++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			str[k] = pool[(k + (x >> 35)) % LMT_ARRAY_SIZE(pool)];
+			for (uint32_t j = 0; j < k; j++)
+				if (str[j] == str[k])
+					str[k] = "zz"; /* distinct strings, as a tokenizer's are */
+			slen[k] = (uint32_t)strlen(str[k]);
+			total += slen[k];
+		}
+		struct lmt_specscan sc;
+		lmt_specscan_start(&sc, text, n, ns, str, slen, at);
+		size_t pos = 0, hits = 0;
+		while (pos < n && !bad) {
+			size_t s1 = 0, s2 = 0;
+			uint32_t k1 = 0, k2 = 0;
+			int r1 = lmt_specscan_next(&sc, pos, &s1, &k1);
+			int r2 = naive_next(text, n, pos, ns, str, slen, &s2, &k2);
+			if (r1 != r2 || (r1 && (s1 != s2 || k1 != k2))) {
+				tap_diag("round %d at %zu: %d %zu '%s', reference %d %zu '%s'", round, pos, r1, s1,
+					 r1 ? str[k1] : "", r2, s2, r2 ? str[k2] : "");
+				bad = 1;
+			}
+			if (!r1)
+				break;
+			hits++;
+			pos = s1 + slen[k1];
+		}
+		found += (int)hits;
+		bound &= sc.scanned <= (uint64_t)ns * n + hits * total;
+		for (size_t c = 0; c <= n && c < 64; c++) {
+			int want = 0;
+			for (uint32_t k = 0; k < ns; k++)
+				for (size_t st = 0; st < c; st++)
+					want |= st + slen[k] > c && st + slen[k] <= n && !memcmp(text + st, str[k], slen[k]);
+			spans_bad += lmt_special_spans(text, n, c, ns, str, slen) != want;
+		}
+	}
+	tap_ok(!bad && found > 10000, "special strings: %d occurrences found as searching again at each step finds them",
+	       found);
+	tap_ok(bound, "special strings: the text read at most once a string, plus the strings at each occurrence");
+	tap_ok(!spans_bad, "special strings: occurrences across a cut found (%d wrong)", spans_bad);
+}
+
 int main(void)
 {
+	check_specscan();
 	check_pretok();
 	check_ascii_gpt2();
+	check_pretok_cut();
 	check_tiktoken();
 	check_roundtrip();
 	check_batchenc();

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""tok-train's counting and tok-encode on one long document: -j1 against all cores.
+
+    scripts/bench/run long-doc [--corpus synthetic|real|both] [--mb 64] [--vocab 32768]
+                               [--repeat 5] [--json FILE]
+
+A text file is one document by default (--txt-docs file), and a corpus often comes
+as one: the threads then share the document, cut into parts only where the
+pre-tokenizer splits the same with the rest of the text or without it (between an
+ASCII letter and a space, tab or line end; tok-train(1), tok-encode(1)). Each corpus
+(scripts/bench/corpus.py) is written as one text file of up to --mb MB, its documents
+joined by newlines, and each tool runs on it at -j1 and on all cores (at least 2),
+taking turns --repeat times: tok-train's counting as its `counted` record gives it
+(reading and counting the words, the threads' tables merged included), and
+tok-encode's encoding as its summary gives it (reading, encoding and writing the
+stream), with the GPT-2 pattern and a tokenizer tok-train made of the same file.
+The outputs of -j1 and of all cores must be the same bytes. Figures are best/median;
+the speedup is -j1 seconds / all cores' seconds. Before and after the runs, the
+machine's own ceiling for all cores against one (common.Ceiling), and the load.
+"""
+import argparse
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import corpus as corpora
+from common import BIN, Ceiling, Load, add_corpus_args, bm, best_median, corpus_file, header, kinds, machine, \
+    ratio, run, save, table
+
+
+def documents(kind, path, mb):
+    limit = int(mb * 1e6)
+    if kind == 'synthetic':
+        raw = open(path, 'rb').read()[:limit]
+        return [l for l in raw.decode('utf-8', errors='replace').split('\n') if l]
+    return corpora.read_jsonl(path, limit=limit)
+
+
+def bench(a, kind, tmp):
+    path = corpus_file(kind, a)
+    texts = documents(kind, path, a.mb)
+    one = f'{tmp}/{kind}.txt'
+    with open(one, 'w', encoding='utf-8') as f:
+        f.write('\n'.join(texts))
+    st = dict(corpora.stats(['\n'.join(texts)]), joined_docs=len(texts))
+    header(kind, path, st, f' ({len(texts)} documents joined by newlines into one text file)')
+    n = max(2, os.cpu_count())
+    tok = f'{tmp}/{kind}.lmtok'
+    run([f'{BIN}/tok-train', '-q', '-p', 'gpt2', '--no-special', '-v', str(a.vocab), '-o', tok, one])
+    ceil = Ceiling(n)
+    load = Load()
+    t = {}
+    for _ in range(a.repeat):
+        for j in (1, n):
+            _, _, out = run([f'{BIN}/tok-train', '-q', '-j', str(j), '-p', 'gpt2', '--no-special', '-v',
+                             str(a.vocab), '-o', f'{tmp}/t{j}.lmtok', one], stdout=subprocess.PIPE)
+            rec = [json.loads(l) for l in out.splitlines() if '"counted"' in l][0]
+            assert rec['documents'] == 1, rec
+            t.setdefault(('count', j), []).append(rec['seconds'])
+            _, _, out = run([f'{BIN}/tok-encode', '-q', '-j', str(j), '-t', tok, '-o', f'{tmp}/e{j}.lmtoks', one],
+                            stdout=subprocess.PIPE)
+            rec = [json.loads(l) for l in out.splitlines() if '"summary"' in l][0]
+            t.setdefault(('encode', j), []).append(rec['seconds'])
+    load.stop()
+    ceil.stop()
+    same = dict(tokenizer=filecmp.cmp(f'{tmp}/t1.lmtok', f'{tmp}/t{n}.lmtok', shallow=False),
+                stream=filecmp.cmp(f'{tmp}/e1.lmtoks', f'{tmp}/e{n}.lmtoks', shallow=False))
+    if not all(same.values()):
+        raise SystemExit(f'-j1 and -j{n} outputs differ: {same}')
+    rows = []
+    for ph, name in (('count', 'tok-train: counting'), ('encode', 'tok-encode')):
+        one_t, many = best_median(t[(ph, 1)]), best_median(t[(ph, n)])
+        rows.append({'phase': name, 'seconds_j1': bm(one_t, 3), f'seconds_j{n}': bm(many, 3),
+                     'speedup': bm(ratio(one_t, many)),
+                     'all_j1': [round(x, 6) for x in t[(ph, 1)]], f'all_j{n}': [round(x, 6) for x in t[(ph, n)]]})
+    print(f'# seconds: best/median of {a.repeat} runs each, -j1 and -j{n} taking turns; speedup: -j1 seconds / '
+          f'-j{n} seconds; the tokenizer and the stream of -j1 and -j{n} are the same bytes')
+    table(rows, ['phase', 'seconds_j1', f'seconds_j{n}', 'speedup'])
+    print(load.line())
+    print(ceil.line())
+    print()
+    return dict(corpus=kind, file=path, stats=st, load=load.result, ceiling=ceil.result, phases=rows,
+                same=same)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    add_corpus_args(ap, repeat=5)
+    ap.add_argument('--mb', type=float, default=64, help='the most MB of each corpus to join into one document')
+    ap.add_argument('--vocab', type=int, default=32768)
+    ap.add_argument('--json')
+    a = ap.parse_args()
+    print(f'# {machine()}')
+    print(f'# lmt on one long document, vocab {a.vocab}, GPT-2 pattern')
+    tmp = tempfile.mkdtemp(prefix='lmt-bench-')
+    try:
+        results = [bench(a, k, tmp) for k in kinds(a)]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    save(a.json, dict(machine=machine(), vocab=a.vocab, mb=a.mb, repeat=a.repeat, corpora=results))
+
+
+if __name__ == '__main__':
+    main()
