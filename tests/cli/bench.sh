@@ -117,6 +117,25 @@ for k in ('all_j1', many[0]):
         assert sum(ph[part][k][i] for part in parts) <= ph['merging'][k][i] + 5e-9, (k, i, ph)
 PY
 
+# one long document (lmt alone): tok-train's counting and tok-encode, -j1 against all
+# cores, on the corpus joined into one text file; the outputs the same bytes
+LMT_BIN="$BIN" python3 scripts/bench/long-doc.py --corpus real --real-file "$T/real.jsonl" --repeat 2 --vocab 400 \
+	--json "$T/ld.json" > "$T/ld.out" 2> "$T/ld.err"
+python3 - "$T/ld.json" > "$T/ld.chk" 2>&1 <<'PY' && ok "bench long-doc: counting and encoding one document at -j1 and on all cores, 2 turns each, the speedups, the same outputs" || notok "bench long-doc" "$(cat "$T/ld.chk" "$T/ld.err" | tail -c 600)"
+import json, sys
+r = json.load(open(sys.argv[1]))
+(c,) = r['corpora']
+assert c['stats']['docs'] == 1 and c['stats']['joined_docs'] > 1, c['stats']
+assert c['same'] == {'tokenizer': True, 'stream': True}, c
+assert [p['phase'] for p in c['phases']] == ['tok-train: counting', 'tok-encode'], c
+for p in c['phases']:
+    many = [k for k in p if k.startswith('all_j') and k != 'all_j1']
+    assert len(many) == 1 and len(p['all_j1']) == 2 and len(p[many[0]]) == 2, p
+    b, m = map(float, p['speedup'].split('/'))
+    assert abs(b - min(p['all_j1']) / min(p[many[0]])) < 0.01 and m > 0, p
+assert sorted(c['ceiling']['before']) == ['alu', 'memory'], c['ceiling']
+PY
+
 # dedup's corpus on the real documents: planted near-copies after their originals
 python3 scripts/bench/dedup.py --corpus real --real-file "$T/real.jsonl" --real-pairs 3 \
 	--build-only "$T/dd.jsonl" "$T/dd.labels" > "$T/dd.out" 2> "$T/dd.err" \
