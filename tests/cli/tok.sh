@@ -118,6 +118,22 @@ same "... and it decodes to the document" "$T/one.txt" "$T/one3.back"
 grep -q '"documents":1,' "$T/one3.train" && ok "tok-train counted one document" \
 	|| notok "tok-train: one document" "$(cat "$T/one3.train")"
 same "one long document: tok-train with 3 threads makes 1 thread's tokenizer" "$T/one1.lmtok" "$T/one3.lmtok"
+# ... and the parts give what the whole gives: a custom regex, even one that splits as
+# gpt2 does, is never cut, so it is the reference (the same ids; tokenizers that
+# encode a text to the same ids)
+re="(?:'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+)"
+for k in cut whole; do
+	if [ $k = cut ]; then set -- --pattern gpt2; else set -- --regex "$re"; fi
+	$TT -q --import "tiktoken:$DATA/tiktoken/gpt2-3000.tiktoken" "$@" --special '<|endoftext|>=3000' \
+		-o "$T/imp-$k.lmtok" > "$T/imp-$k.out"
+	$TE -q -j3 -t "$T/imp-$k.lmtok" --allow-special --format ids -o "$T/one-$k.ids" "$T/one.txt" > /dev/null
+	$TT -q -j3 -v 600 "$@" -o "$T/one-$k.lmtok" "$T/one.txt" > /dev/null
+	$TE -q -t "$T/one-$k.lmtok" --format ids -o "$T/onetok-$k.ids" "$T/many.want" > /dev/null
+done
+grep -q '"pattern":"custom"' "$T/imp-whole.out" && grep -q '"pattern":"gpt2"' "$T/imp-cut.out" \
+	&& ok "the reference's pattern is custom, the other gpt2" || notok "the reference's pattern" "$(cat "$T"/imp-*.out)"
+same "one long document in parts encodes to the ids of the whole (-j3, --allow-special)" "$T/one-whole.ids" "$T/one-cut.ids"
+same "... and tok-train counts it in parts to the tokenizer of the whole" "$T/onetok-whole.ids" "$T/onetok-cut.ids"
 for f in "$DATA"/text/*; do
 	b=$(basename "$f")
 	$TE -q -t "$T/a.lmtok" -o "$T/$b.lmtoks" "$f" > /dev/null && $TE -t "$T/a.lmtok" --decode "$T/$b.lmtoks" > "$T/$b.back"
