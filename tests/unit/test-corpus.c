@@ -490,6 +490,136 @@ static void check_batchq(void)
 	       bq_one_slot[2]);
 }
 
+/* documents as read_all writes them, of a corpus read one at a time (batched 0)
+ * or in batches of at most 2 documents and 1 MiB; skip: leave out every third */
+static int keep_skip(void *ctx, const struct lmt_doc *d)
+{
+	(void)d;
+	return ++*(int *)ctx % 3 != 2;
+}
+
+static void put_doc(struct lmt_corpus *c, const struct lmt_doc *d, char **out, size_t *len, size_t *cap)
+{
+	const char *src = lmt_corpus_source_name(c, d->source);
+	const char *base = strstr(src, dir) == src ? src + strlen(dir) + 1 : src;
+	char head[600];
+	int hl = snprintf(head, sizeof head, "%s|%llu|%llu|", base, (unsigned long long)d->ordinal,
+			  (unsigned long long)d->line);
+	LMT_GROW(*out, *cap, *len + (size_t)hl + d->len + 2);
+	memcpy(*out + *len, head, (size_t)hl);
+	*len += (size_t)hl;
+	memcpy(*out + *len, d->text, d->len);
+	*len += d->len;
+	(*out)[(*len)++] = '\n';
+	(*out)[*len] = 0;
+}
+
+static size_t read_docs(const char *const *paths, int n, const struct lmt_corpus_opts *o, int batched, int skip,
+			char **out)
+{
+	struct lmt_corpus *c;
+	struct lmt_err err = { 0 };
+	size_t len = 0, cap = 0;
+	int seen = 0;
+	*out = NULL;
+	if (lmt_corpus_open(&c, paths, n, o, &err))
+		return 0;
+	if (batched) {
+		struct lmt_docbatch b = { 0 };
+		while (lmt_corpus_read_batch(c, &b, 1u << 20, 2, skip ? keep_skip : NULL, &seen, &err) > 0)
+			for (size_t i = 0; i < b.n; i++)
+				put_doc(c, &b.docs[i], out, &len, &cap);
+		lmt_docbatch_release(&b);
+	} else {
+		struct lmt_doc d;
+		while (lmt_corpus_next(c, &d, &err) == 1)
+			if (!skip || keep_skip(&seen, &d))
+				put_doc(c, &d, out, &len, &cap);
+	}
+	lmt_corpus_close(c);
+	return len;
+}
+
+/*
+ * A batch's first document that is all the reader's buffer holds is handed over
+ * by swapping the buffers (lmt_corpus_read_batch), and the reader goes on in the
+ * batch's old buffer. Files of one document of sizes about the reader's buffer
+ * (1 MiB, doubling) and the batch's first buffer (64 KiB), between small ones, and
+ * files of lines where one line is the first read's whole buffer: read in batches
+ * of two, keeping all or leaving out every third, the same documents as read one
+ * at a time.
+ */
+static void check_batch_swap(void)
+{
+	static const size_t sizes[] = { 65535, 65536, 65537, 1048575, 1048576, 1048577, 2097151, 2097152, 2097153,
+					3, 0, 10 };
+	enum { NS = sizeof sizes / sizeof *sizes };
+	char *paths[NS + 1];
+	const char *pp[NS];
+	size_t maxs = NS * 64;
+	for (int i = 0; i < NS; i++)
+		maxs += sizes[i];
+	char *buf = malloc(maxs);
+	for (int i = 0; i < NS; i++) {
+		for (size_t k = 0; k < sizes[i]; k++)
+			buf[k] = (char)('a' + (k * 7 + (size_t)i) % 26);
+		paths[i] = malloc(600);
+		char name[32];
+		snprintf(name, sizeof name, "swap%02d.txt", i);
+		writef(name, buf, sizes[i]);
+		snprintf(paths[i], 600, "%s/%s", dir, name);
+		pp[i] = paths[i];
+	}
+	/* an order that puts big and small documents first in batches */
+	static const int order[] = { 3, 9, 4, 10, 5, 11, 6, 0, 7, 1, 8, 2 };
+	const char *po[NS + 1];
+	for (int i = 0; i < NS; i++)
+		po[i] = pp[order[i]];
+	for (int mode = 0; mode < 2; mode++) {
+		struct lmt_corpus_opts o = { .txt_docs = mode ? LMT_TXT_LINE : LMT_TXT_FILE };
+		if (mode) { /* lines: one of each size, ending in a newline, then short ones */
+			size_t n = 0;
+			for (int i = 0; i < NS; i++) {
+				for (size_t k = 0; k + 1 < sizes[i]; k++)
+					buf[n + k] = (char)('a' + k % 26);
+				n += sizes[i] ? sizes[i] - 1 : 0;
+				buf[n++] = '\n';
+				n += (size_t)snprintf(buf + n, 64, "short %d\n", i);
+			}
+			writef("swaplines.txt", buf, n);
+			paths[NS] = malloc(600);
+			snprintf(paths[NS], 600, "%s/swaplines.txt", dir);
+			po[NS] = paths[NS];
+			for (int i = 0; i < NS; i++) { /* each line the first of a file's reads */
+				snprintf(buf, 64, "swapl%02d.txt", i);
+				size_t l = sizes[i] ? sizes[i] - 1 : 0;
+				char *t = malloc(l + 16);
+				memset(t, 'q', l);
+				memcpy(t + l, "\nafter\n", 7);
+				writef(buf, t, l + 7);
+				free(t);
+				snprintf(paths[i], 600, "%s/%s", dir, buf);
+				po[i] = paths[i];
+			}
+		}
+		for (int skip = 0; skip <= 1; skip++) {
+			char *one, *batched;
+			size_t n1 = read_docs(po, NS + mode, &o, 0, skip, &one),
+			       n2 = read_docs(po, NS + mode, &o, 1, skip, &batched);
+			tap_ok(n1 > (skip ? 3000000 : 6000000) && n1 == n2 && !memcmp(one, batched, n1),
+			       "%s, batches of two%s: the documents read one at a time (%zu bytes)",
+			       mode ? "files of lines, each first line the size of a buffer, and a file of them all" :
+				      "files of 0 bytes to 2 MiB, each a document",
+			       skip ? ", every third left out" : "", n2);
+			free(one);
+			free(batched);
+		}
+	}
+	for (int i = 0; i <= NS; i++)
+		free(paths[i]);
+	free(buf);
+}
+
 /* The binary threshold the man pages state: a NUL in the first 8 KiB; more than
  * 10% of the first 64 KiB's bytes starting invalid UTF-8; a cut-off sequence at the
  * sample's end is no fault. */
@@ -614,6 +744,7 @@ int main(void)
 {
 	if (!mkdtemp(dir))
 		return 1;
+	check_batch_swap();
 	struct lmt_corpus_opts o = { 0 };
 	const char *text = "first line\r\nsecond line\n\n\nthird para\nstill third\n";
 	const char *jsonl = "{\"text\": \"alpha\", \"id\": 1}\n\n{\"text\": \"be\\u0000ta\\n\", \"other\": \"x\"}\r\n"
