@@ -11,6 +11,7 @@
  */
 #include "data/tokenizer.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,9 @@ void lmt_tok_release(struct lmt_tokenizer *t)
 	free(t->special_ids);
 	free(t->special_str);
 	free(t->special_len);
+	if (t->special_match)
+		lmt_specmatch_release(t->special_match);
+	free(t->special_match);
 	free(t->merges);
 	free(t->pairs);
 	free(t->str_hash);
@@ -311,6 +315,10 @@ int lmt_tok_finalize(struct lmt_tokenizer *t, struct lmt_err *err)
 	free(t->special_ids);
 	free(t->special_str);
 	free(t->special_len);
+	if (t->special_match)
+		lmt_specmatch_release(t->special_match);
+	free(t->special_match);
+	t->special_match = NULL;
 	t->pairs = NULL;
 	t->str_hash = NULL;
 	t->str_id = NULL;
@@ -371,6 +379,9 @@ int lmt_tok_finalize(struct lmt_tokenizer *t, struct lmt_err *err)
 			t->special_len[k] = lmt_tok_len(t, id);
 			t->special_ids[k++] = id; /* ascending, as the loop goes */
 		}
+	t->special_match = malloc(sizeof *t->special_match);
+	if (!t->special_match || lmt_specmatch_init(t->special_match, k, t->special_str, t->special_len))
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	int rc = specials_distinct(t, err);
 	if (rc)
 		return rc;
@@ -643,8 +654,6 @@ struct lmt_tok_state {
 	uint32_t *sym, *pr, *res, *nxt, *prv;
 	uint64_t *heap;
 	size_t scap, hcap;
-	size_t *spat;          /* lmt_specscan's positions, spcap of them */
-	size_t spcap;
 };
 
 void lmt_tok_state_cache_limit(struct lmt_tok_state *s, size_t entries)
@@ -675,7 +684,6 @@ void lmt_tok_state_free(struct lmt_tok_state *s)
 	if (!s)
 		return;
 	lmt_pretok_iter_release(&s->it);
-	free(s->spat);
 	free(s->ent);
 	free(s->keys);
 	free(s->toks);
@@ -1033,21 +1041,12 @@ int lmt_tok_encode(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const
 {
 	if (!allow_special || !t->n_special)
 		return encode_ordinary(t, s, text, len, out);
-	if (t->n_special > s->spcap) {
-		size_t *at = realloc(s->spat, t->n_special * sizeof *at);
-		if (!at)
-			return LMT_ENOMEM;
-		s->spat = at;
-		s->spcap = t->n_special;
-	}
-	struct lmt_specscan sc;
-	lmt_specscan_start(&sc, text, len, t->n_special, t->special_str, t->special_len, s->spat);
 	size_t pos = 0;
 	while (pos < len) {
 		/* the earliest special string; the longest one where several start there */
 		size_t best = len;
 		uint32_t k = 0;
-		int found = lmt_specscan_next(&sc, pos, &best, &k);
+		int found = lmt_specmatch_next(t->special_match, text, len, pos, &best, &k);
 		int rc = encode_ordinary(t, s, text + pos, best - pos, out);
 		if (rc)
 			return rc;
@@ -1064,58 +1063,135 @@ size_t lmt_tok_cut(const struct lmt_tokenizer *t, const char *text, size_t len, 
 {
 	for (size_t c = from;; c++) {
 		c = lmt_pretok_cut(&t->pt, text, len, c);
-		if (c >= len || !allow_special ||
-		    !lmt_special_spans(text, len, c, t->n_special, t->special_str, t->special_len))
+		if (c >= len || !allow_special || !t->n_special || !lmt_specmatch_spans(t->special_match, text, len, c))
 			return c;
 	}
 }
 
-void lmt_specscan_start(struct lmt_specscan *sc, const char *text, size_t len, uint32_t n,
-			const char *const *str, const uint32_t *slen, size_t *at)
+/* sorting the strings: by their bytes, a prefix first */
+static const struct lmt_specmatch *sort_m;
+
+static int cmp_special(const void *a, const void *b)
 {
-	*sc = (struct lmt_specscan){ text, len, n, str, slen, at, 0 };
-	for (uint32_t k = 0; k < n; k++)
-		at[k] = SIZE_MAX;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	uint32_t lx = sort_m->slen[x], ly = sort_m->slen[y];
+	int c = memcmp(sort_m->str[x], sort_m->str[y], LMT_MIN(lx, ly));
+	return c ? c : (lx > ly) - (lx < ly);
 }
 
-int lmt_specscan_next(struct lmt_specscan *sc, size_t pos, size_t *start, uint32_t *which)
+int lmt_specmatch_init(struct lmt_specmatch *m, uint32_t n, const char *const *str, const uint32_t *slen)
 {
-	size_t best = sc->len;
-	uint32_t bk = 0, blen = 0;
-	for (uint32_t k = 0; k < sc->n; k++) {
-		if (sc->at[k] == SIZE_MAX || (sc->at[k] < pos && sc->at[k] != sc->len)) {
-			const char *hit = NULL;
-			if (sc->slen[k] && pos < sc->len)
-				hit = memmem(sc->text + pos, sc->len - pos, sc->str[k], sc->slen[k]);
-			sc->at[k] = hit ? (size_t)(hit - sc->text) : sc->len;
-			sc->scanned += (hit ? sc->at[k] + sc->slen[k] : sc->len) - LMT_MIN(pos, sc->len);
-		}
-		size_t a = sc->at[k];
-		if (a < best || (a == best && a < sc->len && sc->slen[k] > blen)) {
-			best = a;
-			bk = k;
-			blen = sc->slen[k];
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	memset(m, 0, sizeof *m);
+	m->n = n;
+	m->str = str;
+	m->slen = slen;
+	m->only = -1;
+	m->order = malloc((n ? n : 1) * sizeof *m->order);
+	if (!m->order)
+		return LMT_ENOMEM;
+	int distinct = 0;
+	for (uint32_t k = 0; k < n; k++) {
+		m->order[k] = k;
+		m->maxlen = LMT_MAX(m->maxlen, slen[k]);
+		if (slen[k] && !m->first[(uint8_t)str[k][0]]) {
+			m->first[(uint8_t)str[k][0]] = 1;
+			m->only = (uint8_t)str[k][0];
+			distinct++;
 		}
 	}
-	if (best == sc->len)
-		return 0;
-	*start = best;
-	*which = bk;
-	return 1;
+	if (distinct != 1)
+		m->only = -1;
+	pthread_mutex_lock(&mu); /* qsort has no context argument */
+	sort_m = m;
+	qsort(m->order, n, sizeof *m->order, cmp_special);
+	pthread_mutex_unlock(&mu);
+	return 0;
 }
 
-int lmt_special_spans(const char *text, size_t len, size_t c, uint32_t n, const char *const *str,
-		      const uint32_t *slen)
+void lmt_specmatch_release(struct lmt_specmatch *m)
 {
-	for (uint32_t k = 0; k < n; k++) {
-		if (slen[k] < 2)
+	free(m->order);
+	memset(m, 0, sizeof *m);
+}
+
+/* the first index in [lo, hi) whose string's byte d is at least b (all in the
+ * range have more than d bytes and agree before d) */
+static uint32_t byte_bound(const struct lmt_specmatch *m, uint32_t lo, uint32_t hi, uint32_t d, unsigned b)
+{
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if ((uint8_t)m->str[m->order[mid]][d] < b)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * The strings that start at text[i]: calls each's length on the way out, shortest
+ * first, as the walk meets them; returns the longest's index + 1, or 0. Strings
+ * narrowed to those agreeing with text[i..i+d) sit together in sorted order, the
+ * one of length d (if any) first.
+ */
+static uint32_t walk(const struct lmt_specmatch *m, const char *text, size_t len, size_t i, size_t stop_after,
+		     int *spans)
+{
+	uint32_t lo = 0, hi = m->n, best = 0;
+	size_t d = 0;
+	for (;; d++) {
+		while (lo < hi && m->slen[m->order[lo]] == d)
+			lo++;
+		if (lo == hi || i + d == len)
+			break;
+		unsigned b = (uint8_t)text[i + d];
+		lo = byte_bound(m, lo, hi, (uint32_t)d, b);
+		hi = byte_bound(m, lo, hi, (uint32_t)d, b + 1);
+		if (lo < hi && m->slen[m->order[lo]] == d + 1) {
+			best = m->order[lo] + 1;
+			if (spans && i + d + 1 > stop_after)
+				*spans = 1;
+		}
+	}
+	if (m->steps)
+		*m->steps += d;
+	return best;
+}
+
+int lmt_specmatch_next(const struct lmt_specmatch *m, const char *text, size_t len, size_t pos, size_t *start,
+		       uint32_t *which)
+{
+	if (!m || !m->n)
+		return 0;
+	for (size_t i = pos; i < len; i++) {
+		if (m->only >= 0) {
+			const char *p = memchr(text + i, m->only, len - i);
+			if (!p)
+				break;
+			i = (size_t)(p - text);
+		} else if (!m->first[(uint8_t)text[i]]) {
 			continue;
-		/* an occurrence spanning c starts in (c - slen, c) */
-		size_t lo = c >= slen[k] - 1 ? c - (slen[k] - 1) : 0, hi = LMT_MIN(c + slen[k] - 1, len);
-		if (hi > lo && memmem(text + lo, hi - lo, str[k], slen[k]))
+		}
+		uint32_t k = walk(m, text, len, i, 0, NULL);
+		if (k) {
+			*start = i;
+			*which = k - 1;
 			return 1;
+		}
 	}
 	return 0;
+}
+
+int lmt_specmatch_spans(const struct lmt_specmatch *m, const char *text, size_t len, size_t c)
+{
+	if (!m || !m->n || m->maxlen < 2)
+		return 0;
+	int spans = 0;
+	for (size_t i = c >= m->maxlen - 1 ? c - (m->maxlen - 1) : 0; i < c && !spans; i++)
+		if (m->first[(uint8_t)text[i]])
+			walk(m, text, len, i, c, &spans);
+	return spans;
 }
 
 size_t lmt_tok_decode(const struct lmt_tokenizer *t, const uint32_t *ids, size_t n,

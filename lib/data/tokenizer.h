@@ -58,6 +58,7 @@ struct lmt_tokenizer {
 	uint32_t *special_ids;    /* ascending */
 	const char **special_str; /* their strings and lengths, in that order */
 	uint32_t *special_len;
+	struct lmt_specmatch *special_match; /* over special_str */
 	uint32_t n_merges;
 	struct lmt_merge *merges;
 	uint32_t byte_id[256];
@@ -141,32 +142,36 @@ struct lmt_u32vec {
 int lmt_tok_encode(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const char *text,
 		   size_t len, int allow_special, struct lmt_u32vec *out);
 /*
- * Finding special token strings in a text: each lmt_specscan_next gives the
- * leftmost occurrence at or after pos (which never goes back), the longest of
- * those that start there, the first given of equal ones. A string is searched
- * for again only once pos has passed the occurrence last found of it, so a text is
- * read about once a string, not once for every occurrence of any of them: with
- * two strings, one of them every 2 kB, 17 MB took tok-encode and tok-train 12 s.
- * Empty strings are never found. at: the caller's room for n positions.
+ * Finding special token strings in a text: lmt_specmatch_next gives the leftmost
+ * occurrence at or after pos, the longest of those that start there. The text is
+ * read once: each byte that starts a string is a candidate, and the strings,
+ * sorted, are narrowed a byte at a time (two binary searches) for as far as one
+ * still agrees with the text, so a candidate costs at most the longest string's
+ * length, whatever the number of strings. (Searching for every string again from
+ * each occurrence of any, as encoding and training did, took 12 s on 17 MB with
+ * two strings, one every 2 kB; a pass a string, 2.7 s against 1.7 s on 64 MB with
+ * 201 strings.) Built once, read by any number of threads. Empty strings are never
+ * found; the strings must outlive it.
  */
-struct lmt_specscan {
-	const char *text;
-	size_t len;
-	uint32_t n;
+struct lmt_specmatch {
+	uint32_t n, maxlen;
 	const char *const *str;
 	const uint32_t *slen;
-	size_t *at;                  /* per string: its next occurrence from where it was
-				      * searched, len for none, SIZE_MAX not yet searched */
-	uint64_t scanned;            /* bytes searched, for the tests */
+	uint32_t *order;             /* the strings' indices, by their bytes */
+	uint8_t first[256];          /* whether a string starts with the byte */
+	int only;                    /* the one byte every string starts with, or -1 */
+	uint64_t *steps;             /* if set, bytes looked at are added here (the tests') */
 };
-void lmt_specscan_start(struct lmt_specscan *sc, const char *text, size_t len, uint32_t n,
-			const char *const *str, const uint32_t *slen, size_t *at);
+/* 0, or LMT_ENOMEM */
+int lmt_specmatch_init(struct lmt_specmatch *m, uint32_t n, const char *const *str, const uint32_t *slen);
+void lmt_specmatch_release(struct lmt_specmatch *m);
 /* 1 with the occurrence's start and string, or 0 when none starts at pos or later */
-int lmt_specscan_next(struct lmt_specscan *sc, size_t pos, size_t *start, uint32_t *which);
-/* Whether an occurrence of one of the strings starts before c and ends after it
- * (a document cut at c would lose it). */
-int lmt_special_spans(const char *text, size_t len, size_t c, uint32_t n, const char *const *str,
-		      const uint32_t *slen);
+int lmt_specmatch_next(const struct lmt_specmatch *m, const char *text, size_t len, size_t pos, size_t *start,
+		       uint32_t *which);
+/* Whether an occurrence of a string starts before c and ends after it (a document
+ * cut at c would lose it). */
+int lmt_specmatch_spans(const struct lmt_specmatch *m, const char *text, size_t len, size_t c);
+
 /* The first offset at or after from where text may be cut in two that encode
  * apart to its tokens (lmt_pretok_cut; with allow_special, no special token's
  * string across it); len when there is none. */

@@ -24,7 +24,6 @@
 struct lmt_toktrain_worker {
 	struct lmt_wordcount wc;
 	struct lmt_pretok_iter it;
-	size_t *spat;          /* lmt_specscan's room, one a special token */
 } __attribute__((aligned(64)));
 
 int lmt_toktrain_init(struct lmt_toktrain *t, const struct lmt_toktrain_params *params,
@@ -51,9 +50,10 @@ int lmt_toktrain_init(struct lmt_toktrain *t, const struct lmt_toktrain_params *
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	for (int k = 0; k < ns; k++)
 		t->splen[k] = (uint32_t)strlen(params->specials[k]);
+	if (lmt_specmatch_init(&t->sm, (uint32_t)ns, params->specials, t->splen))
+		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	for (int i = 0; i < nt; i++)
-		if (lmt_wordcount_init(&t->W[i].wc) || lmt_pretok_iter_init(&t->W[i].it, &t->pt) ||
-		    !(t->W[i].spat = malloc((ns ? (size_t)ns : 1) * sizeof *t->W[i].spat)))
+		if (lmt_wordcount_init(&t->W[i].wc) || lmt_pretok_iter_init(&t->W[i].it, &t->pt))
 			return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	return 0;
 }
@@ -63,9 +63,9 @@ void lmt_toktrain_release(struct lmt_toktrain *t)
 	for (int i = 0; t->W && i < t->p.threads; i++) {
 		lmt_wordcount_release(&t->W[i].wc);
 		lmt_pretok_iter_release(&t->W[i].it);
-		free(t->W[i].spat);
 	}
 	free(t->W);
+	lmt_specmatch_release(&t->sm);
 	free(t->splen);
 	if (t->merged)
 		lmt_bpe_result_release(&t->res);
@@ -105,13 +105,11 @@ static int count_doc(const struct lmt_toktrain *tt, struct lmt_toktrain_worker *
 	const struct lmt_toktrain_params *o = &tt->p;
 	if (!o->nspecials)
 		return lmt_wordcount_add_text(&W->wc, &W->it, t, n);
-	struct lmt_specscan sc;
-	lmt_specscan_start(&sc, t, n, (uint32_t)o->nspecials, o->specials, tt->splen, W->spat);
 	size_t pos = 0;
 	while (pos < n) {
 		size_t best = n;
 		uint32_t k = 0;
-		int found = lmt_specscan_next(&sc, pos, &best, &k);
+		int found = lmt_specmatch_next(&tt->sm, t, n, pos, &best, &k);
 		int rc = lmt_wordcount_add_text(&W->wc, &W->it, t + pos, best - pos);
 		if (rc || !found)
 			return rc;
@@ -167,7 +165,7 @@ size_t lmt_toktrain_cut(const struct lmt_toktrain *t, const char *text, size_t l
 {
 	for (size_t c = from;; c++) {
 		c = lmt_pretok_cut(&t->pt, text, len, c);
-		if (c >= len || !lmt_special_spans(text, len, c, (uint32_t)t->p.nspecials, t->p.specials, t->splen))
+		if (c >= len || !lmt_specmatch_spans(&t->sm, text, len, c))
 			return c;
 	}
 }

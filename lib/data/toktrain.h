@@ -55,6 +55,7 @@ struct lmt_toktrain {
 	struct lmt_pretok pt;
 	struct lmt_toktrain_worker *W;
 	uint32_t *splen;           /* the special tokens' lengths */
+	struct lmt_specmatch sm;   /* finds them */
 	struct lmt_bpe_result res;
 	int merged;
 	/* after lmt_toktrain_count */
