@@ -8,7 +8,6 @@
  * document's source name, ordinal and the seed, never on the thread that counts
  * it, so the same inputs always give the same counts and the same tokenizer.
  */
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include "core/digest.h"
 #include "core/util.h"
 #include "core/workpool.h"
+#include "data/batchenc.h"
 #include "data/toktrain.h"
 
 /* what each counting thread owns, a cache line apart (they update it per word) */
@@ -353,45 +353,21 @@ int lmt_tok_fertility(const struct lmt_tokenizer *tok, struct lmt_corpus *c, int
 		      struct lmt_fertility *per_source, size_t nsrc_cap, struct lmt_fertility *all,
 		      struct lmt_err *err)
 {
+	/* the batch encoder: its threads share a long document too */
 	struct lmt_docbatch b = { 0 };
-	struct lmt_tok_state **st = calloc((size_t)nt, sizeof *st);
-	struct tvec {
-		struct lmt_u32vec v;
-	} __attribute__((aligned(64))) *vec = aligned_alloc(64, (size_t)nt * sizeof *vec);
-	uint64_t *ntok = NULL, *nword = NULL;
-	size_t cap = 0;
-	int n = LMT_ENOMEM;
-	if (!st || !vec)
-		goto oom;
-	memset(vec, 0, (size_t)nt * sizeof *vec);
-	for (int i = 0; i < nt; i++)
-		if (!(st[i] = lmt_tok_state_new(tok)))
-			goto oom;
+	struct lmt_batchenc e;
+	struct lmt_batchenc_opts eo = { .bos = LMT_NO_TOKEN, .eos = LMT_NO_TOKEN, .threads = nt };
+	int n = lmt_batchenc_init(&e, tok, &eo, err);
+	if (n)
+		return n;
 	while ((n = lmt_corpus_read_batch(c, &b, 16u << 20, 1u << 16, NULL, NULL, err)) > 0) {
-		if (LMT_GROW(ntok, cap, (size_t)n))
-			goto oom;
-		uint64_t *nw = realloc(nword, cap * sizeof *nword);
-		if (!nw)
-			goto oom;
-		nword = nw;
-		int failed = 0;
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 8) reduction(| : failed)
-		for (int i = 0; i < n; i++) {
-			int tid = omp_get_thread_num();
-			vec[tid].v.n = 0;
-			failed |= lmt_tok_encode(tok, st[tid], b.docs[i].text, b.docs[i].len, 0, &vec[tid].v) != 0;
-			ntok[i] = vec[tid].v.n;
+		if ((n = lmt_batchenc_run(&e, &b, err)))
+			break;
+		for (size_t i = 0; i < b.n; i++) {
 			uint64_t w = 0;
 			const unsigned char *p = (const unsigned char *)b.docs[i].text;
 			for (size_t k = 0; k < b.docs[i].len; k++)
 				w += !is_space(p[k]) && (k == 0 || is_space(p[k - 1]));
-			nword[i] = w;
-		}
-		if (failed) {
-			n = lmt_err_set(err, LMT_ENOMEM, "out of memory encoding");
-			goto out;
-		}
-		for (int i = 0; i < n; i++) {
 			uint32_t s = b.docs[i].source;
 			struct lmt_fertility *f[2] = { s < nsrc_cap ? &per_source[s] : NULL, all };
 			for (int k = 0; k < 2; k++) {
@@ -399,23 +375,12 @@ int lmt_tok_fertility(const struct lmt_tokenizer *tok, struct lmt_corpus *c, int
 					continue;
 				f[k]->docs++;
 				f[k]->bytes += b.docs[i].len;
-				f[k]->words += nword[i];
-				f[k]->tokens += ntok[i];
+				f[k]->words += w;
+				f[k]->tokens += e.ntok[i];
 			}
 		}
 	}
-	goto out;
-oom:
-	n = lmt_err_set(err, LMT_ENOMEM, "out of memory");
-out:
-	for (int i = 0; st && vec && i < nt; i++) {
-		lmt_tok_state_free(st[i]);
-		free(vec[i].v.v);
-	}
-	free(st);
-	free(vec);
-	free(ntok);
-	free(nword);
+	lmt_batchenc_release(&e);
 	lmt_docbatch_release(&b);
 	return n < 0 ? n : 0;
 }

@@ -134,6 +134,11 @@ grep -q '"pattern":"custom"' "$T/imp-whole.out" && grep -q '"pattern":"gpt2"' "$
 	&& ok "the reference's pattern is custom, the other gpt2" || notok "the reference's pattern" "$(cat "$T"/imp-*.out)"
 same "one long document in parts encodes to the ids of the whole (-j3, --allow-special)" "$T/one-whole.ids" "$T/one-cut.ids"
 same "... and tok-train counts it in parts to the tokenizer of the whole" "$T/onetok-whole.ids" "$T/onetok-cut.ids"
+for j in 1 3; do
+	$TT -q -j$j -t "$T/a.lmtok" --fertility "$T/one.txt" | grep '"fertility"' > "$T/onefert$j"
+done
+grep -q '"documents":1,' "$T/onefert3" && same "... --fertility on it: the same record with 3 threads as with 1" \
+	"$T/onefert1" "$T/onefert3" || notok "--fertility on one long document" "$(cat "$T/onefert3")"
 for f in "$DATA"/text/*; do
 	b=$(basename "$f")
 	$TE -q -t "$T/a.lmtok" -o "$T/$b.lmtoks" "$f" > /dev/null && $TE -t "$T/a.lmtok" --decode "$T/$b.lmtoks" > "$T/$b.back"
