@@ -3,6 +3,7 @@
  */
 #include "data/tokstream.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,10 +62,18 @@ int lmt_tokstream_writer_index(struct lmt_tokstream_writer *w, uint64_t ntok, ui
 	if (ntok > w->written - w->info.n_tokens)
 		return lmt_err_set(err, LMT_EINVAL, "index record for %llu tokens, only %llu written",
 				   (unsigned long long)ntok, (unsigned long long)(w->written - w->info.n_tokens));
-	size_t at = (size_t)w->info.n_docs * LMT_TS_INDEX_REC;
-	if (LMT_GROW(w->index, w->index_cap, at + LMT_TS_INDEX_REC))
+	const size_t limit = LMT_MAX(w->index_limit ? w->index_limit : LMT_TS_INDEX_MEM, LMT_TS_INDEX_REC);
+	if (w->index_len + LMT_TS_INDEX_REC > limit) { /* the older records to the spill file */
+		if (!w->spill && !(w->spill = tmpfile()))
+			return lmt_err_errno(err, "cannot create a temporary file for the document index");
+		if (fwrite(w->index, 1, w->index_len, w->spill) != w->index_len)
+			return lmt_err_errno(err, "writing the document index to a temporary file");
+		w->index_len = 0;
+	}
+	if (LMT_GROW(w->index, w->index_cap, w->index_len + LMT_TS_INDEX_REC))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory for the document index");
-	uint8_t *r = w->index + at;
+	uint8_t *r = w->index + w->index_len;
+	w->index_len += LMT_TS_INDEX_REC;
 	lmt_store_u64(r, w->info.n_tokens);
 	lmt_store_u64(r + 8, ntok);
 	lmt_store_u64(r + 16, nbytes);
@@ -84,6 +93,25 @@ int lmt_tokstream_writer_doc(struct lmt_tokstream_writer *w, const uint32_t *tok
 	return rc ? rc : lmt_tokstream_writer_index(w, n, nbytes, source, ordinal, err);
 }
 
+/* the index records in the spill file, if any, into the stream */
+static int copy_spill(struct lmt_tokstream_writer *w, struct lmt_err *err)
+{
+	if (!w->spill)
+		return 0;
+	if (fflush(w->spill) || fseek(w->spill, 0, SEEK_SET))
+		return lmt_err_errno(err, "writing the document index to a temporary file");
+	char buf[1 << 16];
+	size_t n;
+	int rc = 0;
+	while (!rc && (n = fread(buf, 1, sizeof buf, w->spill)) > 0)
+		rc = lmt_binwriter_write(&w->w, buf, n, err);
+	if (!rc && ferror(w->spill))
+		rc = lmt_err_errno(err, "reading the document index back from a temporary file");
+	fclose(w->spill);
+	w->spill = NULL;
+	return rc;
+}
+
 int lmt_tokstream_writer_finish(struct lmt_tokstream_writer *w, const char *const *sources, uint32_t nsources,
 		   uint8_t *sha_out, struct lmt_err *err)
 {
@@ -99,7 +127,7 @@ int lmt_tokstream_writer_finish(struct lmt_tokstream_writer *w, const char *cons
 	if ((rc = lmt_binwriter_write(&w->w, zero, pad, err)))
 		goto fail;
 	uint64_t index_off = tb + pad;
-	if ((rc = lmt_binwriter_write(&w->w, w->index, (size_t)w->info.n_docs * LMT_TS_INDEX_REC, err)))
+	if ((rc = copy_spill(w, err)) || (rc = lmt_binwriter_write(&w->w, w->index, w->index_len, err)))
 		goto fail;
 	uint64_t src_off = index_off + w->info.n_docs * LMT_TS_INDEX_REC;
 	uint64_t sl = 0;
@@ -122,6 +150,7 @@ int lmt_tokstream_writer_finish(struct lmt_tokstream_writer *w, const char *cons
 	free(w->index);
 	free(w->conv);
 	w->index = w->conv = NULL;
+	w->index_len = 0;
 	return rc;
 fail:
 	lmt_tokstream_writer_abort(w);
@@ -133,7 +162,11 @@ void lmt_tokstream_writer_abort(struct lmt_tokstream_writer *w)
 	lmt_binwriter_abort(&w->w);
 	free(w->index);
 	free(w->conv);
+	if (w->spill)
+		fclose(w->spill);
+	w->spill = NULL;
 	w->index = w->conv = NULL;
+	w->index_len = 0;
 }
 
 void lmt_tokstream_reader_doc(const struct lmt_tokstream_reader *r, uint64_t i, struct lmt_tokstream_doc *d)

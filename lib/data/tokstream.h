@@ -24,6 +24,7 @@
 #define LMT_TOKSTREAM_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/binformat.h"
 #include "core/error.h"
@@ -31,6 +32,11 @@
 #define LMT_TS_BOS 1u
 #define LMT_TS_EOS 2u
 #define LMT_TS_INDEX_REC 40
+/* The writer keeps at most this many bytes of index records in memory, the older in
+ * a temporary file (tmpfile(3): glibc's is in /tmp, whatever $TMPDIR says) until the
+ * stream is finished: 16 MiB, 419,430 documents; a stream of 100 million short
+ * documents held 4 GB. */
+#define LMT_TS_INDEX_MEM ((size_t)16 << 20)
 
 struct lmt_tokstream_info {
 	uint32_t token_bytes, flags;
@@ -50,8 +56,11 @@ struct lmt_tokstream_doc {
 struct lmt_tokstream_writer {
 	struct lmt_binwriter w;
 	struct lmt_tokstream_info info;
-	uint8_t *index;          /* n_docs * 40 bytes */
-	size_t index_cap;
+	uint8_t *index;          /* the newest index records, index_len bytes; the older
+				  * ones in spill, once index_limit bytes were reached */
+	size_t index_len, index_cap;
+	size_t index_limit;      /* 0: LMT_TS_INDEX_MEM (set before the first record: the tests') */
+	FILE *spill;             /* a temporary file, or NULL */
 	uint8_t *conv;           /* scratch for narrowing to uint16 */
 	size_t conv_cap;
 	uint64_t written;        /* tokens written; n_tokens counts indexed ones */

@@ -21,6 +21,7 @@
 #include "data/batchenc.h"
 #include "data/tokenizer.h"
 #include "data/tokinterop.h"
+#include "data/tokstream.h"
 #include "core/util.h"
 
 int lmt_tok_bpe_impl(struct lmt_tok_state *s, const uint8_t *p, size_t n, int heap,
@@ -850,9 +851,80 @@ static void check_specmatch(void)
 	tap_ok(!spans_bad, "special strings: occurrences across a cut found (%d wrong)", spans_bad);
 }
 
+/* a stream of nd documents of 0-5 tokens, written with the writer's index kept in
+ * memory up to limit bytes (0: the default), into path; its SHA-256 in sha */
+static int write_stream(const char *path, size_t limit, int nd, uint8_t *sha)
+{
+	struct lmt_tokstream_writer w;
+	struct lmt_tokstream_info in = { .token_bytes = 2, .vocab_size = 100, .bos = LMT_NO_TOKEN, .eos = LMT_NO_TOKEN };
+	struct lmt_err err = { 0 };
+	const char *src[] = { "a.txt", "b.txt" };
+	if (lmt_tokstream_writer_open(&w, path, &in, &err))
+		return -1;
+	w.index_limit = limit;
+	for (int i = 0; i < nd; i++) {
+		uint32_t toks[5] = { (uint32_t)i % 100, 1, 2, 3, 4 };
+		if (lmt_tokstream_writer_doc(&w, toks, (size_t)(i % 6 == 5 ? 0 : i % 6), (uint64_t)i, (uint32_t)(i & 1),
+					     (uint64_t)i / 2, &err)) {
+			lmt_tokstream_writer_abort(&w);
+			return -1;
+		}
+	}
+	return lmt_tokstream_writer_finish(&w, src, 2, sha, &err);
+}
+
+/* The writer keeps the newest LMT_TS_INDEX_MEM bytes of index records and the rest
+ * in a temporary file: with 3 records (or 1, or 7) in memory, the same stream, byte
+ * for byte, as with all of them; and it reads back, each document where it was. */
+static void check_index_spill(void)
+{
+	char dir[] = "/tmp/lmt-test-spill-XXXXXX", a[64], b[64];
+	if (!tap_ok(mkdtemp(dir) != NULL, "a scratch directory"))
+		return;
+	snprintf(a, sizeof a, "%s/a.lmtoks", dir);
+	snprintf(b, sizeof b, "%s/b.lmtoks", dir);
+	uint8_t sa[32], sb[32];
+	int same = write_stream(a, 0, 1000, sa) == 0;
+	for (size_t recs = 1; recs <= 7 && same; recs += 2) {
+		same &= write_stream(b, recs * LMT_TS_INDEX_REC, 1000, sb) == 0 && !memcmp(sa, sb, 32);
+		FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+		int ca, cb;
+		do {
+			ca = fa ? fgetc(fa) : -2;
+			cb = fb ? fgetc(fb) : -3;
+		} while (ca == cb && ca != EOF);
+		same &= ca == cb;
+		if (fa)
+			fclose(fa);
+		if (fb)
+			fclose(fb);
+	}
+	tap_ok(same, "token stream: 1000 documents' index kept 1, 3, 5 or 7 records in memory, the rest in a temporary "
+	       "file: the same bytes as kept whole");
+	struct lmt_tokstream_reader r;
+	struct lmt_err err = { 0 };
+	int ok = lmt_tokstream_reader_open(&r, b, 1, &err) == 0;
+	uint64_t at = 0;
+	for (uint64_t i = 0; ok && i < 1000 && i < r.info.n_docs; i++) {
+		struct lmt_tokstream_doc d;
+		lmt_tokstream_reader_doc(&r, i, &d);
+		ok = d.tok_off == at && d.n_tok == (i % 6 == 5 ? 0 : i % 6) && d.n_bytes == i && d.source == (i & 1) &&
+		     d.ordinal == i / 2 && (!d.n_tok || lmt_tokstream_reader_token(&r, d.tok_off) == i % 100);
+		at += d.n_tok;
+	}
+	ok &= r.info.n_docs == 1000;
+	if (r.tokens)
+		lmt_tokstream_reader_close(&r);
+	tap_ok(ok, "... and it reads back (verified), each document's record where it was");
+	unlink(a);
+	unlink(b);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	check_specmatch();
+	check_index_spill();
 	check_pretok();
 	check_ascii_gpt2();
 	check_pretok_cut();
