@@ -78,12 +78,12 @@ check_fail "bench/ceiling -j 0: exit 2, says what -j takes" 2 "-j '0': expected 
 check_fail "bench/ceiling --threads: exit 2, unknown argument" 2 "'--threads': unknown argument" "$C" --threads
 
 # every data-plane benchmark takes --corpus and --repeat (its --help needs no peer)
-for b in tok-train tok-encode dedup shard-pack; do
+for b in tok-train tok-encode dedup shard-pack long-doc; do
 	scripts/bench/run $b --help > "$T/help.out" 2>&1 && grep -q -- '--corpus {synthetic,real,both}' "$T/help.out" \
 		&& grep -q -- '--repeat REPEAT' "$T/help.out" && grep -q -- '--real-file' "$T/help.out" \
 		|| notok "bench $b --help: --corpus synthetic|real|both, --real-file, --repeat" "$(cat "$T/help.out")"
 done
-ok "bench tok-train, tok-encode, dedup, shard-pack: --corpus synthetic|real|both, --real-file, --repeat"
+ok "bench tok-train, tok-encode, dedup, shard-pack, long-doc: --corpus synthetic|real|both, --real-file, --repeat"
 
 # tok-train's phases, lmt alone (no peer): -j1 against all cores, turn by turn
 LMT_BIN="$BIN" python3 scripts/bench/tok-train.py --phases 2 --corpus real --real-file "$T/real.jsonl" \
