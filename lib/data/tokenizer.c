@@ -87,21 +87,31 @@ void lmt_tok_init(struct lmt_tokenizer *t)
 		t->byte_id[i] = LMT_NO_TOKEN;
 }
 
+/* the lookup tables lmt_tok_finalize builds, freed (and NULL) */
+static void drop_tables(struct lmt_tokenizer *t)
+{
+	free(t->pairs);
+	free(t->str_hash);
+	free(t->str_id);
+	free(t->special_ids);
+	free(t->special_str);
+	free(t->special_len);
+	lmt_specmatch_release(&t->special_match);
+	t->pairs = NULL;
+	t->str_hash = NULL;
+	t->str_id = NULL;
+	t->special_ids = NULL;
+	t->special_str = NULL;
+	t->special_len = NULL;
+}
+
 void lmt_tok_release(struct lmt_tokenizer *t)
 {
 	free(t->off);
 	free(t->bytes);
 	free(t->special);
-	free(t->special_ids);
-	free(t->special_str);
-	free(t->special_len);
-	if (t->special_match)
-		lmt_specmatch_release(t->special_match);
-	free(t->special_match);
 	free(t->merges);
-	free(t->pairs);
-	free(t->str_hash);
-	free(t->str_id);
+	drop_tables(t);
 	lmt_pretok_release(&t->pt);
 	lmt_tok_init(t);
 }
@@ -309,22 +319,7 @@ int lmt_tok_check_specials(const char *const *specials, int n, struct lmt_err *e
 
 int lmt_tok_finalize(struct lmt_tokenizer *t, struct lmt_err *err)
 {
-	free(t->pairs);
-	free(t->str_hash);
-	free(t->str_id);
-	free(t->special_ids);
-	free(t->special_str);
-	free(t->special_len);
-	if (t->special_match)
-		lmt_specmatch_release(t->special_match);
-	free(t->special_match);
-	t->special_match = NULL;
-	t->pairs = NULL;
-	t->str_hash = NULL;
-	t->str_id = NULL;
-	t->special_ids = NULL;
-	t->special_str = NULL;
-	t->special_len = NULL;
+	drop_tables(t);
 	if (t->n_vocab == 0)
 		return lmt_err_set(err, LMT_EFORMAT, "empty vocabulary");
 
@@ -379,8 +374,7 @@ int lmt_tok_finalize(struct lmt_tokenizer *t, struct lmt_err *err)
 			t->special_len[k] = lmt_tok_len(t, id);
 			t->special_ids[k++] = id; /* ascending, as the loop goes */
 		}
-	t->special_match = malloc(sizeof *t->special_match);
-	if (!t->special_match || lmt_specmatch_init(t->special_match, k, t->special_str, t->special_len))
+	if (lmt_specmatch_init(&t->special_match, k, t->special_str, t->special_len))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	int rc = specials_distinct(t, err);
 	if (rc)
@@ -1046,7 +1040,7 @@ int lmt_tok_encode(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const
 		/* the earliest special string; the longest one where several start there */
 		size_t best = len;
 		uint32_t k = 0;
-		int found = lmt_specmatch_next(t->special_match, text, len, pos, &best, &k);
+		int found = lmt_specmatch_next(&t->special_match, text, len, pos, &best, &k);
 		int rc = encode_ordinary(t, s, text + pos, best - pos, out);
 		if (rc)
 			return rc;
@@ -1059,13 +1053,19 @@ int lmt_tok_encode(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const
 	return 0;
 }
 
-size_t lmt_tok_cut(const struct lmt_tokenizer *t, const char *text, size_t len, size_t from, int allow_special)
+size_t lmt_specmatch_cut(const struct lmt_specmatch *m, const struct lmt_pretok *p, const char *text, size_t len,
+			 size_t from)
 {
 	for (size_t c = from;; c++) {
-		c = lmt_pretok_cut(&t->pt, text, len, c);
-		if (c >= len || !allow_special || !t->n_special || !lmt_specmatch_spans(t->special_match, text, len, c))
+		c = lmt_pretok_cut(p, text, len, c);
+		if (c >= len || !lmt_specmatch_spans(m, text, len, c))
 			return c;
 	}
+}
+
+size_t lmt_tok_cut(const struct lmt_tokenizer *t, const char *text, size_t len, size_t from, int allow_special)
+{
+	return lmt_specmatch_cut(allow_special ? &t->special_match : NULL, &t->pt, text, len, from);
 }
 
 /* sorting the strings: by their bytes, a prefix first */

@@ -49,6 +49,37 @@ struct lmt_merge {
 	uint32_t a, b, c, prio;
 };
 
+/*
+ * Finding special token strings in a text: lmt_specmatch_next gives the leftmost
+ * occurrence at or after pos, the longest of those that start there. The text is
+ * read once: each byte that starts a string is a candidate, and the strings,
+ * sorted, are narrowed a byte at a time (two binary searches) for as far as one
+ * still agrees with the text, so a candidate costs at most the longest string's
+ * length, whatever the number of strings. (Searching for every string again from
+ * each occurrence of any, as encoding and training did, took 12 s on 17 MB with
+ * two strings, one every 2 kB; a pass a string, 2.7 s against 1.7 s on 64 MB with
+ * 201 strings.) Built once, read by any number of threads. Empty strings are never
+ * found; the strings must outlive it.
+ */
+struct lmt_specmatch {
+	uint32_t n, maxlen;
+	const char *const *str;
+	const uint32_t *slen;
+	uint32_t *order;             /* the strings' indices, by their bytes */
+	uint8_t first[256];          /* whether a string starts with the byte */
+	int only;                    /* the one byte every string starts with, or -1 */
+	uint64_t *steps;             /* if set, bytes looked at are added here (the tests') */
+};
+/* 0, or LMT_ENOMEM */
+int lmt_specmatch_init(struct lmt_specmatch *m, uint32_t n, const char *const *str, const uint32_t *slen);
+void lmt_specmatch_release(struct lmt_specmatch *m);
+/* 1 with the occurrence's start and string, or 0 when none starts at pos or later */
+int lmt_specmatch_next(const struct lmt_specmatch *m, const char *text, size_t len, size_t pos, size_t *start,
+		       uint32_t *which);
+/* Whether an occurrence of a string starts before c and ends after it (a document
+ * cut at c would lose it). */
+int lmt_specmatch_spans(const struct lmt_specmatch *m, const char *text, size_t len, size_t c);
+
 struct lmt_tokenizer {
 	uint32_t n_vocab;
 	uint32_t *off;            /* n_vocab + 1 */
@@ -58,7 +89,7 @@ struct lmt_tokenizer {
 	uint32_t *special_ids;    /* ascending */
 	const char **special_str; /* their strings and lengths, in that order */
 	uint32_t *special_len;
-	struct lmt_specmatch *special_match; /* over special_str */
+	struct lmt_specmatch special_match; /* over special_str */
 	uint32_t n_merges;
 	struct lmt_merge *merges;
 	uint32_t byte_id[256];
@@ -141,37 +172,10 @@ struct lmt_u32vec {
  */
 int lmt_tok_encode(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const char *text,
 		   size_t len, int allow_special, struct lmt_u32vec *out);
-/*
- * Finding special token strings in a text: lmt_specmatch_next gives the leftmost
- * occurrence at or after pos, the longest of those that start there. The text is
- * read once: each byte that starts a string is a candidate, and the strings,
- * sorted, are narrowed a byte at a time (two binary searches) for as far as one
- * still agrees with the text, so a candidate costs at most the longest string's
- * length, whatever the number of strings. (Searching for every string again from
- * each occurrence of any, as encoding and training did, took 12 s on 17 MB with
- * two strings, one every 2 kB; a pass a string, 2.7 s against 1.7 s on 64 MB with
- * 201 strings.) Built once, read by any number of threads. Empty strings are never
- * found; the strings must outlive it.
- */
-struct lmt_specmatch {
-	uint32_t n, maxlen;
-	const char *const *str;
-	const uint32_t *slen;
-	uint32_t *order;             /* the strings' indices, by their bytes */
-	uint8_t first[256];          /* whether a string starts with the byte */
-	int only;                    /* the one byte every string starts with, or -1 */
-	uint64_t *steps;             /* if set, bytes looked at are added here (the tests') */
-};
-/* 0, or LMT_ENOMEM */
-int lmt_specmatch_init(struct lmt_specmatch *m, uint32_t n, const char *const *str, const uint32_t *slen);
-void lmt_specmatch_release(struct lmt_specmatch *m);
-/* 1 with the occurrence's start and string, or 0 when none starts at pos or later */
-int lmt_specmatch_next(const struct lmt_specmatch *m, const char *text, size_t len, size_t pos, size_t *start,
-		       uint32_t *which);
-/* Whether an occurrence of a string starts before c and ends after it (a document
- * cut at c would lose it). */
-int lmt_specmatch_spans(const struct lmt_specmatch *m, const char *text, size_t len, size_t c);
-
+/* The first lmt_pretok_cut place in text at or after from that no string of m
+ * spans (m may be NULL: any); len when there is none. */
+size_t lmt_specmatch_cut(const struct lmt_specmatch *m, const struct lmt_pretok *p, const char *text, size_t len,
+			 size_t from);
 /* The first offset at or after from where text may be cut in two that encode
  * apart to its tokens (lmt_pretok_cut; with allow_special, no special token's
  * string across it); len when there is none. */

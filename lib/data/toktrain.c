@@ -102,9 +102,6 @@ static int keep_doc(void *ctx, const struct lmt_doc *d)
  * start there. */
 static int count_doc(const struct lmt_toktrain *tt, struct lmt_toktrain_worker *W, const char *t, size_t n)
 {
-	const struct lmt_toktrain_params *o = &tt->p;
-	if (!o->nspecials)
-		return lmt_wordcount_add_text(&W->wc, &W->it, t, n);
 	size_t pos = 0;
 	while (pos < n) {
 		size_t best = n;
@@ -163,11 +160,7 @@ static void count_item(void *ctx, size_t i, int worker)
 
 size_t lmt_toktrain_cut(const struct lmt_toktrain *t, const char *text, size_t len, size_t from)
 {
-	for (size_t c = from;; c++) {
-		c = lmt_pretok_cut(&t->pt, text, len, c);
-		if (c >= len || !lmt_specmatch_spans(&t->sm, text, len, c))
-			return c;
-	}
+	return lmt_specmatch_cut(&t->sm, &t->pt, text, len, from);
 }
 
 static int add_cut(struct count_job *J, size_t k, size_t off)

@@ -116,6 +116,14 @@ def ratio(a, b):
     return (a[0] / b[0] if b[0] else float('inf'), a[1] / b[1] if b[1] else float('inf'))
 
 
+def speedup_row(name, one, many, n, nd=3):
+    """A row of the -j1 against -j<n> tables: the phase, seconds of each as best/median
+    (nd decimals), the speedup (-j1 seconds / -j<n> seconds) and every time."""
+    o, m = best_median(one), best_median(many)
+    return {'phase': name, 'seconds_j1': bm(o, nd), f'seconds_j{n}': bm(m, nd), 'speedup': bm(ratio(o, m)),
+            'all_j1': [round(x, 9) for x in one], f'all_j{n}': [round(x, 9) for x in many]}
+
+
 def rate(amount, secs):
     """(best, median) seconds -> (best, median) amount per second."""
     return (amount / secs[0], amount / secs[1])

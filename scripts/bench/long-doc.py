@@ -27,8 +27,8 @@ import subprocess
 import tempfile
 
 import corpus as corpora
-from common import BIN, Ceiling, Load, add_corpus_args, bm, best_median, corpus_file, header, kinds, machine, \
-    ratio, run, save, table
+from common import BIN, Ceiling, Load, add_corpus_args, corpus_file, header, kinds, machine, run, save, \
+    speedup_row, table
 
 
 def documents(kind, path, mb):
@@ -70,12 +70,8 @@ def bench(a, kind, tmp):
                 stream=filecmp.cmp(f'{tmp}/e1.lmtoks', f'{tmp}/e{n}.lmtoks', shallow=False))
     if not all(same.values()):
         raise SystemExit(f'-j1 and -j{n} outputs differ: {same}')
-    rows = []
-    for ph, name in (('count', 'tok-train: counting'), ('encode', 'tok-encode')):
-        one_t, many = best_median(t[(ph, 1)]), best_median(t[(ph, n)])
-        rows.append({'phase': name, 'seconds_j1': bm(one_t, 3), f'seconds_j{n}': bm(many, 3),
-                     'speedup': bm(ratio(one_t, many)),
-                     'all_j1': [round(x, 6) for x in t[(ph, 1)]], f'all_j{n}': [round(x, 6) for x in t[(ph, n)]]})
+    rows = [speedup_row(name, t[(ph, 1)], t[(ph, n)], n)
+            for ph, name in (('count', 'tok-train: counting'), ('encode', 'tok-encode'))]
     print(f'# seconds: best/median of {a.repeat} runs each, -j1 and -j{n} taking turns; speedup: -j1 seconds / '
           f'-j{n} seconds; the tokenizer and the stream of -j1 and -j{n} are the same bytes')
     table(rows, ['phase', 'seconds_j1', f'seconds_j{n}', 'speedup'])

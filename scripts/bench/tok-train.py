@@ -47,7 +47,7 @@ import tempfile
 
 import corpus as corpora
 from common import (BIN, Ceiling, Load, add_corpus_args, bm, best_median, corpus_file, header, kinds, machine,
-                    ratio, run, save, table)
+                    ratio, run, save, speedup_row, table)
 
 HF_SCRIPT = r'''
 import json, sys
@@ -186,14 +186,9 @@ def phases(a, kind, tmp):
                 t.setdefault((ph, j), []).append(rec[f'{ph}_seconds'])
     load.stop()
     ceil.stop()
-    rows = []
-    for ph, name in (('count', 'counting'), ('merge', 'merging'), ('setup', 'merging: set-up'),
-                     ('step', 'merging: steps'), ('pick', 'merging: picking')):
-        one, many = best_median(t[(ph, 1)]), best_median(t[(ph, n)])
-        nd = 3 if ph in ('count', 'merge') else 4
-        rows.append({'phase': name, 'seconds_j1': bm(one, nd), f'seconds_j{n}': bm(many, nd),
-                     'speedup': bm(ratio(one, many)),
-                     'all_j1': [round(x, 9) for x in t[(ph, 1)]], f'all_j{n}': [round(x, 9) for x in t[(ph, n)]]})
+    rows = [speedup_row(name, t[(ph, 1)], t[(ph, n)], n, 3 if ph in ('count', 'merge') else 4)
+            for ph, name in (('count', 'counting'), ('merge', 'merging'), ('setup', 'merging: set-up'),
+                             ('step', 'merging: steps'), ('pick', 'merging: picking'))]
     print(f'# seconds: best/median of {a.phases} runs each, -j1 and -j{n} taking turns; '
           f'speedup: -j1 seconds / -j{n} seconds; merging\'s parts as its trained record gives them '
           f'(picking: choosing each batch of merges, one thread alone; the rest is progress records, '

@@ -79,6 +79,23 @@ static int write_archive(const char *name, const char *format, const char *filte
 }
 
 /* Read everything; the documents rendered as "source|ordinal|line|text\n". */
+/* a document as "source|ordinal|line|text\n", the source relative to dir */
+static void put_doc(struct lmt_corpus *c, const struct lmt_doc *d, char **out, size_t *len, size_t *cap)
+{
+	const char *src = lmt_corpus_source_name(c, d->source);
+	const char *base = strstr(src, dir) == src ? src + strlen(dir) + 1 : src;
+	char head[600];
+	int hl = snprintf(head, sizeof head, "%s|%llu|%llu|", base, (unsigned long long)d->ordinal,
+			  (unsigned long long)d->line);
+	LMT_GROW(*out, *cap, *len + (size_t)hl + d->len + 2);
+	memcpy(*out + *len, head, (size_t)hl);
+	*len += (size_t)hl;
+	memcpy(*out + *len, d->text, d->len);
+	*len += d->len;
+	(*out)[(*len)++] = '\n';
+	(*out)[*len] = 0;
+}
+
 static int read_all(const char *const *names, int n, const struct lmt_corpus_opts *o, char **out,
 		    struct lmt_err *err)
 {
@@ -96,19 +113,8 @@ static int read_all(const char *const *names, int n, const struct lmt_corpus_opt
 	int rc = lmt_corpus_open(&c, (const char *const *)paths, n, o, err);
 	if (!rc) {
 		struct lmt_doc d;
-		while ((rc = lmt_corpus_next(c, &d, err)) == 1) {
-			const char *src = lmt_corpus_source_name(c, d.source);
-			const char *base = strstr(src, dir) == src ? src + strlen(dir) + 1 : src;
-			char head[600];
-			int hl = snprintf(head, sizeof head, "%s|%llu|%llu|", base, (unsigned long long)d.ordinal,
-					  (unsigned long long)d.line);
-			LMT_GROW(*out, cap, len + (size_t)hl + d.len + 2);
-			memcpy(*out + len, head, (size_t)hl);
-			len += (size_t)hl;
-			memcpy(*out + len, d.text, d.len);
-			len += d.len;
-			(*out)[len++] = '\n';
-		}
+		while ((rc = lmt_corpus_next(c, &d, err)) == 1)
+			put_doc(c, &d, out, &len, &cap);
 		lmt_corpus_close(c);
 	}
 	LMT_GROW(*out, cap, len + 1);
@@ -498,21 +504,6 @@ static int keep_skip(void *ctx, const struct lmt_doc *d)
 	return ++*(int *)ctx % 3 != 2;
 }
 
-static void put_doc(struct lmt_corpus *c, const struct lmt_doc *d, char **out, size_t *len, size_t *cap)
-{
-	const char *src = lmt_corpus_source_name(c, d->source);
-	const char *base = strstr(src, dir) == src ? src + strlen(dir) + 1 : src;
-	char head[600];
-	int hl = snprintf(head, sizeof head, "%s|%llu|%llu|", base, (unsigned long long)d->ordinal,
-			  (unsigned long long)d->line);
-	LMT_GROW(*out, *cap, *len + (size_t)hl + d->len + 2);
-	memcpy(*out + *len, head, (size_t)hl);
-	*len += (size_t)hl;
-	memcpy(*out + *len, d->text, d->len);
-	*len += d->len;
-	(*out)[(*len)++] = '\n';
-	(*out)[*len] = 0;
-}
 
 static size_t read_docs(const char *const *paths, int n, const struct lmt_corpus_opts *o, int batched, int skip,
 			char **out)
