@@ -62,9 +62,10 @@ int lmt_pretok_next(struct lmt_pretok_iter *it, size_t *start, size_t *n);
 
 /*
  * The first offset c, from <= c < len (and c > 0), at which text may be cut in two
- * whose pieces are text's pieces, in order: between an ASCII letter and an ASCII
- * space, tab, "\r" or "\n", for the built-in patterns. len when there is none,
- * and always for none and custom patterns. So a long document can be split
+ * whose pieces are text's pieces, in order, for the built-in patterns: after a
+ * letter (\p{L}) and before a character that is not a letter, a mark (\p{M}) or an
+ * apostrophe, in any script of the Basic Multilingual Plane (pretok.c says why).
+ * len when there is none, and always for none and custom patterns. So a long document can be split
  * into parts pre-tokenized (and counted or encoded) by different threads, with
  * the same result as one thread gives the whole.
  */

@@ -6,11 +6,15 @@
 
 A text file is one document by default (--txt-docs file), and a corpus often comes
 as one: the threads then share the document, cut into parts only where the
-pre-tokenizer splits the same with the rest of the text or without it (between an
-ASCII letter and a space, tab or line end; tok-train(1), tok-encode(1)). Each corpus
-(scripts/bench/corpus.py) is written as one text file of up to --mb MB, its documents
-joined by newlines, and each tool runs on it at -j1 and on all cores (at least 2),
-taking turns --repeat times: tok-train's counting as its `counted` record gives it
+pre-tokenizer splits the same with the rest of the text or without it (after a
+letter, before a character that is not a letter, a mark or an apostrophe;
+tok-train(1), tok-encode(1)). Each corpus (scripts/bench/corpus.py) is written as
+one text file of up to --mb MB, its documents joined by newlines; with the real
+corpus comes a third file, real-scripts: the lines of the real corpus's first --mb MB
+that hold no ASCII letter and are at least half bytes beyond ASCII (translations into
+Cyrillic, Greek, Arabic, CJK and other scripts), joined by newlines and written again
+and again up to --mb MB, where every cut comes after a letter beyond ASCII. Each tool
+runs on each file at -j1 and on all cores (at least 2), taking turns --repeat times: tok-train's counting as its `counted` record gives it
 (reading and counting the words, the threads' tables merged included), and
 tok-encode's encoding as its summary gives it (reading, encoding and writing the
 stream), with the GPT-2 pattern and a tokenizer tok-train made of the same file.
@@ -22,6 +26,7 @@ import argparse
 import filecmp
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -32,21 +37,33 @@ from common import BIN, Ceiling, Load, add_corpus_args, corpus_file, header, kin
 
 
 def documents(kind, path, mb):
+    """The texts to join into one document, and what they are."""
     limit = int(mb * 1e6)
     if kind == 'synthetic':
         raw = open(path, 'rb').read()[:limit]
-        return [l for l in raw.decode('utf-8', errors='replace').split('\n') if l]
-    return corpora.read_jsonl(path, limit=limit)
+        texts = [l for l in raw.decode('utf-8', errors='replace').split('\n') if l]
+        return texts, f'{len(texts)} lines'
+    if kind == 'real':
+        texts = corpora.read_jsonl(path, limit=limit)
+        return texts, f'{len(texts)} documents'
+    lines = [l for d in corpora.read_jsonl(path, limit=limit) for l in d.split('\n')
+             if l and not re.search('[A-Za-z]', l) and 2 * sum(ord(c) < 128 for c in l) <= len(l.encode())]
+    copies = max(1, limit // max(sum(len(l.encode()) + 1 for l in lines), 1))
+    return lines * copies, (f'the {len(lines)} lines of its first {mb:g} MB that hold no ASCII letter and are '
+                            f'at least half non-ASCII bytes, {copies} times')
 
 
 def bench(a, kind, tmp):
-    path = corpus_file(kind, a)
-    texts = documents(kind, path, a.mb)
+    path = corpus_file('synthetic' if kind == 'synthetic' else 'real', a)
+    texts, what = documents(kind, path, a.mb)
+    if not texts:
+        raise SystemExit(f'{path}: no text for {kind}')
     one = f'{tmp}/{kind}.txt'
     with open(one, 'w', encoding='utf-8') as f:
         f.write('\n'.join(texts))
     st = dict(corpora.stats(['\n'.join(texts)]), joined_docs=len(texts))
-    header(kind, path, st, f' ({len(texts)} documents joined by newlines into one text file)')
+    what = f' ({what}, joined by newlines into one text file)'
+    header(kind, path, st, what)
     n = max(2, os.cpu_count())
     tok = f'{tmp}/{kind}.lmtok'
     run([f'{BIN}/tok-train', '-q', '-p', 'gpt2', '--no-special', '-v', str(a.vocab), '-o', tok, one])
@@ -93,7 +110,7 @@ def main():
     print(f'# lmt on one long document, vocab {a.vocab}, GPT-2 pattern')
     tmp = tempfile.mkdtemp(prefix='lmt-bench-')
     try:
-        results = [bench(a, k, tmp) for k in kinds(a)]
+        results = [bench(a, k, tmp) for k in kinds(a) + (['real-scripts'] if a.corpus != 'synthetic' else [])]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     save(a.json, dict(machine=machine(), vocab=a.vocab, mb=a.mb, repeat=a.repeat, corpora=results))

@@ -118,22 +118,26 @@ for k in ('all_j1', many[0]):
 PY
 
 # one long document (lmt alone): tok-train's counting and tok-encode, -j1 against all
-# cores, on the corpus joined into one text file; the outputs the same bytes
+# cores, on the corpus joined into one text file, and on its lines in other scripts
+# than Latin written again up to --mb; the outputs the same bytes
 LMT_BIN="$BIN" python3 scripts/bench/long-doc.py --corpus real --real-file "$T/real.jsonl" --repeat 2 --vocab 400 \
-	--json "$T/ld.json" > "$T/ld.out" 2> "$T/ld.err"
-python3 - "$T/ld.json" > "$T/ld.chk" 2>&1 <<'PY' && ok "bench long-doc: counting and encoding one document at -j1 and on all cores, 2 turns each, the speedups, the same outputs" || notok "bench long-doc" "$(cat "$T/ld.chk" "$T/ld.err" | tail -c 600)"
+	--mb 0.3 --json "$T/ld.json" > "$T/ld.out" 2> "$T/ld.err"
+python3 - "$T/ld.json" > "$T/ld.chk" 2>&1 <<'PY' && ok "bench long-doc: counting and encoding one document at -j1 and on all cores, 2 turns each, the speedups, the same outputs; the real corpus and its lines without ASCII letters" || notok "bench long-doc" "$(cat "$T/ld.chk" "$T/ld.err" | tail -c 600)"
 import json, sys
 r = json.load(open(sys.argv[1]))
-(c,) = r['corpora']
-assert c['stats']['docs'] == 1 and c['stats']['joined_docs'] > 1, c['stats']
-assert c['same'] == {'tokenizer': True, 'stream': True}, c
-assert [p['phase'] for p in c['phases']] == ['tok-train: counting', 'tok-encode'], c
-for p in c['phases']:
-    many = [k for k in p if k.startswith('all_j') and k != 'all_j1']
-    assert len(many) == 1 and len(p['all_j1']) == 2 and len(p[many[0]]) == 2, p
-    b, m = map(float, p['speedup'].split('/'))
-    assert abs(b - min(p['all_j1']) / min(p[many[0]])) < 0.01 and m > 0, p
-assert sorted(c['ceiling']['before']) == ['alu', 'memory'], c['ceiling']
+assert [c['corpus'] for c in r['corpora']] == ['real', 'real-scripts'], r['corpora']
+for c in r['corpora']:
+    assert c['stats']['docs'] == 1 and c['stats']['joined_docs'] > 1, c['stats']
+    assert c['same'] == {'tokenizer': True, 'stream': True}, c
+    assert [p['phase'] for p in c['phases']] == ['tok-train: counting', 'tok-encode'], c
+    for p in c['phases']:
+        many = [k for k in p if k.startswith('all_j') and k != 'all_j1']
+        assert len(many) == 1 and len(p['all_j1']) == 2 and len(p[many[0]]) == 2, p
+        b, m = map(float, p['speedup'].split('/'))
+        assert abs(b - min(p['all_j1']) / min(p[many[0]])) < 0.01 and m > 0, p
+    assert sorted(c['ceiling']['before']) == ['alu', 'memory'], c['ceiling']
+st = r['corpora'][1]['stats']
+assert st['non_ascii'] >= 0.5 and 0 < st['bytes'] <= 0.31e6, st
 PY
 
 # dedup's corpus on the real documents: planted near-copies after their originals

@@ -134,6 +134,27 @@ grep -q '"pattern":"custom"' "$T/imp-whole.out" && grep -q '"pattern":"gpt2"' "$
 	&& ok "the reference's pattern is custom, the other gpt2" || notok "the reference's pattern" "$(cat "$T"/imp-*.out)"
 same "one long document in parts encodes to the ids of the whole (-j3, --allow-special)" "$T/one-whole.ids" "$T/one-cut.ids"
 same "... and tok-train counts it in parts to the tokenizer of the whole" "$T/onetok-whole.ids" "$T/onetok-cut.ids"
+# ... and a long document in other scripts, without an ASCII letter: Japanese, Chinese,
+# Korean and Telugu (whose vowel signs are marks), cut after letters beyond ASCII.
+# o200k's letter runs take marks, so a cut before a mark would change its pieces
+grep -hv '[A-Za-z]' "$DATA/text/cjk.txt" "$DATA/text/te.txt" > "$T/script1.txt"
+for i in 1 2 3 4 5 6 7 8 9 10 11; do cat "$T/script1.txt" "$T/script1.txt" > "$T/script2.txt" && mv "$T/script2.txt" "$T/script1.txt"; done
+cat > "$T/o200k.re" <<'RE'
+(?:[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)
+RE
+for p in gpt2 o200k; do
+	for k in cut whole; do
+		if [ $k = cut ]; then set -- --pattern $p; elif [ $p = gpt2 ]; then set -- --regex "$re"; else set -- --regex "$(cat "$T/o200k.re")"; fi
+		$TT -q --import "tiktoken:$DATA/tiktoken/gpt2-3000.tiktoken" "$@" -o "$T/simp-$p-$k.lmtok" > /dev/null
+		$TE -q -j3 -t "$T/simp-$p-$k.lmtok" --format ids -o "$T/script-$p-$k.ids" "$T/script1.txt" > "$T/script-$p-$k.out"
+		$TT -q -j3 -v 700 "$@" -o "$T/script-$p-$k.lmtok" "$T/script1.txt" > /dev/null
+		$TE -q -t "$T/script-$p-$k.lmtok" --format ids -o "$T/scripttok-$p-$k.ids" "$T/script1.txt" > /dev/null
+	done
+	jq -e '.documents == 1 and .bytes > 1000000' "$T/script-$p-cut.out" > /dev/null \
+		&& same "one document of 1 MB without ASCII letters, $p: in parts, the ids of the whole (-j3)" \
+			"$T/script-$p-whole.ids" "$T/script-$p-cut.ids" || notok "one document in other scripts" "$(cat "$T/script-$p-cut.out")"
+	same "... and tok-train counts it in parts to the tokenizer of the whole ($p)" "$T/scripttok-$p-whole.ids" "$T/scripttok-$p-cut.ids"
+done
 for j in 1 3; do
 	$TT -q -j$j -t "$T/a.lmtok" --fertility "$T/one.txt" | grep '"fertility"' > "$T/onefert$j"
 done

@@ -662,7 +662,9 @@ static void check_pretok_cut(void)
 	static const char *bits[] = { "a", "Z", "q", "\n", "\n", "\r\n", "\r", " ", "  ", "\t", "\v", "\f", "5", "123",
 		"'s", "'S", "'re", "'LL", "'", ".", "!", "/", "-", "\xc3\xa9", "\xc3\x89", "e\xcc\x81", "\xe4\xb8\xad",
 		"\xd9\xa1", "\xc2\xa0", "\xe2\x80\x83", "\xc2\x85", "\xe2\x80\xa8", "\xff", "\xc3", "\xf0\x9f\x98\x80",
-		"\xca\xb0", "\xc7\x85", "\x1c", "\0" };
+		"\xca\xb0", "\xc7\x85", "\x1c", "\0", "\xe3\x80\x82", "\xe4\xb8\xad\xe6\x96\x87", "\xd0\xb4\xd0\xb0",
+		"\xef\xbc\x8c", "\xf0\xa0\x80\x80", "\xe2\x80\x99", "\xc5\xbf", "\xcc\x81", "\xe0\xa4\x95\xe0\xa4\xbf",
+		"\xed\xa0\x80", "\xef\xbf\xbd", "\xe2\x84\xaa" };
 	const int nb = (int)(sizeof bits / sizeof *bits);
 	const char *pats[] = { "gpt2", "cl100k", "o200k", "gpt2" };
 	struct lmt_u32vec whole = { 0 }, parts = { 0 };
@@ -728,9 +730,17 @@ static void check_pretok_cut(void)
 		size_t n = strlen(u);
 		for (size_t c = lmt_pretok_cut(&g, u, n, 0); c < n; c = lmt_pretok_cut(&g, u, n, c + 1))
 			snprintf(got + strlen(got), sizeof got - strlen(got), " %zu", c);
-		tap_ok(!strcmp(got, " 3 7 17 22"), "cuts after a letter (the s of 's too), before \\n, \\r\\n, a tab "
-		       "or a space; not after a digit, a dot or a letter of another script: at%s (a custom regex that "
-		       "is cl100k's)", got);
+		tap_ok(!strcmp(got, " 3 7 10 13 17 22 26"), "cuts after a letter (the s of 's, an e with an acute "
+		       "too), before \\n, \\r\\n, a digit, a dot, a tab or a space; not after a digit or a space, nor "
+		       "before an apostrophe: at%s (a custom regex that is cl100k's)", got);
+		const char *v = "\xe6\x9d\xb1\xe4\xba\xac\xe3\x80\x82\xe0\xb0\x87\xe0\xb0\xa6\xe0\xb0\xbf x";
+		got[0] = 0;
+		n = strlen(v);
+		for (size_t c = lmt_pretok_cut(&g, v, n, 0); c < n; c = lmt_pretok_cut(&g, v, n, c + 1))
+			snprintf(got + strlen(got), sizeof got - strlen(got), " %zu", c);
+		tap_ok(!strcmp(got, " 6"), "cuts after a letter of another script (the second of two CJK letters, before "
+		       "an ideographic full stop); not between two letters, nor before a mark (a Telugu vowel sign), "
+		       "nor after one: at%s", got);
 		lmt_pretok_release(&g);
 	}
 	free(whole.v);
