@@ -112,7 +112,8 @@ int lmt_pretok_init(struct lmt_pretok *p, const char *name, const char *regex,
 	}
 	p->jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
 	p->code = code;
-	p->ascii_gpt2 = !strcmp(name, "gpt2");
+	p->ascii = !strcmp(name, "gpt2") ? LMT_PRETOK_ASCII_GPT2 : !strcmp(name, "cl100k") ? LMT_PRETOK_ASCII_CL100K
+		 : !strcmp(name, "o200k") ? LMT_PRETOK_ASCII_O200K : 0;
 	p->builtin = src != regex;
 	return 0;
 }
@@ -189,16 +190,21 @@ void lmt_pretok_iter_reset(struct lmt_pretok_iter *it, const char *text, size_t 
 }
 
 /*
- * The gpt2 pattern on ASCII text, by hand: the length of the match PCRE2 would find
- * at pos, or 0 where that depends on a byte above 0x7f (a letter, digit or space of
- * another script may extend a run, or decide a look-ahead), which PCRE2 then
- * settles. The alternatives are tried in the pattern's order, as PCRE2 does:
- *   's|'t|'re|'ve|'m|'ll|'d   ?\p{L}+   ?\p{N}+   ?[^\s\p{L}\p{N}]+
- *   \s+(?!\S)   \s+
- * In ASCII, \p{L} is [A-Za-z], \p{N} [0-9] and \s [\t\n\v\f\r ] (the White_Space
- * set the pattern spells out: 0x1c-0x1f are not in it). Real text is mostly
- * ASCII, and this split costs a table lookup a byte where PCRE2's JIT code cost
- * about a tenth of tok-train's counting.
+ * The built-in patterns on ASCII text, by hand: the length of the match PCRE2 would
+ * find at pos, or 0 where that depends on a byte above 0x7f (a letter, digit or
+ * space of another script may extend a run, or decide a look-ahead; U+017F, long
+ * s, is an s to a caseless contraction), which PCRE2 then settles. In ASCII, \p{L}
+ * is [A-Za-z] (o200k's cased classes: \p{Lu} [A-Z], \p{Ll} [a-z], none of \p{Lt},
+ * \p{Lm}, \p{Lo} or \p{M}), \p{N} is [0-9] and \s is [\t\n\v\f\r ] (the
+ * White_Space set the patterns spell out: 0x1c-0x1f are not in it). Real text is
+ * mostly ASCII, and this split costs a table lookup a byte where PCRE2's JIT code
+ * cost about a tenth of tok-train's counting with gpt2, and a fifth of tok-encode's
+ * time with cl100k. The alternatives are tried in each pattern's order, as PCRE2
+ * does (the first that matches wins, not the longest); test-tokenizer and the
+ * pretok fuzz target compare each split with PCRE2's.
+ *
+ * gpt2:   's|'t|'re|'ve|'m|'ll|'d   ?\p{L}+   ?\p{N}+   ?[^\s\p{L}\p{N}]+
+ *         \s+(?!\S)   \s+
  */
 enum { C_OTHER, C_LETTER, C_DIGIT, C_SPACE, C_HIGH };
 
@@ -249,6 +255,122 @@ static size_t gpt2_ascii(const unsigned char *t, size_t pos, size_t len)
 	return i - pos > 1 ? i - pos - 1 : 1;
 }
 
+/*
+ * cl100k: (?i:'s|'t|'re|'ve|'m|'ll|'d)   [^\r\n\p{L}\p{N}]?\p{L}+   \p{N}{1,3}
+ *         ?[^\s\p{L}\p{N}]+[\r\n]*   \s*[\r\n]+   \s+(?!\S)   \s+
+ * o200k:  [^\r\n\p{L}\p{N}]?\p{Lu}*\p{Ll}+(?i:'s|...)?   [^\r\n\p{L}\p{N}]?\p{Lu}+\p{Ll}*(?i:'s|...)?
+ *         \p{N}{1,3}   ?[^\s\p{L}\p{N}]+[\r\n/]*   \s*[\r\n]+   \s+(?!\S)   \s+
+ * (o200k's classes as they are in ASCII). The two share all but the contraction's
+ * place and the characters after a run of others.
+ */
+
+/* (?i:'s|'t|'re|'ve|'m|'ll|'d) at t[k] (an apostrophe): its length, 0 if none
+ * matches, -1 where a byte above 0x7f decides */
+static int contraction_i(const unsigned char *t, size_t k, size_t len)
+{
+	if (k + 1 >= len)
+		return 0;
+	unsigned a = t[k + 1], b = k + 2 < len ? t[k + 2] : 0;
+	if (a >= 0x80)
+		return -1;
+	a |= 0x20; /* only 'S' and 's' become 's', and so on for the letters */
+	if (a == 's' || a == 't' || a == 'm' || a == 'd')
+		return 2;
+	if (a != 'r' && a != 'v' && a != 'l')
+		return 0;
+	if (b >= 0x80)
+		return -1;
+	b |= 0x20;
+	return (a == 'l' ? b == 'l' : b == 'e') ? 3 : 0;
+}
+
+/* \s*[\r\n]+ | \s+(?!\S) | \s+ at whitespace t[pos] */
+static size_t ws_ascii(const unsigned char *t, size_t pos, size_t len)
+{
+	size_t i = pos, nl = 0;
+	for (; i < len && ascii_class[t[i]] == C_SPACE; i++)
+		if (t[i] == '\r' || t[i] == '\n')
+			nl = i + 1;
+	if (i < len && ascii_class[t[i]] == C_HIGH)
+		return 0; /* a space of another script would extend the run */
+	if (nl)
+		return nl - pos; /* up to the run's last line end */
+	if (i == len)
+		return i - pos;
+	return i - pos > 1 ? i - pos - 1 : 1;
+}
+
+static size_t cl_o200k_ascii(const unsigned char *t, size_t pos, size_t len, int o200k)
+{
+	const unsigned c0 = ascii_class[t[pos]];
+	if (c0 == C_HIGH)
+		return 0;
+	if (!o200k && t[pos] == '\'') {
+		int m = contraction_i(t, pos, len);
+		if (m)
+			return m < 0 ? 0 : (size_t)m;
+	}
+	/* a letter run, after at most one character that is no line end, letter or digit */
+	size_t i = pos;
+	if ((c0 == C_OTHER || (c0 == C_SPACE && t[pos] != '\r' && t[pos] != '\n')) && pos + 1 < len) {
+		unsigned c1 = ascii_class[t[pos + 1]];
+		if (c1 == C_HIGH)
+			return 0;
+		i += c1 == C_LETTER;
+	}
+	if (ascii_class[t[i]] == C_LETTER) {
+		if (o200k) /* upper case, then lower case: \p{Lu}*\p{Ll}+ or \p{Lu}+\p{Ll}* */
+			while (i < len && t[i] >= 'A' && t[i] <= 'Z')
+				i++;
+		if (i < len && t[i] >= 0x80)
+			return 0;
+		while (i < len && ascii_class[t[i]] == C_LETTER && (!o200k || t[i] >= 'a'))
+			i++;
+		if (i < len && t[i] >= 0x80)
+			return 0;
+		if (o200k && i < len && t[i] == '\'') {
+			int m = contraction_i(t, i, len);
+			if (m < 0)
+				return 0;
+			i += (size_t)m;
+		}
+		return i - pos;
+	}
+	if (c0 == C_DIGIT) {
+		while (i < len && i - pos < 3 && ascii_class[t[i]] == C_DIGIT)
+			i++;
+		if (i - pos < 3 && i < len && t[i] >= 0x80)
+			return 0; /* a digit of another script would go on */
+		return i - pos;
+	}
+	/* others, after at most one space, then line ends (and slashes, o200k) */
+	if (t[i] == ' ' && i + 1 < len && ascii_class[t[i + 1]] == C_OTHER)
+		i++;
+	if (ascii_class[t[i]] == C_OTHER) {
+		while (i < len && ascii_class[t[i]] == C_OTHER)
+			i++;
+		if (i < len && t[i] >= 0x80)
+			return 0;
+		while (i < len && (t[i] == '\r' || t[i] == '\n' || (o200k && t[i] == '/')))
+			i++;
+		return i - pos;
+	}
+	return ws_ascii(t, pos, len);
+}
+
+/* The hand split of p's pattern at pos, or 0 to ask PCRE2. */
+static size_t ascii_piece(int kind, const unsigned char *t, size_t pos, size_t len)
+{
+	switch (kind) {
+	case LMT_PRETOK_ASCII_GPT2:
+		return gpt2_ascii(t, pos, len);
+	case LMT_PRETOK_ASCII_CL100K:
+		return cl_o200k_ascii(t, pos, len, 0);
+	default:
+		return cl_o200k_ascii(t, pos, len, 1);
+	}
+}
+
 int lmt_pretok_next(struct lmt_pretok_iter *it, size_t *start, size_t *n)
 {
 	if (it->pos >= it->len)
@@ -259,8 +381,8 @@ int lmt_pretok_next(struct lmt_pretok_iter *it, size_t *start, size_t *n)
 		it->pos = it->len;
 		return 1;
 	}
-	if (!it->have && it->p->ascii_gpt2) {
-		size_t m = gpt2_ascii((const unsigned char *)it->text, it->pos, it->len);
+	if (!it->have && it->p->ascii) {
+		size_t m = ascii_piece(it->p->ascii, (const unsigned char *)it->text, it->pos, it->len);
 		if (m) {
 			*start = it->pos;
 			*n = m;

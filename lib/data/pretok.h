@@ -24,12 +24,14 @@
 
 #include "core/error.h"
 
+enum { LMT_PRETOK_ASCII_GPT2 = 1, LMT_PRETOK_ASCII_CL100K, LMT_PRETOK_ASCII_O200K };
+
 struct lmt_pretok {
 	char name[32];       /* "gpt2", "cl100k", "o200k", "none" or "custom" */
 	char *regex;         /* the PCRE2 source, NULL for none */
 	void *code;          /* pcre2_code_8 */
 	int jit;             /* JIT compilation succeeded */
-	int ascii_gpt2;      /* gpt2: pieces of ASCII text are split by hand (pretok.c) */
+	int ascii;           /* LMT_PRETOK_ASCII_*: pieces of ASCII text split by hand (pretok.c); 0: PCRE2 alone */
 	int builtin;         /* gpt2, cl100k or o200k: lmt_pretok_cut finds cuts */
 };
 

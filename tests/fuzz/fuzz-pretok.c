@@ -1,12 +1,13 @@
 /*
- * fuzz-pretok.c: the places lmt_pretok_cut gives keep the pieces, on any bytes.
+ * fuzz-pretok.c: the pre-tokenizer's hand split of ASCII equals PCRE2's, and the
+ * places lmt_pretok_cut gives keep the pieces, on any bytes.
  *
- * The first byte picks the pattern (gpt2, cl100k, o200k, or gpt2 through PCRE2
- * alone, without its ASCII path); the rest is the text. Every place the cut search
- * gives must lie inside the text, after the last, and split it into two parts whose
- * pieces are the whole's pieces, in order: the promise that lets threads share a
- * long document (tok-train's counting, tok-encode's parts). Up to 64 places an
- * input are checked, spread over the text.
+ * The first byte picks the pattern (gpt2, cl100k, o200k); the rest is the text.
+ * Its pieces with the hand split of ASCII (pretok.c) must be PCRE2's alone. Every
+ * place the cut search gives must lie inside the text, after the last, and split
+ * it into two parts whose pieces are the whole's pieces, in order: the promise
+ * that lets threads share a long document (tok-train's counting, tok-encode's
+ * parts). Up to 64 places an input are checked, spread over the text.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,25 +38,32 @@ static void split(struct lmt_pretok_iter *it, const char *t, size_t n, size_t ba
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *names[] = { "gpt2", "cl100k", "o200k", "gpt2" };
-	static struct lmt_pretok pt[4];
-	static struct lmt_pretok_iter it[4];
+	static const char *names[] = { "gpt2", "cl100k", "o200k" };
+	static struct lmt_pretok pt[3], ref[3];
+	static struct lmt_pretok_iter it[3], rit[3];
 	static int ready;
 	if (!ready) {
 		struct lmt_err err;
-		for (int i = 0; i < 4; i++)
-			if (lmt_pretok_init(&pt[i], names[i], NULL, &err) || lmt_pretok_iter_init(&it[i], &pt[i]))
+		for (int i = 0; i < 3; i++) {
+			if (lmt_pretok_init(&pt[i], names[i], NULL, &err) || lmt_pretok_iter_init(&it[i], &pt[i]) ||
+			    lmt_pretok_init(&ref[i], names[i], NULL, &err) || !pt[i].ascii)
 				abort();
-		pt[3].ascii_gpt2 = 0;
+			ref[i].ascii = 0; /* PCRE2 alone */
+			if (lmt_pretok_iter_init(&rit[i], &ref[i]))
+				abort();
+		}
 		ready = 1;
 	}
 	if (size < 1)
 		return 0;
-	const int q = data[0] & 3;
+	const int q = data[0] % 3;
 	const char *text = (const char *)data + 1;
 	const size_t n = size - 1;
 	struct pieces whole = { 0 }, parts = { 0 };
 	split(&it[q], text, n, 0, &whole);
+	split(&rit[q], text, n, 0, &parts);
+	if (parts.n != whole.n || (whole.n && memcmp(parts.v, whole.v, whole.n * sizeof *whole.v)))
+		abort();
 	size_t cuts[1024], nc = 0;
 	for (size_t c = lmt_pretok_cut(&pt[q], text, n, 0); c < n; c = lmt_pretok_cut(&pt[q], text, n, c + 1)) {
 		if (c == 0 || (nc && c <= cuts[nc - 1]))

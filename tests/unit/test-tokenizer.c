@@ -573,60 +573,68 @@ static void check_bad_models(void)
 	       "the string of an import's special token spec");
 }
 
-/* gpt2's hand split of ASCII text (pretok.c) against PCRE2 alone, on strings of
- * pieces chosen to meet every branch: contractions, runs of each class with and
- * without a space before them, whitespace before text, other whitespace and the
- * end, and bytes above 0x7f (letters, digits, spaces of other scripts, symbols and
+/* The hand splits of ASCII text (pretok.c) against PCRE2 alone, for each built-in
+ * pattern, on strings of pieces chosen to meet every branch: contractions in both
+ * cases and cut short, runs of each class (o200k's upper and lower case) with and
+ * without a character before them, whitespace before text, line ends inside and
+ * after whitespace, other whitespace and the end, slashes after others, and bytes
+ * above 0x7f (letters, digits, spaces of other scripts, long s, a mark, symbols and
  * invalid UTF-8) where the hand split must leave the decision to PCRE2 */
-static void check_ascii_gpt2(void)
+static void check_ascii_split(void)
 {
 	static const char *bits[] = { "a", "Z", "5", " ", "  ", "\n", "\t", "\r\n", "'", "'s", "'re",
 		"'ll", "'ve", "'d", "'m", "'t", "'x", "'r", "'v", "'l", "!", ".", "\x1c", "\v", "\x7f",
 		"\xc3\xa9", "\xe4\xb8\xad", "\xc2\xa0", "\xe2\x80\x83", "\xc2\x85", "\xd9\xa1", "\xff",
-		"\xc3", "\xf0\x9f\x98\x80", "-", "ab", "12" };
+		"\xc3", "\xf0\x9f\x98\x80", "-", "ab", "12", "'S", "'RE", "'Ll", "'vE", "'D", "Hello", "HELLO",
+		"heLLo", "/", "\n\n", "\r", "\f", "1234", "\xc5\xbf", "\xcc\x81", "\xc3\x89", "'\xc5\xbf",
+		" \n", "\t\n ", "A", "b", "\"", "0" };
+	static const char *pats[] = { "gpt2", "cl100k", "o200k" };
 	const int nb = (int)(sizeof bits / sizeof *bits);
 	struct lmt_err err;
-	struct lmt_pretok fast, ref;
-	struct lmt_pretok_iter a, b;
-	if (!tap_ok(lmt_pretok_init(&fast, "gpt2", NULL, &err) == 0 &&
-		    lmt_pretok_init(&ref, "gpt2", NULL, &err) == 0, "compile gpt2 twice"))
-		return;
-	tap_ok(fast.ascii_gpt2, "gpt2 splits ASCII by hand");
-	ref.ascii_gpt2 = 0;
-	lmt_pretok_iter_init(&a, &fast);
-	lmt_pretok_iter_init(&b, &ref);
-	uint64_t x = 12345;
-	int bad = 0, strings = 0;
-	char text[256];
-	for (; strings < 200000 && !bad; strings++) {
-		size_t n = 0;
-		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-		int k = (int)(x >> 60);
-		for (int j = 0; j < k; j++) {
+	for (int q = 0; q < 3; q++) {
+		struct lmt_pretok fast, ref;
+		struct lmt_pretok_iter a, b;
+		if (!tap_ok(lmt_pretok_init(&fast, pats[q], NULL, &err) == 0 &&
+			    lmt_pretok_init(&ref, pats[q], NULL, &err) == 0, "compile %s twice", pats[q]))
+			return;
+		tap_ok(fast.ascii == LMT_PRETOK_ASCII_GPT2 + q, "%s splits ASCII by hand", pats[q]);
+		ref.ascii = 0;
+		lmt_pretok_iter_init(&a, &fast);
+		lmt_pretok_iter_init(&b, &ref);
+		uint64_t x = 12345;
+		int bad = 0, strings = 0;
+		char text[256];
+		for (; strings < 200000 && !bad; strings++) {
+			size_t n = 0;
 			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-			const char *p = bits[(x >> 33) % (uint64_t)nb];
-			size_t l = strlen(p);
-			memcpy(text + n, p, l);
-			n += l;
-		}
-		lmt_pretok_iter_reset(&a, text, n);
-		lmt_pretok_iter_reset(&b, text, n);
-		for (;;) {
-			size_t s1 = 0, n1 = 0, s2 = 0, n2 = 0;
-			int r1 = lmt_pretok_next(&a, &s1, &n1), r2 = lmt_pretok_next(&b, &s2, &n2);
-			if (r1 != r2 || s1 != s2 || n1 != n2) {
-				tap_diag("'%.*s': piece at %zu+%zu, PCRE2 %zu+%zu", (int)n, text, s1, n1, s2, n2);
-				bad = 1;
+			int k = (int)(x >> 60);
+			for (int j = 0; j < k; j++) {
+				x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+				const char *p = bits[(x >> 33) % (uint64_t)nb];
+				size_t l = strlen(p);
+				memcpy(text + n, p, l);
+				n += l;
 			}
-			if (!r1 || bad)
-				break;
+			lmt_pretok_iter_reset(&a, text, n);
+			lmt_pretok_iter_reset(&b, text, n);
+			for (;;) {
+				size_t s1 = 0, n1 = 0, s2 = 0, n2 = 0;
+				int r1 = lmt_pretok_next(&a, &s1, &n1), r2 = lmt_pretok_next(&b, &s2, &n2);
+				if (r1 != r2 || s1 != s2 || n1 != n2) {
+					tap_diag("%s: '%.*s': piece at %zu+%zu, PCRE2 %zu+%zu", pats[q], (int)n, text, s1, n1,
+						 s2, n2);
+					bad = 1;
+				}
+				if (!r1 || bad)
+					break;
+			}
 		}
+		tap_ok(!bad, "%s: the ASCII split equals PCRE2's on %d generated strings", pats[q], strings);
+		lmt_pretok_iter_release(&a);
+		lmt_pretok_iter_release(&b);
+		lmt_pretok_release(&fast);
+		lmt_pretok_release(&ref);
 	}
-	tap_ok(!bad, "gpt2: the ASCII split equals PCRE2's on %d generated strings", strings);
-	lmt_pretok_iter_release(&a);
-	lmt_pretok_iter_release(&b);
-	lmt_pretok_release(&fast);
-	lmt_pretok_release(&ref);
 }
 
 /* the pieces of text[0..n) as start + length pairs, shifted by base, appended to v */
@@ -676,7 +684,7 @@ static void check_pretok_cut(void)
 		if (!tap_ok(lmt_pretok_init(&pt, pats[q], NULL, &err) == 0, "compile %s", pats[q]))
 			continue;
 		if (q == 3)
-			pt.ascii_gpt2 = 0; /* PCRE2 alone */
+			pt.ascii = 0; /* PCRE2 alone */
 		lmt_pretok_iter_init(&it, &pt);
 		int bad = 0, cuts = 0, other = 0, changed = 0;
 		char text[512];
@@ -936,7 +944,7 @@ int main(void)
 	check_specmatch();
 	check_index_spill();
 	check_pretok();
-	check_ascii_gpt2();
+	check_ascii_split();
 	check_pretok_cut();
 	check_tiktoken();
 	check_roundtrip();
