@@ -464,6 +464,7 @@ static const unsigned char cut_ascii[128] = {
 };
 
 static unsigned char cut_bmp[0x10000];
+static int cut_bmp_ready;
 static pthread_once_t cut_bmp_once = PTHREAD_ONCE_INIT;
 
 /* Give each character of s[0..n) that the matches of pat cover the class cls; 0,
@@ -508,29 +509,34 @@ static void cut_bmp_fill(void)
 	if (!s || cut_mark("\\p{M}+", s, n, CUT_NONE) || cut_mark("\\p{L}+", s, n, CUT_LETTER))
 		memset(cut_bmp, CUT_NONE, sizeof cut_bmp);
 	free(s);
+	__atomic_store_n(&cut_bmp_ready, 1, __ATOMIC_RELEASE);
 }
 
-/* The class of the character at t[0..n) (n > 0), beyond ASCII. */
-static unsigned cut_high(const unsigned char *t, size_t n, int *len)
+/* The class of the character at t[0..n) (n > 0), and its length (1 for a byte
+ * that starts no valid character). */
+static inline unsigned cut_class(const unsigned char *t, size_t n, int *len)
 {
+	if (t[0] < 0x80) {
+		*len = 1;
+		return cut_ascii[t[0]];
+	}
 	uint32_t cp;
 	*len = lmt_utf8_decode_fast(t, n, &cp);
 	if (cp >= 0x10000)
 		return CUT_NONE; /* beyond the plane, or invalid */
-	pthread_once(&cut_bmp_once, cut_bmp_fill);
+	if (!__atomic_load_n(&cut_bmp_ready, __ATOMIC_ACQUIRE))
+		pthread_once(&cut_bmp_once, cut_bmp_fill);
 	return cut_bmp[cp];
 }
 
 /* Whether the character that ends just before t[i] (i > 0) is a letter. */
 static int letter_before(const unsigned char *t, size_t i)
 {
-	if (t[i - 1] < 0x80)
-		return cut_ascii[t[i - 1]] == CUT_LETTER;
 	size_t s = i - 1;
 	while (s > 0 && i - s < 4 && (t[s] & 0xc0) == 0x80)
 		s--;
 	int len;
-	return cut_high(t + s, i - s, &len) == CUT_LETTER && (size_t)len == i - s;
+	return cut_class(t + s, i - s, &len) == CUT_LETTER && (size_t)len == i - s;
 }
 
 size_t lmt_pretok_cut(const struct lmt_pretok *p, const char *text, size_t len, size_t from)
@@ -538,12 +544,17 @@ size_t lmt_pretok_cut(const struct lmt_pretok *p, const char *text, size_t len, 
 	if (!p->builtin)
 		return len;
 	const unsigned char *t = (const unsigned char *)text;
-	for (size_t i = from ? from : 1; i < len; i++) {
-		int l;
-		if (t[i] < 0x80 ? cut_ascii[t[i]] == CUT_AFTER
-				: (t[i] & 0xc0) != 0x80 && cut_high(t + i, len - i, &l) == CUT_AFTER)
-			if (letter_before(t, i))
-				return i;
+	size_t i = from ? from : 1;
+	while (i < len && (t[i] & 0xc0) == 0x80) /* not where a character starts */
+		i++;
+	if (i >= len)
+		return len;
+	/* then character by character, each decoded once */
+	for (int letter = letter_before(t, i), l; i < len; i += (size_t)l) {
+		unsigned c = cut_class(t + i, len - i, &l);
+		if (c == CUT_AFTER && letter)
+			return i;
+		letter = c == CUT_LETTER;
 	}
 	return len;
 }
