@@ -27,16 +27,18 @@ static const struct {
 	const char *name;
 	const char *src;      /* as published */
 	const char *pcre;     /* what we compile: \s spelled out */
+	int ascii;            /* its hand split of ASCII (lmt_pretok_next) */
 } builtins[] = {
 	{ "gpt2",
 	  "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
 	  "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^" WS "\\p{L}\\p{N}]+|[" WS "]+(?![^" WS
-	  "])|[" WS "]+" },
+	  "])|[" WS "]+", LMT_PRETOK_ASCII_GPT2 },
 	{ "cl100k",
 	  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+"
 	  "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
 	  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^" WS
-	  "\\p{L}\\p{N}]+[\\r\\n]*|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+" },
+	  "\\p{L}\\p{N}]+[\\r\\n]*|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+",
+	  LMT_PRETOK_ASCII_CL100K },
 	{ "o200k",
 	  "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
 	  "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
@@ -45,7 +47,8 @@ static const struct {
 	  "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
 	  "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
 	  "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^" WS
-	  "\\p{L}\\p{N}]+[\\r\\n/]*|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+" },
+	  "\\p{L}\\p{N}]+[\\r\\n/]*|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+",
+	  LMT_PRETOK_ASCII_O200K },
 };
 
 const char *lmt_pretok_builtin(const char *name)
@@ -69,6 +72,7 @@ int lmt_pretok_init(struct lmt_pretok *p, const char *name, const char *regex,
 {
 	memset(p, 0, sizeof *p);
 	const char *src = NULL, *pcre = NULL;
+	int ascii = 0;
 	if (!name || !*name)
 		name = regex ? "custom" : "none";
 	if (!strcmp(name, "none")) {
@@ -79,6 +83,7 @@ int lmt_pretok_init(struct lmt_pretok *p, const char *name, const char *regex,
 		if (!strcmp(builtins[i].name, name)) {
 			src = builtins[i].src;
 			pcre = builtins[i].pcre;
+			ascii = builtins[i].ascii;
 		}
 	if (!src) {
 		if (strcmp(name, "custom") || !regex)
@@ -112,8 +117,7 @@ int lmt_pretok_init(struct lmt_pretok *p, const char *name, const char *regex,
 	}
 	p->jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
 	p->code = code;
-	p->ascii = !strcmp(name, "gpt2") ? LMT_PRETOK_ASCII_GPT2 : !strcmp(name, "cl100k") ? LMT_PRETOK_ASCII_CL100K
-		 : !strcmp(name, "o200k") ? LMT_PRETOK_ASCII_O200K : 0;
+	p->ascii = ascii;
 	p->builtin = src != regex;
 	return 0;
 }
@@ -216,6 +220,25 @@ static const unsigned char ascii_class[256] = {
 	[0x80 ... 0xff] = C_HIGH,
 };
 
+/* At whitespace t[pos]: \s+(?!\S) | \s+ (the whole run if what follows is
+ * whitespace or the end, else all but its last character if that leaves any,
+ * else the one character), and with lines \s*[\r\n]+ before them (up to the
+ * run's last line end, if it has one) */
+static size_t ws_ascii(const unsigned char *t, size_t pos, size_t len, int lines)
+{
+	size_t i = pos, nl = 0;
+	for (; i < len && ascii_class[t[i]] == C_SPACE; i++)
+		if (lines && (t[i] == '\r' || t[i] == '\n'))
+			nl = i + 1;
+	if (i < len && ascii_class[t[i]] == C_HIGH)
+		return 0; /* a space of another script would extend the run */
+	if (nl)
+		return nl - pos;
+	if (i == len)
+		return i - pos;
+	return i - pos > 1 ? i - pos - 1 : 1;
+}
+
 static size_t gpt2_ascii(const unsigned char *t, size_t pos, size_t len)
 {
 	size_t i = pos;
@@ -244,15 +267,7 @@ static size_t gpt2_ascii(const unsigned char *t, size_t pos, size_t len)
 			return 0; /* the run might go on */
 		return i - pos;
 	}
-	/* whitespace: the whole run if what follows is whitespace or the end, else
-	 * all but its last character if that leaves any, else the one character */
-	while (i < len && ascii_class[t[i]] == C_SPACE)
-		i++;
-	if (i == len)
-		return i - pos;
-	if (ascii_class[t[i]] == C_HIGH)
-		return 0; /* a space of another script would extend the run */
-	return i - pos > 1 ? i - pos - 1 : 1;
+	return ws_ascii(t, pos, len, 0);
 }
 
 /*
@@ -282,22 +297,6 @@ static int contraction_i(const unsigned char *t, size_t k, size_t len)
 		return -1;
 	b |= 0x20;
 	return (a == 'l' ? b == 'l' : b == 'e') ? 3 : 0;
-}
-
-/* \s*[\r\n]+ | \s+(?!\S) | \s+ at whitespace t[pos] */
-static size_t ws_ascii(const unsigned char *t, size_t pos, size_t len)
-{
-	size_t i = pos, nl = 0;
-	for (; i < len && ascii_class[t[i]] == C_SPACE; i++)
-		if (t[i] == '\r' || t[i] == '\n')
-			nl = i + 1;
-	if (i < len && ascii_class[t[i]] == C_HIGH)
-		return 0; /* a space of another script would extend the run */
-	if (nl)
-		return nl - pos; /* up to the run's last line end */
-	if (i == len)
-		return i - pos;
-	return i - pos > 1 ? i - pos - 1 : 1;
 }
 
 static size_t cl_o200k_ascii(const unsigned char *t, size_t pos, size_t len, int o200k)
@@ -355,7 +354,7 @@ static size_t cl_o200k_ascii(const unsigned char *t, size_t pos, size_t len, int
 			i++;
 		return i - pos;
 	}
-	return ws_ascii(t, pos, len);
+	return ws_ascii(t, pos, len, 1);
 }
 
 /* The hand split of p's pattern at pos, or 0 to ask PCRE2. */
@@ -454,8 +453,8 @@ int lmt_pretok_next(struct lmt_pretok_iter *it, size_t *start, size_t *n)
  * fill the first time a cut search meets a character beyond ASCII. Characters
  * beyond the plane and invalid UTF-8 are never next to a place (fewer places,
  * never a wrong one). The tests check the rule on random text of every class
- * (check_pretok_cut in tests/unit/test-tokenizer.c), through PCRE2 and gpt2's
- * ASCII path alike.
+ * (check_pretok_cut in tests/unit/test-tokenizer.c), through PCRE2 alone and the
+ * hand splits of ASCII alike, and the pretok fuzz target on any bytes.
  */
 enum { CUT_AFTER, CUT_LETTER, CUT_NONE }; /* CUT_AFTER: may follow a letter at a cut */
 

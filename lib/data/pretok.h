@@ -67,9 +67,9 @@ int lmt_pretok_next(struct lmt_pretok_iter *it, size_t *start, size_t *n);
  * whose pieces are text's pieces, in order, for the built-in patterns: after a
  * letter (\p{L}) and before a character that is not a letter, a mark (\p{M}) or an
  * apostrophe, in any script of the Basic Multilingual Plane (pretok.c says why).
- * len when there is none, and always for none and custom patterns. So a long document can be split
- * into parts pre-tokenized (and counted or encoded) by different threads, with
- * the same result as one thread gives the whole.
+ * len when there is none, and always for none and custom patterns. So a long
+ * document can be split into parts pre-tokenized (and counted or encoded) by
+ * different threads, with the same result as one thread gives the whole.
  */
 size_t lmt_pretok_cut(const struct lmt_pretok *p, const char *text, size_t len, size_t from);
 

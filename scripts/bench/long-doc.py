@@ -14,10 +14,11 @@ corpus comes a third file, real-scripts: the lines of the real corpus's first --
 that hold no ASCII letter and are at least half bytes beyond ASCII (translations into
 Cyrillic, Greek, Arabic, CJK and other scripts), joined by newlines and written again
 and again up to --mb MB, where every cut comes after a letter beyond ASCII. Each tool
-runs on each file at -j1 and on all cores (at least 2), taking turns --repeat times: tok-train's counting as its `counted` record gives it
-(reading and counting the words, the threads' tables merged included), and
-tok-encode's encoding as its summary gives it (reading, encoding and writing the
-stream), with the GPT-2 pattern and a tokenizer tok-train made of the same file.
+runs on each file at -j1 and on all cores (at least 2), taking turns --repeat times:
+tok-train's counting as its `counted` record gives it (reading and counting the
+words, the threads' tables merged included), and tok-encode's encoding as its
+summary gives it (reading, encoding and writing the stream), with the GPT-2 pattern
+and a tokenizer tok-train made of the same file.
 The outputs of -j1 and of all cores must be the same bytes. Figures are best/median;
 the speedup is -j1 seconds / all cores' seconds. Before and after the runs, the
 machine's own ceiling for all cores against one (common.Ceiling), and the load.
@@ -62,8 +63,7 @@ def bench(a, kind, tmp):
     with open(one, 'w', encoding='utf-8') as f:
         f.write('\n'.join(texts))
     st = dict(corpora.stats(['\n'.join(texts)]), joined_docs=len(texts))
-    what = f' ({what}, joined by newlines into one text file)'
-    header(kind, path, st, what)
+    header(kind, path, st, f' ({what}, joined by newlines into one text file)')
     n = max(2, os.cpu_count())
     tok = f'{tmp}/{kind}.lmtok'
     run([f'{BIN}/tok-train', '-q', '-p', 'gpt2', '--no-special', '-v', str(a.vocab), '-o', tok, one])

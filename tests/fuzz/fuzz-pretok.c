@@ -36,6 +36,11 @@ static void split(struct lmt_pretok_iter *it, const char *t, size_t n, size_t ba
 	}
 }
 
+static int same(const struct pieces *a, const struct pieces *b)
+{
+	return a->n == b->n && (!a->n || !memcmp(a->v, b->v, a->n * sizeof *a->v));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *names[] = { "gpt2", "cl100k", "o200k" };
@@ -62,12 +67,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct pieces whole = { 0 }, parts = { 0 };
 	split(&it[q], text, n, 0, &whole);
 	split(&rit[q], text, n, 0, &parts);
-	if (parts.n != whole.n || (whole.n && memcmp(parts.v, whole.v, whole.n * sizeof *whole.v)))
+	if (!same(&parts, &whole))
 		abort();
 	size_t cuts[1024], nc = 0;
-	for (size_t c = lmt_pretok_cut(&pt[q], text, n, 0); c < n; c = lmt_pretok_cut(&pt[q], text, n, c + 1)) {
-		if (c == 0 || (nc && c <= cuts[nc - 1]))
-			abort();
+	for (size_t c = lmt_pretok_cut(&pt[q], text, n, 0), last = 0; c < n;
+	     last = c, c = lmt_pretok_cut(&pt[q], text, n, c + 1)) {
+		if (c <= last)
+			abort(); /* at 0, or not after the last */
 		if (nc < sizeof cuts / sizeof *cuts)
 			cuts[nc++] = c;
 	}
@@ -77,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		parts.n = 0;
 		split(&it[q], text, c, 0, &parts);
 		split(&it[q], text + c, n - c, c, &parts);
-		if (parts.n != whole.n || memcmp(parts.v, whole.v, whole.n * sizeof *whole.v))
+		if (!same(&parts, &whole))
 			abort();
 	}
 	free(whole.v);

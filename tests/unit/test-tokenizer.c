@@ -660,6 +660,15 @@ static int cut_keeps(struct lmt_pretok_iter *it, const char *text, size_t n, siz
 	return whole->n == parts->n && !memcmp(whole->v, parts->v, whole->n * 4);
 }
 
+/* every place lmt_pretok_cut gives in text, as " 3 7 ..." in got (cap bytes) */
+static void cut_places(const struct lmt_pretok *p, const char *text, char *got, size_t cap)
+{
+	size_t n = strlen(text);
+	got[0] = 0;
+	for (size_t c = lmt_pretok_cut(p, text, n, 0); c < n; c = lmt_pretok_cut(p, text, n, c + 1))
+		snprintf(got + strlen(got), cap - strlen(got), " %zu", c);
+}
+
 /* lmt_pretok_cut's cuts, on random strings of every class the patterns tell
  * apart (letters of each case and script, marks, digits, contractions, each kind
  * of whitespace and line end, punctuation, invalid UTF-8): the two parts split
@@ -734,18 +743,13 @@ static void check_pretok_cut(void)
 	struct lmt_pretok g;
 	if (lmt_pretok_init(&g, "custom", lmt_pretok_builtin("cl100k"), &err) == 0) {
 		const char *u = "abc\ndef\r\ng1 h.\tij\t k's x\xc3\xa9 yz";
-		char got[64] = "";
-		size_t n = strlen(u);
-		for (size_t c = lmt_pretok_cut(&g, u, n, 0); c < n; c = lmt_pretok_cut(&g, u, n, c + 1))
-			snprintf(got + strlen(got), sizeof got - strlen(got), " %zu", c);
+		char got[64];
+		cut_places(&g, u, got, sizeof got);
 		tap_ok(!strcmp(got, " 3 7 10 13 17 22 26"), "cuts after a letter (the s of 's, an e with an acute "
 		       "too), before \\n, \\r\\n, a digit, a dot, a tab or a space; not after a digit or a space, nor "
 		       "before an apostrophe: at%s (a custom regex that is cl100k's)", got);
 		const char *v = "\xe6\x9d\xb1\xe4\xba\xac\xe3\x80\x82\xe0\xb0\x87\xe0\xb0\xa6\xe0\xb0\xbf x";
-		got[0] = 0;
-		n = strlen(v);
-		for (size_t c = lmt_pretok_cut(&g, v, n, 0); c < n; c = lmt_pretok_cut(&g, v, n, c + 1))
-			snprintf(got + strlen(got), sizeof got - strlen(got), " %zu", c);
+		cut_places(&g, v, got, sizeof got);
 		tap_ok(!strcmp(got, " 6"), "cuts after a letter of another script (the second of two CJK letters, before "
 		       "an ideographic full stop); not between two letters, nor before a mark (a Telugu vowel sign), "
 		       "nor after one: at%s", got);
