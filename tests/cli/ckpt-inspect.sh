@@ -54,6 +54,8 @@ check_fail "ckpt-reshard: a missing checkpoint says why (it said 'not a checkpoi
 	"'$T/nowhere': cannot open the checkpoint directory: No such file or directory" "$BIN/ckpt-reshard" -w 2 "$T/nowhere" "$T/rs"
 check_fail "--atol without --diff is a usage error" 2 "apply to --diff" $CI --atol 0.1 "$S5"
 check_fail "a bad --atol names the option" 2 "'--atol'" $CI --diff --atol much "$S5" "$S10"
+check_fail "a hex --atol is not a number (strtod would read 0x10 as 16)" 2 "'0x10' is not a number" \
+	$CI --diff --atol 0x10 "$S5" "$S10"
 check_fail "--tensor with --verify is a usage error" 2 "do not apply" $CI --verify --tensor 'param/*' "$S5"
 
 # ---- listing ----

@@ -243,8 +243,8 @@ uint64_t opt_size(const char *opt, const char *s)
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || v < 0 || !isfinite(v) || isspace((unsigned char)*s))
-		usage_error("option '--%s': '%s' is not a size", opt, s);
+	if (errno || end == s || v < 0 || !isfinite(v) || isspace((unsigned char)*s) || strpbrk(s, "xX"))
+		usage_error("option '--%s': '%s' is not a size", opt, s); /* x: strtod reads hex */
 	double mul = 1;
 	if (!strcmp(end, "") || !strcmp(end, "B")) mul = 1;
 	else if (!strcmp(end, "k") || !strcmp(end, "K") || !strcmp(end, "kB")) mul = 1e3;
@@ -277,7 +277,8 @@ static double parse_double(const char *opt, const char *s)
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (end == s || *end || isspace((unsigned char)*s))
+	/* strtod also reads hex floats ("0x10" is 16), which no option means */
+	if (end == s || *end || isspace((unsigned char)*s) || strpbrk(s, "xX"))
 		usage_error("option '--%s': '%s' is not a number", opt, s);
 	if (errno == ERANGE)
 		usage_error("option '--%s': %s is beyond what a double holds (%s)", opt, s,
