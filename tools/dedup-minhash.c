@@ -126,6 +126,7 @@ struct opts {
 	struct lmt_dedup_params p;
 	const char *removed, *summary;
 	const char *against[MAX_AGAINST];
+	const char *ngram_opt;   /* an n-gram option given, for the check that needs --against */
 	struct lmt_corpus_opts corpus;
 };
 
@@ -375,8 +376,14 @@ static void parse_options(int argc, char **argv, struct opts *o)
 				usage_error("option '--against': evaluation sets are read from files, not stdin");
 			o->against[o->p.nagainst++] = optarg;
 			break;
-		case OPT_NGRAM: o->p.ngram = (int)opt_int("ngram", optarg, 1, MAX_NGRAM); break;
-		case OPT_NGRAM_MIN: o->p.ngram_min = (int)opt_int("ngram-min", optarg, 1, MAX_NGRAM); break;
+		case OPT_NGRAM:
+			o->p.ngram = (int)opt_int("ngram", optarg, 1, MAX_NGRAM);
+			o->ngram_opt = "--ngram";
+			break;
+		case OPT_NGRAM_MIN:
+			o->p.ngram_min = (int)opt_int("ngram-min", optarg, 1, MAX_NGRAM);
+			o->ngram_opt = "--ngram-min";
+			break;
 		case 'j': o->p.threads = (int)opt_int("threads", optarg, 1, 1024); break;
 		case 'q': tool_quiet = 1; break;
 		default: bad_option(argv);
@@ -400,6 +407,18 @@ int main(int argc, char **argv)
 		usage_error("stdin ('-') given more than once");
 	if (o.p.verify && !o.removed)
 		usage_error("--verify computes similarities for --removed; give --removed FILE");
+	if (o.ngram_opt && !o.p.nagainst)
+		usage_error("%s sets the n-grams of the test against evaluation sets; give --against FILE", o.ngram_opt);
+	/* an evaluation set named twice (or by two names) would count its documents twice */
+	for (int i = 0; i < o.p.nagainst; i++) {
+		struct stat a, b;
+		for (int k = 0; k < i; k++)
+			if (!strcmp(o.against[i], o.against[k]) ||
+			    (!stat(o.against[i], &a) && !stat(o.against[k], &b) && a.st_dev == b.st_dev &&
+			     a.st_ino == b.st_ino))
+				usage_error("--against '%s' and '%s' are the same evaluation set", o.against[k],
+					    o.against[i]);
+	}
 	if (o.removed && o.summary && !strcmp(o.removed, o.summary))
 		usage_error("--removed and --summary name the same file '%s'", o.removed);
 	{

@@ -37,6 +37,8 @@ check_fail "an unknown --method is a usage error" 2 "'--method': 'minwise', expe
 check_fail "an unknown normalisation step is named" 2 "unknown step 'bogus'" $DM --normalize lower,bogus x
 check_fail "--verify without --removed is a usage error" 2 "--verify" $DM --verify x
 check_fail "--against - is a usage error" 2 "not stdin" $DM --against - x
+check_fail "--ngram without --against is a usage error" 2 "give --against" $DM --ngram 8 x
+check_fail "--ngram-min without --against is a usage error" 2 "--ngram-min sets" $DM --ngram-min 3 x
 check_fail "stdin twice is a usage error" 2 "more than once" $DM - -
 
 # ---- exact and near duplicates ----
@@ -185,6 +187,10 @@ fi
 # ---- bad input: exit 1, the file named, nothing left behind ----
 check_fail "missing input file" 1 "nope.jsonl" $DM --removed "$T/out/x.jsonl" --summary "$T/out/x.json" "$T/nope.jsonl"
 nothing_left "no --removed file after a missing input" "$T/out" x.json
+check_fail "the same --against twice is a usage error" 2 "same evaluation set" \
+	$DM --against "$T/eval.jsonl" --against "$T/eval.jsonl" "$T/a.jsonl"
+(cd "$T" && check_fail "... also by two names" 2 "same evaluation set" \
+	$DM --against eval.jsonl --against "./eval.jsonl" a.jsonl)
 check_fail "missing evaluation file" 1 "noeval.jsonl" $DM --against "$T/noeval.jsonl" --removed "$T/out/x.jsonl" "$T/a.jsonl"
 nothing_left "no --removed file after a missing evaluation file" "$T/out" x.json
 check_fail "a --removed path in a missing directory" 1 "nodir/r.jsonl" $DM --removed "$T/nodir/r.jsonl" "$T/a.jsonl"
@@ -257,6 +263,6 @@ done <<RANGES
 threshold 0.01 1 0.0099 1.000001
 num-perm 1 1024 0 1025
 shingle 1 64 0 65
-ngram 63 63 0 64 --ngram-min 1
+ngram 63 63 0 64 --ngram-min 1 --against $T/eval.jsonl
 RANGES
 finish
