@@ -153,6 +153,7 @@ struct opts {
 	const char *evals[64];
 	int nevals;
 	uint32_t progress_every;
+	int progress_every_given;
 	struct lmt_corpus_opts corpus;
 	const char *train_opt;   /* the first training-only option given, for messages */
 	int pattern_given;
@@ -435,6 +436,7 @@ static void parse_options(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_PROGRESS_EVERY:
 			o->progress_every = (uint32_t)opt_int("progress-every", optarg, 0, 1u << 30);
+			o->progress_every_given = 1;
 			train_only(o, "--progress-every");
 			break;
 		case 'q': tool_quiet = 1; break;
@@ -479,9 +481,10 @@ static void check_options(struct opts *o, const char *const *inputs, int ninputs
 				usage_error("--fertility reads its inputs twice; give files, not stdin");
 	if (o->regex && o->pattern_given)
 		usage_error("--pattern and --regex exclude each other");
-	if (o->chars && (o->regex || o->pattern_given || o->max_token_len || o->min_count || o->ties_given))
+	if (o->chars && (o->regex || o->pattern_given || o->max_token_len || o->min_count || o->ties_given ||
+			 o->progress_every_given))
 		usage_error("--chars sets its own pattern and learns no merges; --pattern, --regex, --max-token-len, "
-			    "--min-count and --ties do not apply");
+			    "--min-count, --ties and --progress-every do not apply");
 	if (!o->regex && strcmp(o->pattern, "none") && !lmt_pretok_builtin(o->pattern))
 		usage_error("option '--pattern': unknown pattern '%s' (gpt2, cl100k, o200k, none; or --regex)", o->pattern);
 	if (o->import && !strncmp(o->import, "hf:", 3) && (o->pattern_given || o->regex || o->nspecials || o->no_special))

@@ -279,13 +279,19 @@ chars=$(LC_ALL=C.UTF-8 wc -m < "$DATA/text/te.txt")
 $TE -q -t "$T/ch.lmtok" -o "$T/ch.lmtoks" "$T/random.bin" > /dev/null && $TE -t "$T/ch.lmtok" --decode "$T/ch.lmtoks" > "$T/ch.back"
 same "--chars tokenizers round-trip random bytes through the byte fallback" "$T/random.bin" "$T/ch.back"
 check_fail "--chars with --pattern is a usage error" 2 "--chars sets its own pattern" $TT --chars -p gpt2 -o "$T/x" "$DATA/text"
-check_fail "--chars with --ties is a usage error (no merges to order)" 2 "--ties do not apply" $TT --chars --ties hf -o "$T/x" "$DATA/text"
+check_fail "--chars with --ties is a usage error (no merges to order)" 2 "--ties and" $TT --chars --ties hf -o "$T/x" "$DATA/text"
+check_fail "--chars with --progress-every is a usage error (no merges to report)" 2 "--progress-every do not apply" \
+	$TT --chars --progress-every 10 -o "$T/x" "$DATA/text"
 
 # ---- fertility ----
 check "fertility report" $TT -t "$T/a.lmtok" --fertility --eval "telugu=$DATA/text/te.txt" --eval "code=$DATA/text/code.c" "$DATA/text"
 n=$(grep -c '"event":"fertility"' "$T/.out")
 [ "$n" = 11 ] && ok "one fertility record per source, one for all, one per --eval" || notok "fertility records" "$n records"
 grep '"label":"telugu"' "$T/.out" | grep -q '"tokens_per_byte":' && ok "labelled evaluation file reported" || notok "label"
+# the label ends at the first '=': a file named with one takes a label
+cp "$DATA/text/te.txt" "$T/a=b.txt"
+check "--eval x=a=b.txt reads the file a=b.txt" $TT -t "$T/a.lmtok" --fertility --eval "x=$T/a=b.txt" "$DATA/text"
+grep -q '"label":"x"' "$T/.out" && ok "... labelled x" || notok "eval label with =" "$(grep -c fertility "$T/.out")"
 
 # ---- -o and --export-hf are committed together ----
 mkdir -p "$T/both" "$T/both/hf-is-a-dir"
