@@ -361,6 +361,9 @@ static json_t *batch(struct ctx *c, json_t *o)
 	}
 	if (order) {
 		setstr(o, "from", "the loader's order (every rank's)");
+		if (!json_is_array(logged))
+			setstr(o, "order_check", "not made: the run recorded no samples to check the order against "
+						 "(train --log-samples records them)");
 		return order;
 	}
 	if (json_is_array(logged)) {
@@ -733,6 +736,13 @@ void lmt_explain_text(json_t *e, struct lmt_strbuf *b)
 	if (json_object_get(d, "missing")) {
 		lmt_strbuf_printf(b, "  %-22s %s\n", "data", json_string_value(json_object_get(d, "missing")));
 	} else {
+		lmt_strbuf_printf(b, "  %-22s %s\n", "batch from", json_string_value(json_object_get(d, "from")));
+		json_t *m = json_object_get(d, "order_matches_log");
+		if (m || json_object_get(d, "order_check"))
+			lmt_strbuf_printf(b, "  %-22s %s\n", "  order check",
+					  m ? json_is_true(m) ? "the same as train --log-samples recorded"
+							      : "DIFFERS from what train --log-samples recorded"
+					    : json_string_value(json_object_get(d, "order_check")));
 		line_num(b, "batch surprisal", d, "/batch_surprisal", "%.3f nats/token");
 		line_num(b, "  split entropy", d, "/split_entropy", "%.3f nats/token");
 		json_t *bs = json_object_get(d, "by_source");

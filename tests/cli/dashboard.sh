@@ -51,7 +51,9 @@ jq -e '.cause == null and (.verdict | startswith("nothing stands out")) and (.fi
 if command -v script > /dev/null 2>&1; then
 	script -qc "$RC --explain $T/g --update $A" /dev/null > "$T/tty.out" 2>&1
 	grep -q "^verdict: likely data: batch from 'junk.jsonl'" "$T/tty.out" && ! grep -q '^{' "$T/tty.out" \
-		&& ok "--explain on a terminal: text, the verdict first" || notok "explain tty" "$(head -c 400 "$T/tty.out")"
+		&& grep -q "order check  *the same as train --log-samples recorded" "$T/tty.out" \
+		&& ok "--explain on a terminal: text, the verdict first, the batch's order checked against the log" \
+		|| notok "explain tty" "$(head -c 400 "$T/tty.out")"
 else
 	ok "# skip no script(1) for a terminal"
 fi
@@ -62,8 +64,9 @@ G=$(jq -s '[.[] | select(.event == "alert" and .kind == "grad_spike")][0].update
 $RC --explain "$T/lr" --update "${G:-71}" > "$T/exl.out" 2> "$T/exl.err"
 [ -n "$G" ] && jq -e '.cause == "optimization" and .gradients.lr_ratio > 10 and .gradients.ratio > 5
 	and (.verdict | test("learning rate")) and (.data.from | startswith("the loader")) and .data.samples == 8
-	and .data.ratio < 1.3' "$T/exl.out" > /dev/null \
-	&& ok "lr 100x too high at 70-72: a gradient-norm spike at $G that --explain puts down to the learning rate (its batch, from the loader's order, unremarkable)" \
+	and .data.ratio < 1.3 and (.data | has("order_matches_log") | not)
+	and (.data.order_check | test("recorded no samples.*--log-samples"))' "$T/exl.out" > /dev/null \
+	&& ok "lr 100x too high at 70-72: a gradient-norm spike at $G that --explain puts down to the learning rate (its batch, from the loader's order, unremarkable; the order unchecked, as no samples were logged, which it says)" \
 	|| notok "explain lr" "alert at '$G'" "$(head -c 600 "$T/exl.out")"
 
 # two ranks, shuffled: the loader's order rebuilt for update 7 holds both ranks'
