@@ -556,6 +556,38 @@ static void check_bad_models(void)
 	tap_ok(lmt_tok_finalize(&t, &err) == LMT_EFORMAT && strstr(err.msg, "special tokens 256 and 259 have the same bytes"),
 	       "two special tokens with the same bytes are rejected: %s", err.msg);
 	lmt_tok_release(&t);
+	/* the string table is filled looking ahead (lmt_tok_finalize): every token of
+	 * a vocabulary larger than the look-ahead is found, a pair listed twice and two
+	 * tokens of the same bytes far apart are rejected */
+	lmt_tok_init(&t);
+	for (int i = 0; i < 256; i++) {
+		c = (uint8_t)i;
+		lmt_tok_add_token(&t, &c, 1, 0, NULL, &err);
+	}
+	char name[16];
+	for (int i = 0; i < 1000; i++) {
+		snprintf(name, sizeof name, "w%d", i);
+		lmt_tok_add_token(&t, name, strlen(name), 0, NULL, &err);
+	}
+	uint32_t ab;
+	lmt_tok_add_token(&t, "ab", 2, 0, &ab, &err);
+	lmt_tok_add_merge(&t, 'a', 'b', ab, 0, &err);
+	lmt_tok_set_pattern(&t, "gpt2", NULL, &err);
+	int found = lmt_tok_finalize(&t, &err) == 0;
+	for (int i = 0; found && i < 1000; i++) {
+		snprintf(name, sizeof name, "w%d", i);
+		found = lmt_tok_find(&t, name, strlen(name)) == 256u + (uint32_t)i;
+	}
+	tap_ok(found && lmt_tok_find(&t, "ab", 2) == ab && lmt_tok_find(&t, "w1000", 5) == LMT_NO_TOKEN,
+	       "each of 1257 tokens is found by its bytes, and no other string");
+	lmt_tok_add_merge(&t, 'a', 'b', ab, 1, &err);
+	tap_ok(lmt_tok_finalize(&t, &err) == LMT_EFORMAT && strstr(err.msg, "merge 1 repeats the pair (97, 98)"),
+	       "a pair merged twice is rejected: %s", err.msg);
+	t.n_merges = 1;
+	lmt_tok_add_token(&t, "w5", 2, 0, NULL, &err);
+	tap_ok(lmt_tok_finalize(&t, &err) == LMT_EFORMAT && strstr(err.msg, "tokens 261 and 1257 have the same bytes"),
+	       "two tokens with the same bytes, 996 apart, are rejected: %s", err.msg);
+	lmt_tok_release(&t);
 	/* special token strings as training takes them */
 	const char *ok3[] = { "<|a|>", "<|b|>", "<|a|>x" }, *dup[] = { "<|a|>", "<|b|>", "<|a|>" },
 		   *empty[] = { "<|a|>", "" };
