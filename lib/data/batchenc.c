@@ -16,15 +16,39 @@
 
 /* A part of a document, which one thread encodes: a whole document, or, of one
  * longer than 2 * ENC_CHUNK bytes, ENC_CHUNK bytes or a little more, cut where
- * lmt_tok_cut allows (so the parts' tokens are the whole's). Its tokens are
- * thread tid's vector from start, n of them; at: where they go in the batch's. */
+ * lmt_tok_cut allows (so the parts' tokens are the whole's), or, where it allows
+ * none, a guess (below). Its tokens are thread tid's vector from start, n of them;
+ * at: where they go in the batch's. */
 struct lmt_batchenc_rec {
 	int tid;
 	size_t start, n, at;
 	size_t doc, off, len;
 	int first, last;       /* the document's first part, and its last */
+	/* a part of a guessed cut: where its last piece ends, its pieces' tokens (no
+	 * BOS or EOS), its marks (e->marks from mark, nmark of them); then, once the
+	 * parts before it are settled, the tokens dropped from its start and those put
+	 * before it instead (e->fix from fix, nfix of them) */
+	int guess;
+	size_t end, ntext, mark, nmark, drop, fix, nfix;
 };
 #define ENC_CHUNK (64u << 10)
+
+/*
+ * Guessed cuts. A custom pattern has no cut rule (lmt_pretok_cut), so a long
+ * document pre-tokenized by one is cut where a piece probably starts, after a
+ * newline and before a byte that is not white space, and each part is encoded from
+ * there with the whole document as the pattern's text, up to the piece that runs
+ * over its end. A pattern's pieces from a place depend on the place and the text
+ * alone (lmt_pretok_iter_seek): where the part before ends on a place at which this
+ * part also has a piece end, the two agree from there on. The places are checked
+ * in order once all parts are done (settle): the part before's last piece ends at
+ * pos; if pos is this part's start or one of its first GUESS_MARKS pieces' ends,
+ * the tokens before it are dropped; else one more piece is encoded from pos, on
+ * one thread, and the test repeated. If pos passes the marks (a pattern that never
+ * meets this part's pieces), the part is encoded again from pos on one thread. So
+ * the tokens are the whole's for any pattern; a guess costs a piece or two.
+ */
+#define GUESS_MARKS 64
 
 struct lmt_batchenc_vec {
 	struct lmt_u32vec v;
@@ -83,8 +107,15 @@ static void encode_part(void *ctx, size_t item, int tid)
 		v->v[v->n++] = o->bos;
 	if (r->first && o->eos_first)
 		v->v[v->n++] = o->eos;
-	failed |= lmt_tok_encode(e->tok, e->st[tid], J->b->docs[r->doc].text + r->off, r->len, o->allow_special,
-				 v) != 0;
+	const struct lmt_doc *d = &J->b->docs[r->doc];
+	if (r->guess) {
+		size_t before = v->n;
+		failed |= lmt_tok_encode_from(e->tok, e->st[tid], d->text, d->len, r->off, r->off + r->len, v,
+					      e->marks + r->mark, GUESS_MARKS, &r->nmark, &r->end) != 0;
+		r->ntext = v->n - before;
+	} else {
+		failed |= lmt_tok_encode(e->tok, e->st[tid], d->text + r->off, r->len, o->allow_special, v) != 0;
+	}
 	if (r->last && o->eos != LMT_NO_TOKEN && !o->eos_first) {
 		if (LMT_GROW(v->v, v->cap, v->n + 1))
 			failed = 1;
@@ -108,27 +139,121 @@ static void gather_parts(void *ctx, size_t item, int worker)
 	(void)worker;
 	for (size_t i = lo; i < hi; i++) {
 		const struct lmt_batchenc_rec *r = &e->recs[i];
-		memcpy(e->all.v + r->at, e->vec[r->tid].v.v + r->start, r->n * sizeof *e->all.v);
+		if (r->nfix) /* e->fix.v is NULL until a batch settles a token */
+			memcpy(e->all.v + r->at, e->fix.v + r->fix, r->nfix * sizeof *e->all.v);
+		memcpy(e->all.v + r->at + r->nfix, e->vec[r->tid].v.v + r->start + r->drop,
+		       (r->n - r->drop) * sizeof *e->all.v);
 	}
+}
+
+/* Where a guessed cut of d goes, at or after from (< d->len): past a newline, before
+ * a byte that is not white space, within the next chunk bytes; else at the first
+ * character boundary (a pattern's pieces may start anywhere; this place is only
+ * likely to be one's start). */
+static size_t guess_cut(const struct lmt_doc *d, size_t from, size_t chunk)
+{
+	const unsigned char *t = (const unsigned char *)d->text;
+	size_t lim = LMT_MIN(d->len, from + chunk);
+	for (size_t c = from; c < lim; c++)
+		if (t[c - 1] == '\n' && t[c] != ' ' && t[c] != '\t' && t[c] != '\r' && t[c] != '\n')
+			return c;
+	size_t c = from;
+	while (c < d->len && (t[c] & 0xc0) == 0x80)
+		c++;
+	return c;
+}
+
+/* Whether d's cuts are guessed: a custom pattern, which lmt_tok_cut never cuts,
+ * and no special token to find in it (whose strings the parts would have to keep
+ * whole, and which end the pattern's text) */
+static int guessed(const struct lmt_batchenc *e, const struct lmt_doc *d)
+{
+	const struct lmt_tokenizer *t = e->tok;
+	size_t at;
+	uint32_t k;
+	return t->pt.code && !t->pt.builtin &&
+	       !(e->o.allow_special && t->n_special && lmt_specmatch_next(&t->special_match, d->text, d->len, 0, &at, &k));
 }
 
 /* e->recs: b's documents' parts, in order */
 static int cut_parts(struct lmt_batchenc *e, const struct lmt_docbatch *b)
 {
 	const size_t chunk = e->o.chunk_bytes ? e->o.chunk_bytes : ENC_CHUNK;
+	size_t nmarks = 0;
 	e->nrec = 0;
 	for (size_t i = 0; i < b->n; i++) {
 		const struct lmt_doc *d = &b->docs[i];
 		size_t off = 0;
+		int guess = d->len >= 2 * chunk && guessed(e, d);
 		do {
-			size_t c = d->len - off >= 2 * chunk
-				? lmt_tok_cut(e->tok, d->text, d->len, off + chunk, e->o.allow_special) : d->len;
+			size_t c = d->len - off < 2 * chunk ? d->len
+				   : guess ? guess_cut(d, off + chunk, chunk)
+					   : lmt_tok_cut(e->tok, d->text, d->len, off + chunk, e->o.allow_special);
 			if (LMT_GROW(e->recs, e->rcap, e->nrec + 1))
 				return LMT_ENOMEM;
 			e->recs[e->nrec++] = (struct lmt_batchenc_rec){ .doc = i, .off = off, .len = c - off,
-									.first = off == 0, .last = c == d->len };
+									.first = off == 0, .last = c == d->len,
+									.guess = guess, .mark = nmarks };
+			nmarks += guess ? GUESS_MARKS : 0;
 			off = c;
 		} while (off < d->len);
+	}
+	if (nmarks > e->mcap && LMT_GROW(e->marks, e->mcap, nmarks))
+		return LMT_ENOMEM;
+	return 0;
+}
+
+/*
+ * The guessed parts' tokens, settled in order (see above): what each drops from its
+ * start and what goes before it, in e->fix, encoded here on the caller's state
+ * (worker 0's, idle once the parts are done).
+ */
+static int settle(struct lmt_batchenc *e, const struct lmt_docbatch *b)
+{
+	struct lmt_tok_state *st = e->st[0];
+	e->fix.n = 0;
+	size_t pos = 0;
+	for (size_t i = 0; i < e->nrec; i++) {
+		struct lmt_batchenc_rec *r = &e->recs[i];
+		r->drop = r->fix = r->nfix = 0;
+		if (!r->guess)
+			continue;
+		if (r->first) { /* encoded from the document's start: as it is */
+			pos = r->end;
+			continue;
+		}
+		const struct lmt_doc *d = &b->docs[r->doc];
+		const struct lmt_tok_mark *m = e->marks + r->mark;
+		r->fix = e->fix.n;
+		size_t j = 0, done = 0;
+		while (!done) {
+			while (j < r->nmark && m[j].pos < pos)
+				j++;
+			if (pos == r->off || (j < r->nmark && m[j].pos == pos)) {
+				r->drop = pos == r->off ? 0 : m[j].ntok; /* met: the rest is the whole's */
+				pos = r->end;
+				done = 1;
+			} else if (pos >= r->end || j == r->nmark) {
+				/* past the part, or past its marks (which hold every piece of
+				 * it when fewer than GUESS_MARKS): the pieces to its end */
+				size_t end = pos;
+				if (pos < r->off + r->len &&
+				    lmt_tok_encode_from(e->tok, st, d->text, d->len, pos, r->off + r->len, &e->fix, NULL,
+							0, NULL, &end))
+					return LMT_ENOMEM;
+				r->drop = r->ntext;
+				pos = end;
+				done = 1;
+			} else {
+				/* one more piece of the whole */
+				size_t end;
+				if (lmt_tok_encode_from(e->tok, st, d->text, d->len, pos, pos + 1, &e->fix, NULL, 0, NULL,
+							&end))
+					return LMT_ENOMEM;
+				pos = end;
+			}
+		}
+		r->nfix = e->fix.n - r->fix;
 	}
 	return 0;
 }
@@ -177,16 +302,17 @@ int lmt_batchenc_run_side(struct lmt_batchenc *e, const struct lmt_docbatch *b, 
 	if (nomem || LMT_GROW(e->ntok, e->ncap, nd))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
 	recs = e->recs;
-	if (J.failed)
+	if (J.failed || settle(e, b))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory encoding");
 	/* gather in document order, GATHER_PARTS parts an item */
 	size_t total = 0;
 	for (size_t i = 0; i < nd; i++)
 		e->ntok[i] = 0;
 	for (size_t i = 0; i < e->nrec; i++) {
-		e->ntok[recs[i].doc] += recs[i].n;
+		size_t n = recs[i].nfix + recs[i].n - recs[i].drop;
+		e->ntok[recs[i].doc] += n;
 		recs[i].at = total;
-		total += recs[i].n;
+		total += n;
 	}
 	if (LMT_GROW(e->all.v, e->all.cap, total))
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory");
@@ -212,6 +338,8 @@ void lmt_batchenc_release(struct lmt_batchenc *e)
 	free(e->st);
 	free(e->vec);
 	free(e->recs);
+	free(e->marks);
+	free(e->fix.v);
 	free(e->order);
 	free(e->ntok);
 	free(e->all.v);

@@ -5,8 +5,9 @@
  *
  * Each thread encodes documents into its own vector (one cache line apart, as
  * threads bump its count for every token) with its own tokenizer state; a long
- * document is cut into parts that encode to its tokens (lmt_tok_cut), which
- * threads share; the batch is then gathered in document order, so the output is
+ * document is cut into parts that encode to its tokens (lmt_tok_cut; with a custom
+ * pattern, guessed cuts settled after, batchenc.c), which threads share; the
+ * batch is then gathered in document order, so the output is
  * the same whatever the thread count. Each document may be framed by BOS before it, EOS after it
  * or, llm.c's way, EOS before it.
  */
@@ -39,6 +40,9 @@ struct lmt_batchenc {
 	struct lmt_batchenc_vec *vec;
 	struct lmt_batchenc_rec *recs; /* the batch's documents' parts, in order */
 	size_t nrec, rcap;
+	struct lmt_tok_mark *marks;  /* the guessed parts' first pieces (batchenc.c) */
+	size_t mcap;
+	struct lmt_u32vec fix;       /* tokens settled between guessed parts, on one thread */
 	uint32_t *order;             /* the parts, longest first (by powers of 2) */
 	size_t ocap;
 };

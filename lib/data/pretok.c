@@ -193,6 +193,12 @@ void lmt_pretok_iter_reset(struct lmt_pretok_iter *it, const char *text, size_t 
 	it->have = 0;
 }
 
+void lmt_pretok_iter_seek(struct lmt_pretok_iter *it, size_t pos)
+{
+	it->pos = pos;
+	it->have = 0;
+}
+
 /*
  * The built-in patterns on ASCII text, by hand: the length of the match PCRE2 would
  * find at pos, or 0 where that depends on a byte above 0x7f (a letter, digit or

@@ -59,6 +59,11 @@ struct lmt_pretok_iter {
 int lmt_pretok_iter_init(struct lmt_pretok_iter *it, const struct lmt_pretok *p);
 void lmt_pretok_iter_release(struct lmt_pretok_iter *it);
 void lmt_pretok_iter_reset(struct lmt_pretok_iter *it, const char *text, size_t len);
+/* Go on from pos of the same text as from the end of a piece. A pattern's pieces
+ * from there depend on pos and the text alone (PCRE2 sees all of it, around pos
+ * too), so two iterations that meet at a place go on alike; not for none, whose
+ * one piece is the whole text. */
+void lmt_pretok_iter_seek(struct lmt_pretok_iter *it, size_t pos);
 /* Next piece as [*start, *start + *n). Returns 1, or 0 at the end. */
 int lmt_pretok_next(struct lmt_pretok_iter *it, size_t *start, size_t *n);
 

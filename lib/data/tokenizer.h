@@ -180,6 +180,21 @@ size_t lmt_specmatch_cut(const struct lmt_specmatch *m, const struct lmt_pretok 
  * apart to its tokens (lmt_pretok_cut; with allow_special, no special token's
  * string across it); len when there is none. */
 size_t lmt_tok_cut(const struct lmt_tokenizer *t, const char *text, size_t len, size_t from, int allow_special);
+/* A place in a text where a piece ends, and the tokens appended through that piece. */
+struct lmt_tok_mark {
+	size_t pos, ntok;
+};
+/*
+ * Encode the pieces of text from from on, pre-tokenized as the whole text is (from
+ * is where a piece starts, or is taken to: lmt_pretok_iter_seek), up to the first
+ * piece that starts at or after to; *end: where the last one encoded ends (from if
+ * none). The first nmark pieces' ends and the tokens appended through each go in
+ * mark (*marked of them; marked may be NULL). No special tokens, and not for the
+ * none pattern. 0 or LMT_ENOMEM.
+ */
+int lmt_tok_encode_from(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const char *text, size_t len,
+			size_t from, size_t to, struct lmt_u32vec *out, struct lmt_tok_mark *mark, size_t nmark,
+			size_t *marked, size_t *end);
 /* BPE on one piece (no pre-tokenization). */
 int lmt_tok_encode_piece(const struct lmt_tokenizer *t, struct lmt_tok_state *s,
 			 const uint8_t *p, size_t n, struct lmt_u32vec *out);

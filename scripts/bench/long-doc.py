@@ -18,7 +18,10 @@ runs on each file at -j1 and on all cores (at least 2), taking turns --repeat ti
 tok-train's counting as its `counted` record gives it (reading and counting the
 words, the threads' tables merged included), and tok-encode's encoding as its
 summary gives it (reading, encoding and writing the stream), with the GPT-2 pattern
-and a tokenizer tok-train made of the same file.
+and a tokenizer tok-train made of the same file; then tok-encode again with a custom
+pattern, Qwen2's (cl100k's with single digits), which has no cut rule: the document
+is cut where a piece probably starts and settled where the parts' pieces meet
+(tok-encode(1)), with a tokenizer tok-train made of the file with that pattern.
 The outputs of -j1 and of all cores must be the same bytes. Figures are best/median;
 the speedup is -j1 seconds / all cores' seconds. Before and after the runs, the
 machine's own ceiling for all cores against one (common.Ceiling), and the load.
@@ -35,6 +38,11 @@ import tempfile
 import corpus as corpora
 from common import BIN, Ceiling, Load, add_corpus_args, corpus_file, header, kinds, machine, run, save, \
     speedup_row, table
+
+
+# Qwen2's pre-tokenizer (its tokenizer.json): cl100k's but for single digits
+QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+         r"\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
 def documents(kind, path, mb):
@@ -67,6 +75,8 @@ def bench(a, kind, tmp):
     n = max(2, os.cpu_count())
     tok = f'{tmp}/{kind}.lmtok'
     run([f'{BIN}/tok-train', '-q', '-p', 'gpt2', '--no-special', '-v', str(a.vocab), '-o', tok, one])
+    ctok = f'{tmp}/{kind}-custom.lmtok'
+    run([f'{BIN}/tok-train', '-q', '--regex', QWEN2, '--no-special', '-v', str(a.vocab), '-o', ctok, one])
     ceil = Ceiling(n)
     load = Load()
     t = {}
@@ -81,16 +91,22 @@ def bench(a, kind, tmp):
                             stdout=subprocess.PIPE)
             rec = [json.loads(l) for l in out.splitlines() if '"summary"' in l][0]
             t.setdefault(('encode', j), []).append(rec['seconds'])
+            _, _, out = run([f'{BIN}/tok-encode', '-q', '-j', str(j), '-t', ctok, '-o', f'{tmp}/c{j}.lmtoks', one],
+                            stdout=subprocess.PIPE)
+            rec = [json.loads(l) for l in out.splitlines() if '"summary"' in l][0]
+            t.setdefault(('custom', j), []).append(rec['seconds'])
     load.stop()
     ceil.stop()
     same = dict(tokenizer=filecmp.cmp(f'{tmp}/t1.lmtok', f'{tmp}/t{n}.lmtok', shallow=False),
-                stream=filecmp.cmp(f'{tmp}/e1.lmtoks', f'{tmp}/e{n}.lmtoks', shallow=False))
+                stream=filecmp.cmp(f'{tmp}/e1.lmtoks', f'{tmp}/e{n}.lmtoks', shallow=False),
+                custom_stream=filecmp.cmp(f'{tmp}/c1.lmtoks', f'{tmp}/c{n}.lmtoks', shallow=False))
     if not all(same.values()):
         raise SystemExit(f'-j1 and -j{n} outputs differ: {same}')
     rows = [speedup_row(name, t[(ph, 1)], t[(ph, n)], n)
-            for ph, name in (('count', 'tok-train: counting'), ('encode', 'tok-encode'))]
+            for ph, name in (('count', 'tok-train: counting'), ('encode', 'tok-encode'),
+                             ('custom', 'tok-encode: Qwen2 regex'))]
     print(f'# seconds: best/median of {a.repeat} runs each, -j1 and -j{n} taking turns; speedup: -j1 seconds / '
-          f'-j{n} seconds; the tokenizer and the stream of -j1 and -j{n} are the same bytes')
+          f'-j{n} seconds; the tokenizer and the streams of -j1 and -j{n} are the same bytes')
     table(rows, ['phase', 'seconds_j1', f'seconds_j{n}', 'speedup'])
     print(load.line())
     print(ceil.line())

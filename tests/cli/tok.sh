@@ -118,9 +118,10 @@ same "... and it decodes to the document" "$T/one.txt" "$T/one3.back"
 grep -q '"documents":1,' "$T/one3.train" && ok "tok-train counted one document" \
 	|| notok "tok-train: one document" "$(cat "$T/one3.train")"
 same "one long document: tok-train with 3 threads makes 1 thread's tokenizer" "$T/one1.lmtok" "$T/one3.lmtok"
-# ... and the parts give what the whole gives: a custom regex, even one that splits as
-# gpt2 does, is never cut, so it is the reference (the same ids; tokenizers that
-# encode a text to the same ids)
+# ... and the parts give what the whole gives: gpt2's cut rule against a custom regex
+# that splits as gpt2 does, which tok-encode cuts where it guesses a piece starts and
+# settles where the parts' pieces meet, and tok-train never cuts (the same ids;
+# tokenizers that encode a text to the same ids)
 re="(?:'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+)"
 for k in cut whole; do
 	if [ $k = cut ]; then set -- --pattern gpt2; else set -- --regex "$re"; fi
@@ -134,6 +135,15 @@ grep -q '"pattern":"custom"' "$T/imp-whole.out" && grep -q '"pattern":"gpt2"' "$
 	&& ok "the reference's pattern is custom, the other gpt2" || notok "the reference's pattern" "$(cat "$T"/imp-*.out)"
 same "one long document in parts encodes to the ids of the whole (-j3, --allow-special)" "$T/one-whole.ids" "$T/one-cut.ids"
 same "... and tok-train counts it in parts to the tokenizer of the whole" "$T/onetok-whole.ids" "$T/onetok-cut.ids"
+# a custom regex whose pieces (3 bytes from the part's start) never meet the whole's:
+# each guessed part is encoded again on one thread, the same ids at -j1 and -j3
+$TT -q --import "tiktoken:$DATA/tiktoken/gpt2-3000.tiktoken" --regex '(?s).{1,3}' -o "$T/three.lmtok" > /dev/null
+for j in 1 3; do
+	$TE -q -j$j -t "$T/three.lmtok" -o "$T/three$j.lmtoks" "$T/one.txt" > /dev/null
+done
+same "one long document, a custom regex of 3-byte pieces: -j3 gives -j1's stream" "$T/three1.lmtoks" "$T/three3.lmtoks"
+$TE -t "$T/three.lmtok" --decode "$T/three3.lmtoks" > "$T/three3.back"
+same "... and it decodes to the document" "$T/one.txt" "$T/three3.back"
 # ... and a long document in other scripts, without an ASCII letter: Japanese, Chinese,
 # Korean and Telugu (whose vowel signs are marks), cut after letters beyond ASCII.
 # o200k's letter runs take marks, so a cut before a mark would change its pieces

@@ -504,6 +504,55 @@ static void check_batchenc(void)
 		}
 		free(whole.v);
 	}
+	/* custom patterns, which have no cut rule: long documents are cut where a piece
+	 * probably starts and settled where the parts' pieces meet the whole's
+	 * (batchenc.c). Patterns whose pieces meet at once, after a piece, never (pieces
+	 * of 3 bytes, from the part's start: encoded again on one thread, past
+	 * GUESS_MARKS pieces too), that leave bytes unmatched, that look behind, and
+	 * whose pieces run over several parts; documents with special strings (not cut
+	 * with allow_special), with a newline now and then (the guess's place) and without */
+	static const char *const res[] = {
+		("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+		 "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"),
+		"(?s).{1,3}", "\\n[a-z]+|[a-z]+|.", "(?<=\\n)[a-z]{1,2}|[a-z]+|\\s+|.", "[^x]+|x", "(?s).",
+	};
+	static char nonl[20000];
+	memcpy(nonl, big[0], bd[0].len);
+	for (size_t i = 0; i < bd[0].len; i++)
+		nonl[i] = nonl[i] == '\n' ? ' ' : nonl[i] == 'x' ? 'y' : nonl[i];
+	struct lmt_doc gd[5] = { bd[0], bd[1], bd[2], bd[3], { .text = nonl, .len = bd[0].len } };
+	struct lmt_docbatch gb = { .docs = gd, .n = 5 };
+	for (size_t ri = 0; ri < LMT_ARRAY_SIZE(res); ri++) {
+		if (lmt_tok_set_pattern(&t, "custom", res[ri], &err)) {
+			tap_ok(0, "custom pattern %zu: %s", ri, err.msg);
+			continue;
+		}
+		int all = 1, fixed = 0;
+		size_t parts = 0;
+		for (int allow = 0; allow <= 1; allow++) {
+			struct lmt_u32vec whole = { 0 };
+			size_t gcounts[5];
+			framed(&t, gd, 5, allow, &whole, gcounts);
+			for (int threads = 1; threads <= 4; threads += 3)
+				for (size_t chunk = 100; chunk <= 400; chunk += 300) {
+					struct lmt_batchenc e;
+					struct lmt_batchenc_opts o = { .bos = 3000, .eos = 3000, .allow_special = allow,
+								       .threads = threads, .chunk_bytes = chunk };
+					int rc = lmt_batchenc_init(&e, &t, &o, &err) || lmt_batchenc_run(&e, &gb, &err);
+					int same = !rc && e.all.n == whole.n && !memcmp(e.all.v, whole.v, whole.n * 4);
+					for (int i = 0; same && i < 5; i++)
+						same = e.ntok[i] == gcounts[i];
+					all &= same;
+					parts += e.nrec;
+					fixed += e.fix.n > 0;
+					lmt_batchenc_release(&e);
+				}
+			free(whole.v);
+		}
+		tap_ok(all && parts > 1000, "batch encoder, custom pattern /%.30s/: 4 documents of 20 kB in %zu parts "
+		       "(at 1 and 4 threads, 100 and 400 bytes, special strings allowed or not) give each one's tokens, "
+		       "%d times settled by pieces encoded on one thread", res[ri], parts, fixed);
+	}
 	lmt_tok_release(&t);
 }
 

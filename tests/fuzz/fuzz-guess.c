@@ -1,0 +1,100 @@
+/*
+ * fuzz-guess.c: a long document pre-tokenized by a custom pattern, cut by guesses
+ * and settled (data/batchenc.c), encodes to the tokens of the whole, on any bytes.
+ *
+ * The first byte picks the pattern (one of six, below: pieces that meet the
+ * whole's at once or after a few, never, leave bytes unmatched, look behind, or
+ * run over many parts), whether special strings ("<|x|>") count (a document with
+ * one is then not cut) and the threads (1 or 2); the second, the parts' size (8 to
+ * 71 bytes, so that an input of a few hundred bytes is cut many times); the rest
+ * is the text. The batch encoder's tokens, framed by BOS and EOS, must be
+ * lmt_tok_encode's of the text whole, framed by hand.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "data/batchenc.h"
+#include "data/tokenizer.h"
+
+static const char *const patterns[] = {
+	("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+	 "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"),
+	"(?s).{1,3}",
+	"\\n[a-z]+|[a-z]+|.",
+	"(?<=\\n)[a-z]{1,2}|[a-z]+|\\s+|.",
+	"[^x]+|x",
+	"(?s).",
+};
+#define NPAT (sizeof patterns / sizeof *patterns)
+
+/* bytes, then a few merges, so that pieces encode to fewer tokens than bytes */
+static void make(struct lmt_tokenizer *t, const char *re)
+{
+	static const char *const merges[][2] = { { "t", "h" }, { "th", "e" }, { " ", "t" }, { "i", "n" },
+						  { "e", "r" }, { " ", " " }, { "\n", "\n" }, { "a", "b" } };
+	struct lmt_err err;
+	uint32_t id;
+	lmt_tok_init(t);
+	for (int b = 0; b < 256; b++) {
+		uint8_t c = (uint8_t)b;
+		if (lmt_tok_add_token(t, &c, 1, 0, NULL, &err))
+			abort();
+	}
+	for (size_t m = 0; m < sizeof merges / sizeof *merges; m++) {
+		char s[8];
+		size_t la = strlen(merges[m][0]), lb = strlen(merges[m][1]);
+		memcpy(s, merges[m][0], la);
+		memcpy(s + la, merges[m][1], lb);
+		if (lmt_tok_finalize(t, &err)) /* for lmt_tok_find */
+			abort();
+		uint32_t a = lmt_tok_find(t, merges[m][0], la), b = lmt_tok_find(t, merges[m][1], lb);
+		if (lmt_tok_add_token(t, s, la + lb, 0, &id, &err) || lmt_tok_add_merge(t, a, b, id, (uint32_t)m, &err))
+			abort();
+	}
+	if (lmt_tok_add_token(t, "<|x|>", 5, 1, NULL, &err) || lmt_tok_set_pattern(t, "custom", re, &err) ||
+	    lmt_tok_finalize(t, &err)) {
+		fprintf(stderr, "fuzz-guess: /%s/: %s\n", re, err.msg);
+		abort();
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct lmt_tokenizer tok[NPAT];
+	static int ready;
+	if (!ready) {
+		for (size_t i = 0; i < NPAT; i++)
+			make(&tok[i], patterns[i]);
+		ready = 1;
+	}
+	if (size < 2)
+		return 0;
+	const struct lmt_tokenizer *t = &tok[data[0] % NPAT];
+	const uint32_t eos = t->n_vocab - 1;
+	const int allow = data[0] >> 6 & 1;
+	struct lmt_doc d = { .text = (const char *)data + 2, .len = size - 2 };
+	struct lmt_err err;
+	struct lmt_u32vec want = { 0 };
+	struct lmt_tok_state *s = lmt_tok_state_new(t);
+	if (!s || LMT_GROW(want.v, want.cap, 1))
+		abort();
+	want.v[want.n++] = eos;
+	if (lmt_tok_encode(t, s, d.text, d.len, allow, &want) || LMT_GROW(want.v, want.cap, want.n + 1))
+		abort();
+	want.v[want.n++] = eos;
+	lmt_tok_state_free(s);
+	struct lmt_batchenc e;
+	struct lmt_batchenc_opts o = { .bos = eos, .eos = eos, .allow_special = allow, .threads = 1 + (data[0] >> 7),
+				       .chunk_bytes = 8 + data[1] % 64 };
+	struct lmt_docbatch b = { .docs = &d, .n = 1 };
+	if (lmt_batchenc_init(&e, t, &o, &err) || lmt_batchenc_run(&e, &b, &err))
+		abort();
+	if (e.all.n != want.n || memcmp(e.all.v, want.v, want.n * 4) || e.ntok[0] != want.n)
+		abort(); /* the parts did not give the whole's tokens */
+	lmt_batchenc_release(&e);
+	free(want.v);
+	return 0;
+}
