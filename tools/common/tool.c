@@ -238,13 +238,20 @@ long long opt_int(const char *opt, const char *s, long long min, long long max)
 	return v;
 }
 
+/* strtod also reads hex floats ("0x10" is 16, "0x1p4" too), which no option means */
+static int is_hex(const char *s)
+{
+	s += *s == '+' || *s == '-';
+	return s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+}
+
 uint64_t opt_size(const char *opt, const char *s)
 {
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || v < 0 || !isfinite(v) || isspace((unsigned char)*s) || strpbrk(s, "xX"))
-		usage_error("option '--%s': '%s' is not a size", opt, s); /* x: strtod reads hex */
+	if (errno || end == s || v < 0 || !isfinite(v) || isspace((unsigned char)*s) || is_hex(s))
+		usage_error("option '--%s': '%s' is not a size", opt, s);
 	double mul = 1;
 	if (!strcmp(end, "") || !strcmp(end, "B")) mul = 1;
 	else if (!strcmp(end, "k") || !strcmp(end, "K") || !strcmp(end, "kB")) mul = 1e3;
@@ -277,8 +284,7 @@ static double parse_double(const char *opt, const char *s)
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	/* strtod also reads hex floats ("0x10" is 16), which no option means */
-	if (end == s || *end || isspace((unsigned char)*s) || strpbrk(s, "xX"))
+	if (end == s || *end || isspace((unsigned char)*s) || is_hex(s))
 		usage_error("option '--%s': '%s' is not a number", opt, s);
 	if (errno == ERANGE)
 		usage_error("option '--%s': %s is beyond what a double holds (%s)", opt, s,
