@@ -476,6 +476,7 @@ struct delta {
 struct dbuf {
 	struct delta *v;
 	size_t n, cap;
+	size_t most;           /* the most it held in a step (the peak's figure) */
 } __attribute__((aligned(64)));
 
 /* the most merges a step applies (a batch), the most best pairs a part lists, and
@@ -1495,6 +1496,8 @@ static void apply_part(struct trainer *T, int p, uint32_t step, uint32_t maxlen)
 				P->touched[P->ntouched++] = (uint32_t)q;
 			}
 		}
+		if (B->n > B->most)
+			B->most = B->n;
 		B->n = 0;
 	}
 	for (size_t k = 0; k < P->ntouched && !P->rc; k++) {
@@ -2263,6 +2266,18 @@ int lmt_bpe_train(const struct lmt_wordcount *wc, const struct lmt_bpe_opts *o,
 		for (int p = 0; p < np; p++)
 			bytes += (uint64_t)T.P[p].npairs * sizeof(struct pair) + (T.P[p].pmask + 1) * 4 +
 				 T.P[p].heapcap * sizeof(struct heap_ent) + T.P[p].cold_bytes + T.P[p].where_bytes;
+		/* and the threads' working space, which a long word's many sites make large:
+		 * the changes noted in a step (the most, not the buffers' capacity, which
+		 * doubling leaves up to twice that, never touched), the copies of a word, the
+		 * summed falls, the class lists. A word of 16 MB took 450 MB, of which the
+		 * tables above are 146 MB */
+		for (int t = 0; t < nt; t++) {
+			const struct scratch *S = &T.S[t];
+			bytes += S->cap * 5 + (S->fall ? (S->fmask + 1) * (sizeof *S->fall + sizeof *S->fused / 2) : 0) +
+				 T.A[t].n * 4;
+			for (int p = 0; p < np; p++)
+				bytes += T.db[(size_t)t * (size_t)np + (size_t)p].most * sizeof(struct delta);
+		}
 		if (bytes > peak)
 			peak = bytes;
 		if (o->progress && o->every && res->n_merges % o->every == 0) {

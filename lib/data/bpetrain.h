@@ -123,7 +123,7 @@ struct lmt_bpe_result {
 	uint8_t *bytes;         /* token i is bytes[off[i] .. off[i+1]) */
 	uint32_t *off;
 	uint64_t distinct_words, total_words;
-	uint64_t peak_bytes;    /* largest size of the trainer's own tables */
+	uint64_t peak_bytes;    /* largest size of the trainer's own tables and threads' working space */
 	/* where the time went: the threads started and the tables made before the first
 	 * merge; the steps (every thread); picking each step's batch and keeping the
 	 * books between steps, which the calling thread does alone (progress callbacks
