@@ -146,23 +146,6 @@ static void gather_parts(void *ctx, size_t item, int worker)
 	}
 }
 
-/* Where a guessed cut of d goes, at or after from (< d->len): past a newline, before
- * a byte that is not white space, within the next chunk bytes; else at the first
- * character boundary (a pattern's pieces may start anywhere; this place is only
- * likely to be one's start). */
-static size_t guess_cut(const struct lmt_doc *d, size_t from, size_t chunk)
-{
-	const unsigned char *t = (const unsigned char *)d->text;
-	size_t lim = LMT_MIN(d->len, from + chunk);
-	for (size_t c = from; c < lim; c++)
-		if (t[c - 1] == '\n' && t[c] != ' ' && t[c] != '\t' && t[c] != '\r' && t[c] != '\n')
-			return c;
-	size_t c = from;
-	while (c < d->len && (t[c] & 0xc0) == 0x80)
-		c++;
-	return c;
-}
-
 /* Whether d's cuts are guessed: a custom pattern, which lmt_tok_cut never cuts,
  * and no special token to find in it (whose strings the parts would have to keep
  * whole, and which end the pattern's text) */
@@ -187,7 +170,7 @@ static int cut_parts(struct lmt_batchenc *e, const struct lmt_docbatch *b)
 		int guess = d->len >= 2 * chunk && guessed(e, d);
 		do {
 			size_t c = d->len - off < 2 * chunk ? d->len
-				   : guess ? guess_cut(d, off + chunk, chunk)
+				   : guess ? lmt_pretok_guess(d->text, d->len, off + chunk, chunk)
 					   : lmt_tok_cut(e->tok, d->text, d->len, off + chunk, e->o.allow_special);
 			if (LMT_GROW(e->recs, e->rcap, e->nrec + 1))
 				return LMT_ENOMEM;

@@ -179,8 +179,9 @@ int lmt_wordcount_add(struct lmt_wordcount *wc, const void *w, size_t n, uint64_
 /* pieces hashed, and their slots prefetched, before the first of them is looked up */
 #define WC_BATCH 32
 
-int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
-			   const char *text, size_t len)
+int lmt_wordcount_add_from(struct lmt_wordcount *wc, struct lmt_pretok_iter *it, const char *text, size_t len,
+			   size_t from, size_t to, uint64_t count, size_t *mark, size_t nmark, size_t *marked,
+			   size_t *end)
 {
 	/* A lookup in a table larger than the caches is mostly a wait for the first
 	 * slot it reads. Pieces are taken WC_BATCH at a time: each is hashed and its
@@ -191,14 +192,19 @@ int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
 		size_t st, n;
 		uint64_t h;
 	} b[WC_BATCH];
-	size_t st, n;
+	size_t st, n, nm = 0;
 	int k = 0, more = 1;
+	*end = from;
 	lmt_pretok_iter_reset(it, text, len);
+	lmt_pretok_iter_seek(it, from);
 	while (more) {
-		more = lmt_pretok_next(it, &st, &n);
+		more = lmt_pretok_next(it, &st, &n) && st < to;
 		if (more) {
+			*end = st + n;
+			if (nm < nmark)
+				mark[nm++] = st + n;
 			if (n > WC_MAXLEN) {
-				int rc = lmt_wordcount_add(wc, text + st, n, 1);
+				int rc = lmt_wordcount_add(wc, text + st, n, count);
 				if (rc)
 					return rc;
 				continue;
@@ -212,12 +218,42 @@ int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
 				continue;
 		}
 		for (int j = 0; j < k; j++) {
-			int rc = wc_add_hashed(wc, (const uint8_t *)text + b[j].st, b[j].n, b[j].h, 1);
+			int rc = wc_add_hashed(wc, (const uint8_t *)text + b[j].st, b[j].n, b[j].h, count);
 			if (rc)
 				return rc;
 		}
 		k = 0;
 	}
+	if (marked)
+		*marked = nm;
+	return 0;
+}
+
+int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
+			   const char *text, size_t len)
+{
+	size_t end;
+	return lmt_wordcount_add_from(wc, it, text, len, 0, SIZE_MAX, 1, NULL, 0, NULL, &end);
+}
+
+int lmt_wordcount_drop_zero(struct lmt_wordcount *wc)
+{
+	struct lmt_wordslot *s = lmt_zalloc(wc->mask + 1, sizeof *s);
+	if (!s)
+		return LMT_ENOMEM;
+	size_t n = 0;
+	for (size_t i = 0; i <= wc->mask; i++) {
+		if (!wc->s[i].h || !wc->s[i].count)
+			continue;
+		size_t j = wc->s[i].h & wc->mask;
+		while (s[j].h)
+			j = (j + 1) & wc->mask;
+		s[j] = wc->s[i];
+		n++;
+	}
+	free(wc->s);
+	wc->s = s;
+	wc->n = n;
 	return 0;
 }
 

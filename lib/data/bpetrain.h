@@ -78,6 +78,16 @@ int lmt_wordcount_add(struct lmt_wordcount *wc, const void *w, size_t n, uint64_
 /* Pre-tokenize text with it (reset to the text) and count its pieces. */
 int lmt_wordcount_add_text(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
 			   const char *text, size_t len);
+/* The same for the pieces from from (where a piece starts, or is taken to:
+ * lmt_pretok_iter_seek) up to the first that starts at or after to, each added
+ * count times (UINT64_MAX takes one away: counts are sums modulo 2^64); *end:
+ * where the last ends (from if none); the first nmark pieces' ends into mark
+ * (*marked of them; marked may be NULL). */
+int lmt_wordcount_add_from(struct lmt_wordcount *wc, struct lmt_pretok_iter *it, const char *text, size_t len,
+			   size_t from, size_t to, uint64_t count, size_t *mark, size_t nmark, size_t *marked,
+			   size_t *end);
+/* Remove the words whose count is 0 (taken away as often as added). */
+int lmt_wordcount_drop_zero(struct lmt_wordcount *wc);
 /* Merge tables t[1..n) into t[0] with the pool's workers (NULL: the caller
  * alone); t[1..n) are released. Which table's slots and arena t[0] ends with is
  * the merger's choice. n is at most LMT_WORDCOUNT_MAX_TABLES. On an error

@@ -563,3 +563,16 @@ size_t lmt_pretok_cut(const struct lmt_pretok *p, const char *text, size_t len, 
 	}
 	return len;
 }
+
+size_t lmt_pretok_guess(const char *text, size_t len, size_t from, size_t window)
+{
+	const unsigned char *t = (const unsigned char *)text;
+	size_t lim = len - from < window ? len : from + window;
+	for (size_t c = from > 0 ? from : 1; c < lim; c++)
+		if (t[c - 1] == '\n' && t[c] != ' ' && t[c] != '\t' && t[c] != '\r' && t[c] != '\n')
+			return c;
+	size_t c = from;
+	while (c < len && (t[c] & 0xc0) == 0x80)
+		c++;
+	return c;
+}

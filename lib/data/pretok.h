@@ -78,4 +78,13 @@ int lmt_pretok_next(struct lmt_pretok_iter *it, size_t *start, size_t *n);
  */
 size_t lmt_pretok_cut(const struct lmt_pretok *p, const char *text, size_t len, size_t from);
 
+/*
+ * For a pattern with no cut rule (custom ones): a place at or after from (< len)
+ * where a piece probably starts, past a newline and before a byte that is not
+ * white space, within window bytes; else the first character boundary at or after
+ * from. Only a guess: a part cut there is settled where its pieces meet the
+ * whole's (batchenc.c, toktrain.c; lmt_pretok_iter_seek).
+ */
+size_t lmt_pretok_guess(const char *text, size_t len, size_t from, size_t window);
+
 #endif

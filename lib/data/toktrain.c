@@ -122,9 +122,35 @@ static int count_doc(const struct lmt_toktrain *tt, struct lmt_toktrain_worker *
  * that the threads share it. */
 #define COUNT_CHUNK (32u << 10)
 
-/* a place in a batch: document k, byte off of it */
+/* a place in a batch: document k, byte off of it; guess: a guessed cut (below) */
 struct cutpos {
 	size_t k, off;
+	int guess;
+};
+
+/*
+ * Guessed cuts. A custom pattern has no cut rule, so a long document of one (with
+ * no special string in it) is cut where a piece probably starts (lmt_pretok_guess),
+ * and each item counts its pieces with the whole document as the pattern's text:
+ * from its start, as if a piece started there, to the piece that runs over its end.
+ * An item that starts at a guess notes where its first GUESS_MARKS pieces end. Once
+ * the batch is counted, one thread settles the guesses in order (settle): the item
+ * before ends its last piece at pos; until pos is the item's start or one of its
+ * marks, it counts the whole's next piece from pos. Where they meet, the pieces
+ * agree from there on (lmt_pretok_iter_seek), and the item's pieces before that
+ * place are taken away again (counts are sums modulo 2^64; a word left at 0 is
+ * dropped once the tables are merged). Past the marks without meeting, all of the
+ * item's pieces are taken away and the whole's counted to its end. So the counts
+ * are the whole's for any pattern, as in tok-encode (batchenc.c).
+ */
+#define GUESS_MARKS 64
+
+/* what an item leaves for settle: where its last piece ends in the document of its
+ * guessed start (first), and in that of its guessed end (last; an item may run on
+ * from one long document into the next), and how many of its first pieces' ends
+ * it noted (from a guessed start) */
+struct item_res {
+	size_t first, last, nmark;
 };
 
 /* with q, item 0 reads the next batch and the others count; item i counts the
@@ -136,7 +162,10 @@ struct count_job {
 	const struct lmt_docbatch *b;
 	struct cutpos *cut;
 	size_t ncut, capcut;
-	int failed;
+	struct item_res *res;    /* per item, where the batch has guesses */
+	size_t *marks;           /* GUESS_MARKS an item */
+	size_t capres;
+	int guesses, failed;
 };
 
 static void count_item(void *ctx, size_t i, int worker)
@@ -151,11 +180,78 @@ static void count_item(void *ctx, size_t i, int worker)
 	for (size_t k = a.k; k <= z.k && k < J->b->n; k++) {
 		const struct lmt_doc *d = &J->b->docs[k];
 		size_t lo = k == a.k ? a.off : 0, hi = k == z.k ? z.off : d->len;
-		if (hi > lo && count_doc(J->t, W, d->text + lo, hi - lo)) {
+		int rc = 0;
+		if ((k == a.k && a.guess) || (k == z.k && z.guess)) {
+			/* a document of guessed cuts, which holds no special string */
+			struct item_res *r = &J->res[i];
+			int marks = k == a.k && a.guess;
+			size_t end;
+			rc = lmt_wordcount_add_from(&W->wc, &W->it, d->text, d->len, lo, hi, 1,
+						    marks ? J->marks + i * GUESS_MARKS : NULL, marks ? GUESS_MARKS : 0,
+						    marks ? &r->nmark : NULL, &end);
+			if (marks)
+				r->first = end;
+			if (k == z.k)
+				r->last = end;
+		} else if (hi > lo) {
+			rc = count_doc(J->t, W, d->text + lo, hi - lo);
+		}
+		if (rc) {
 			__atomic_store_n(&J->failed, 1, __ATOMIC_RELAXED);
 			return;
 		}
 	}
+}
+
+/* Settle the batch's guessed cuts in order (see above), counting in worker 0's
+ * table (the caller's: the pool is idle). */
+static int settle(struct count_job *J)
+{
+	struct lmt_toktrain_worker *W = &J->t->W[0];
+	const uint64_t minus = UINT64_MAX; /* one away */
+	size_t pos = 0;
+	for (size_t c = 1; c + 1 < J->ncut; c++) {
+		const struct cutpos g = J->cut[c];
+		if (!g.guess)
+			continue;
+		const struct lmt_doc *d = &J->b->docs[g.k];
+		const struct item_res *r = &J->res[c];
+		const size_t *m = J->marks + c * GUESS_MARKS;
+		/* the item's text in this document ends at hi, its last piece at end */
+		size_t hi = J->cut[c + 1].k == g.k ? J->cut[c + 1].off : d->len, end = r->first, e;
+		if (!J->cut[c - 1].guess || J->cut[c - 1].k != g.k)
+			pos = J->res[c - 1].last; /* the item before started where a piece does */
+		for (size_t j = 0;;) {
+			while (j < r->nmark && m[j] < pos)
+				j++;
+			if (pos == g.off)
+				break; /* met at its start: as counted */
+			if (j < r->nmark && m[j] == pos && pos < end) {
+				/* met at a mark: take its pieces before it away */
+				if (lmt_wordcount_add_from(&W->wc, &W->it, d->text, d->len, g.off, pos, minus, NULL, 0,
+							   NULL, &e))
+					return LMT_ENOMEM;
+				break;
+			}
+			if (pos >= end || j == r->nmark) {
+				/* past the item's last piece, or past its marks: all its pieces
+				 * away, and the whole's to its end */
+				if (lmt_wordcount_add_from(&W->wc, &W->it, d->text, d->len, g.off, hi, minus, NULL, 0, NULL,
+							   &e) ||
+				    (pos < hi && lmt_wordcount_add_from(&W->wc, &W->it, d->text, d->len, pos, hi, 1, NULL, 0,
+									NULL, &pos)))
+					return LMT_ENOMEM;
+				end = pos;
+				break;
+			}
+			/* one more piece of the whole */
+			if (lmt_wordcount_add_from(&W->wc, &W->it, d->text, d->len, pos, pos + 1, 1, NULL, 0, NULL, &pos))
+				return LMT_ENOMEM;
+		}
+		pos = LMT_MAX(pos, end);
+		J->guesses = 1;
+	}
+	return 0;
 }
 
 size_t lmt_toktrain_cut(const struct lmt_toktrain *t, const char *text, size_t len, size_t from)
@@ -163,44 +259,71 @@ size_t lmt_toktrain_cut(const struct lmt_toktrain *t, const char *text, size_t l
 	return lmt_specmatch_cut(&t->sm, &t->pt, text, len, from);
 }
 
-static int add_cut(struct count_job *J, size_t k, size_t off)
+static int add_cut(struct count_job *J, size_t k, size_t off, int guess)
 {
 	if (LMT_GROW(J->cut, J->capcut, J->ncut + 1))
 		return LMT_ENOMEM;
-	J->cut[J->ncut++] = (struct cutpos){ k, off };
+	J->cut[J->ncut++] = (struct cutpos){ k, off, guess };
 	return 0;
 }
 
+/* Whether d is cut by guesses: a custom pattern, which has no cut rule, and no
+ * special string in d (training skips them, and they end the pattern's text) */
+static int guessed(const struct lmt_toktrain *t, const struct lmt_doc *d)
+{
+	size_t at;
+	uint32_t k;
+	return t->pt.code && !t->pt.builtin && !(t->p.nspecials && lmt_specmatch_next(&t->sm, d->text, d->len, 0, &at, &k));
+}
+
 /* J->cut for batch b: items of chunk bytes or more, a document cut where
- * lmt_toktrain_cut allows once an item has chunk bytes */
+ * lmt_toktrain_cut allows (or guessed) once an item has chunk bytes */
 static int cut_batch(struct count_job *J, const struct lmt_docbatch *b)
 {
 	const size_t chunk = J->t->p.chunk_bytes ? J->t->p.chunk_bytes : COUNT_CHUNK;
 	size_t bytes = 0;
 	J->ncut = 0;
-	if (add_cut(J, 0, 0))
+	J->guesses = 0;
+	if (add_cut(J, 0, 0, 0))
 		return LMT_ENOMEM;
 	for (size_t k = 0; k < b->n; k++) {
 		const struct lmt_doc *d = &b->docs[k];
 		size_t off = 0;
+		int guess = -1; /* not yet asked */
 		/* the item fills up within this document, and leaves a part as large */
 		while (d->len - off >= 2 * chunk - bytes) {
-			size_t c = lmt_toktrain_cut(J->t, d->text, d->len, off + chunk - bytes);
+			if (guess < 0)
+				guess = guessed(J->t, d);
+			size_t c = guess ? lmt_pretok_guess(d->text, d->len, off + chunk - bytes, chunk)
+					 : lmt_toktrain_cut(J->t, d->text, d->len, off + chunk - bytes);
 			if (c >= d->len)
 				break;
-			if (add_cut(J, k, c))
+			if (add_cut(J, k, c, guess))
 				return LMT_ENOMEM;
+			J->guesses |= guess;
 			off = c;
 			bytes = 0;
 		}
 		bytes += d->len - off;
 		if (bytes >= chunk && k + 1 < b->n) {
-			if (add_cut(J, k + 1, 0))
+			if (add_cut(J, k + 1, 0, 0))
 				return LMT_ENOMEM;
 			bytes = 0;
 		}
 	}
-	return add_cut(J, b->n, 0);
+	if (add_cut(J, b->n, 0, 0))
+		return LMT_ENOMEM;
+	if (J->guesses && J->ncut > J->capres) {
+		struct item_res *r = realloc(J->res, J->ncut * sizeof *r);
+		if (r)
+			J->res = r;
+		size_t *m = r ? realloc(J->marks, J->ncut * GUESS_MARKS * sizeof *m) : NULL;
+		if (!m)
+			return LMT_ENOMEM;
+		J->marks = m;
+		J->capres = J->ncut;
+	}
+	return 0;
 }
 
 int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ninputs,
@@ -231,7 +354,8 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 		lmt_corpus_close(c);
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory for the reader");
 	}
-	struct count_job J = { t, nt > 1 ? q : NULL, NULL, NULL, 0, 0, 0 };
+	struct count_job J = { .t = t, .q = nt > 1 ? q : NULL };
+	int purge = 0;
 	struct lmt_workpool *pool = lmt_workpool_new(nt);
 	while ((rc = lmt_batchq_get(q, &bp, err)) > 0) {
 		J.b = bp;
@@ -240,6 +364,10 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 			break;
 		}
 		lmt_workpool_for(pool, count_item, &J, J.ncut - (J.q == NULL));
+		if (!J.failed && J.guesses) {
+			J.failed = settle(&J) != 0;
+			purge = 1;
+		}
 		if (J.failed) {
 			rc = lmt_err_set(err, LMT_ENOMEM, "out of memory counting words");
 			break;
@@ -252,6 +380,8 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 	lmt_batchq_stop(q);
 	lmt_corpus_close(c);
 	free(J.cut);
+	free(J.res);
+	free(J.marks);
 	if (rc < 0) {
 		lmt_workpool_free(pool);
 		return rc;
@@ -269,6 +399,8 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 	for (int i = 0; i < nt; i++)
 		W[i].wc = tables[i];
 	free(tables);
+	if (!rc && purge) /* words only guesses counted, taken away again */
+		rc = lmt_wordcount_drop_zero(&W[0].wc);
 	if (rc)
 		return lmt_err_set(err, LMT_ENOMEM, "out of memory merging word counts");
 	t->wc = &W[0].wc;

@@ -18,10 +18,11 @@ runs on each file at -j1 and on all cores (at least 2), taking turns --repeat ti
 tok-train's counting as its `counted` record gives it (reading and counting the
 words, the threads' tables merged included), and tok-encode's encoding as its
 summary gives it (reading, encoding and writing the stream), with the GPT-2 pattern
-and a tokenizer tok-train made of the same file; then tok-encode again with a custom
+and a tokenizer tok-train made of the same file; then both again with a custom
 pattern, Qwen2's (cl100k's with single digits), which has no cut rule: the document
 is cut where a piece probably starts and settled where the parts' pieces meet
-(tok-encode(1)), with a tokenizer tok-train made of the file with that pattern.
+(tok-encode(1), tok-train(1)), tok-encode with a tokenizer tok-train made of the
+file with that pattern.
 The outputs of -j1 and of all cores must be the same bytes. Figures are best/median;
 the speedup is -j1 seconds / all cores' seconds. Before and after the runs, the
 machine's own ceiling for all cores against one (common.Ceiling), and the load.
@@ -87,6 +88,10 @@ def bench(a, kind, tmp):
             rec = [json.loads(l) for l in out.splitlines() if '"counted"' in l][0]
             assert rec['documents'] == 1, rec
             t.setdefault(('count', j), []).append(rec['seconds'])
+            _, _, out = run([f'{BIN}/tok-train', '-q', '-j', str(j), '--regex', QWEN2, '--no-special', '-v',
+                             str(a.vocab), '-o', f'{tmp}/ct{j}.lmtok', one], stdout=subprocess.PIPE)
+            rec = [json.loads(l) for l in out.splitlines() if '"counted"' in l][0]
+            t.setdefault(('ccount', j), []).append(rec['seconds'])
             _, _, out = run([f'{BIN}/tok-encode', '-q', '-j', str(j), '-t', tok, '-o', f'{tmp}/e{j}.lmtoks', one],
                             stdout=subprocess.PIPE)
             rec = [json.loads(l) for l in out.splitlines() if '"summary"' in l][0]
@@ -98,13 +103,14 @@ def bench(a, kind, tmp):
     load.stop()
     ceil.stop()
     same = dict(tokenizer=filecmp.cmp(f'{tmp}/t1.lmtok', f'{tmp}/t{n}.lmtok', shallow=False),
+                custom_tokenizer=filecmp.cmp(f'{tmp}/ct1.lmtok', f'{tmp}/ct{n}.lmtok', shallow=False),
                 stream=filecmp.cmp(f'{tmp}/e1.lmtoks', f'{tmp}/e{n}.lmtoks', shallow=False),
                 custom_stream=filecmp.cmp(f'{tmp}/c1.lmtoks', f'{tmp}/c{n}.lmtoks', shallow=False))
     if not all(same.values()):
         raise SystemExit(f'-j1 and -j{n} outputs differ: {same}')
     rows = [speedup_row(name, t[(ph, 1)], t[(ph, n)], n)
             for ph, name in (('count', 'tok-train: counting'), ('encode', 'tok-encode'),
-                             ('custom', 'tok-encode: Qwen2 regex'))]
+                             ('ccount', 'tok-train: counting, Qwen2 regex'), ('custom', 'tok-encode: Qwen2 regex'))]
     print(f'# seconds: best/median of {a.repeat} runs each, -j1 and -j{n} taking turns; speedup: -j1 seconds / '
           f'-j{n} seconds; the tokenizer and the streams of -j1 and -j{n} are the same bytes')
     table(rows, ['phase', 'seconds_j1', f'seconds_j{n}', 'speedup'])

@@ -119,9 +119,9 @@ grep -q '"documents":1,' "$T/one3.train" && ok "tok-train counted one document" 
 	|| notok "tok-train: one document" "$(cat "$T/one3.train")"
 same "one long document: tok-train with 3 threads makes 1 thread's tokenizer" "$T/one1.lmtok" "$T/one3.lmtok"
 # ... and the parts give what the whole gives: gpt2's cut rule against a custom regex
-# that splits as gpt2 does, which tok-encode cuts where it guesses a piece starts and
-# settles where the parts' pieces meet, and tok-train never cuts (the same ids;
-# tokenizers that encode a text to the same ids)
+# that splits as gpt2 does, which tok-encode and tok-train cut where they guess a
+# piece starts and settle where the parts' pieces meet (the same ids; tokenizers
+# that encode a text to the same ids)
 re="(?:'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+)"
 for k in cut whole; do
 	if [ $k = cut ]; then set -- --pattern gpt2; else set -- --regex "$re"; fi

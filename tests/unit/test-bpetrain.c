@@ -534,13 +534,16 @@ static char *table_text(const struct lmt_wordcount *wc)
 }
 
 /* count path with the given threads and chunk (0: the default), specials
- * "<a>", "<a>bq" and "k\nk"; the table as table_text gives it, or NULL */
-static char *count_file(const char *path, int threads, size_t chunk, const char *pattern)
+ * "<a>", "<a>bq" and "k\nk" (none with a regex); the table as table_text gives
+ * it, or NULL */
+static char *count_file_re(const char *path, int threads, size_t chunk, const char *pattern, const char *regex,
+			   int lines)
 {
 	static const char *spec[] = { "<a>", "<a>bq", "k\nk" };
-	struct lmt_corpus_opts co = { .format = LMT_CORPUS_TEXT, .txt_docs = LMT_TXT_FILE };
-	struct lmt_toktrain_params p = { .vocab = 1000, .pattern = pattern, .specials = spec, .nspecials = 3,
-					 .sample = 1, .threads = threads, .corpus = &co, .chunk_bytes = chunk };
+	struct lmt_corpus_opts co = { .format = LMT_CORPUS_TEXT, .txt_docs = lines ? LMT_TXT_LINE : LMT_TXT_FILE };
+	struct lmt_toktrain_params p = { .vocab = 1000, .pattern = pattern, .regex = regex, .specials = spec,
+					 .nspecials = regex ? 0 : 3, .sample = 1, .threads = threads, .corpus = &co,
+					 .chunk_bytes = chunk };
 	struct lmt_toktrain t;
 	struct lmt_err err = { 0 };
 	char *out = NULL;
@@ -550,6 +553,11 @@ static char *count_file(const char *path, int threads, size_t chunk, const char 
 		tap_diag("counting %s: %s", path, err.msg);
 	lmt_toktrain_release(&t);
 	return out;
+}
+
+static char *count_file(const char *path, int threads, size_t chunk, const char *pattern)
+{
+	return count_file_re(path, threads, chunk, pattern, NULL, 0);
 }
 
 /*
@@ -598,6 +606,53 @@ static void test_toktrain_cuts(void)
 		free(cut3);
 		free(dflt);
 	}
+	/* custom patterns, which have no cut rule: guessed cuts settled where the
+	 * items' pieces meet the whole's (toktrain.c), with patterns whose pieces meet
+	 * at once, after a piece, never (3 bytes from the item's start), that leave
+	 * bytes unmatched, look behind, or run over many items; the same counts as
+	 * whole, in items of 64 and 300 bytes, by 1 or 3 threads, and by 3 as tok-train
+	 * cuts it; and a file of lines of 20 to 600 bytes, each a document (no newline
+	 * in one: cut at a character boundary), items running from one into the next */
+	static const char *const res[] = {
+		("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+		 "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"),
+		"(?s).{1,3}", "\\n[a-z]+|[a-z]+|.", "(?<=\\n)[a-z]{1,2}|[a-z]+|\\s+|.", "[^x]+|x", "(?s).",
+	};
+	char lpath[] = "/tmp/lmt-test-lines-XXXXXX";
+	fd = mkstemp(lpath);
+	if (!tap_ok(fd >= 0, "temporary file of lines"))
+		return;
+	f = fdopen(fd, "w");
+	for (n = 0; n < 100000;) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		size_t want = 20 + (x >> 33) % 580, got = 0;
+		while (got < want) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			const char *b = bits[(x >> 33) % LMT_ARRAY_SIZE(bits)];
+			for (; *b && got < want; b++, got++)
+				fputc(*b == '\n' ? ' ' : *b, f);
+		}
+		fputc('\n', f);
+		n += got + 1;
+	}
+	fclose(f);
+	for (size_t ri = 0; ri < LMT_ARRAY_SIZE(res); ri++)
+		for (int lines = 0; lines <= 1; lines++) {
+			const char *pth = lines ? lpath : path;
+			char *whole = count_file_re(pth, 1, SIZE_MAX / 4, NULL, res[ri], lines);
+			char *cut1 = count_file_re(pth, 1, 64, NULL, res[ri], lines);
+			char *cut3 = count_file_re(pth, 3, 300, NULL, res[ri], lines);
+			char *dflt = count_file_re(pth, 3, 0, NULL, res[ri], lines);
+			tap_ok(whole && cut1 && cut3 && dflt && !strcmp(whole, cut1) && !strcmp(whole, cut3) &&
+			       !strcmp(whole, dflt), "/%.30s/: %s counted whole, or cut by guesses every 64 bytes by 1 "
+			       "thread or every 300 by 3, or by 3 as tok-train cuts it: the same counts", res[ri],
+			       lines ? "100 kB of lines" : "a 200 kB document");
+			free(whole);
+			free(cut1);
+			free(cut3);
+			free(dflt);
+		}
+	unlink(lpath);
 	/* the places, with a special string that holds a line end */
 	static const char *spec[] = { "<a>", "k\nk" };
 	struct lmt_toktrain_params p = { .vocab = 1000, .pattern = "gpt2", .specials = spec, .nspecials = 2,
