@@ -8,7 +8,9 @@
  * one is then not cut) and the threads (1 or 2); the second, the parts' size (8 to
  * 71 bytes, so that an input of a few hundred bytes is cut many times); the rest
  * is the text. The batch encoder's tokens, framed by BOS and EOS, must be
- * lmt_tok_encode's of the text whole, framed by hand.
+ * lmt_tok_encode's of the text whole, framed by hand; and tok-train's counts of
+ * the text as a file (data/toktrain.c, cut and settled the same way, in items of
+ * that size) must be those of one item that holds it whole.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +20,8 @@
 #include "core/util.h"
 #include "data/batchenc.h"
 #include "data/tokenizer.h"
+#include "data/toktrain.h"
+#include "fuzz.h"
 
 static const char *const patterns[] = {
 	("(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
@@ -61,6 +65,64 @@ static void make(struct lmt_tokenizer *t, const char *re)
 	}
 }
 
+/* the words and counts of a table, sorted, as one string (or NULL) */
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *table(const struct lmt_wordcount *wc)
+{
+	char **v = calloc(wc->n + 1, sizeof *v);
+	size_t n = 0, total = 1;
+	for (size_t i = 0; v && i <= wc->mask; i++) {
+		const struct lmt_wordslot *e = &wc->s[i];
+		if (!e->h)
+			continue;
+		size_t len = e->key & 0xffffff;
+		v[n] = malloc(2 * len + 32);
+		if (!v[n])
+			abort();
+		int k = snprintf(v[n], 32, "%llu ", (unsigned long long)e->count);
+		for (size_t j = 0; j < len; j++) /* hex: words may hold NUL */
+			snprintf(v[n] + k + 2 * j, 3, "%02x", wc->arena[(e->key >> 24) + j]);
+		total += strlen(v[n]) + 1;
+		n++;
+	}
+	if (!v)
+		abort();
+	qsort(v, n, sizeof *v, cmp_line);
+	char *out = malloc(total), *p = out;
+	if (!out)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		p += sprintf(p, "%s\n", v[i]);
+		free(v[i]);
+	}
+	*p = 0;
+	free(v);
+	return out;
+}
+
+static char *count(const char *path, const char *re, int threads, size_t chunk)
+{
+	struct lmt_corpus_opts co = { .format = LMT_CORPUS_TEXT, .txt_docs = LMT_TXT_FILE };
+	struct lmt_toktrain_params p = { .vocab = 1000, .regex = re, .sample = 1, .threads = threads, .corpus = &co,
+					 .chunk_bytes = chunk };
+	struct lmt_toktrain t;
+	struct lmt_err err;
+	char *out = NULL;
+	if (lmt_toktrain_init(&t, &p, &err))
+		abort();
+	int rc = lmt_toktrain_count(&t, &path, 1, NULL, NULL, &err);
+	if (!rc)
+		out = table(t.wc);
+	else if (err.code != LMT_EFORMAT) /* an empty text has no documents */
+		abort();
+	lmt_toktrain_release(&t);
+	return out;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct lmt_tokenizer tok[NPAT];
@@ -96,5 +158,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort(); /* the parts did not give the whole's tokens */
 	lmt_batchenc_release(&e);
 	free(want.v);
+	char path[512];
+	fuzz_dir_empty();
+	fuzz_file("t.txt", d.text, d.len, path, sizeof path);
+	const char *re = patterns[data[0] % NPAT];
+	char *whole = count(path, re, 1, SIZE_MAX / 4), *cut = count(path, re, o.threads, o.chunk_bytes);
+	if ((whole == NULL) != (cut == NULL) || (whole && strcmp(whole, cut)))
+		abort(); /* the items' counts are not the whole's */
+	free(whole);
+	free(cut);
 	return 0;
 }
