@@ -23,13 +23,19 @@ struct lmt_batchenc_rec {
 	int tid;
 	size_t start, n, at;
 	size_t doc, off, len;
-	int first, last;       /* the document's first part, and its last */
-	/* a part of a guessed cut: where its last piece ends, its pieces' tokens (no
-	 * BOS or EOS), its marks (e->marks from mark, nmark of them); then, once the
-	 * parts before it are settled, the tokens dropped from its start and those put
-	 * before it instead (e->fix from fix, nfix of them) */
-	int guess;
-	size_t end, ntext, mark, nmark, drop, fix, nfix;
+	uint8_t first, last;   /* the document's first part, and its last */
+	uint32_t guess;        /* a part of a guessed cut: 1 + its e->guess entry; 0: none */
+};
+
+/* a part of a guessed cut (below): where its last piece ends, its pieces' tokens (no
+ * BOS or EOS), its marks (e->marks from GUESS_MARKS * its index, nmark of them);
+ * then, once the parts before it are settled, the tokens dropped from its start and
+ * those put before it instead (e->fix from fix, nfix of them). Apart from the
+ * records, which every document has and the gathering reads (a record of 64 bytes
+ * with these was 128, and tok-encode -j1 on short lines 6% slower) */
+struct lmt_batchenc_guess {
+	size_t rec;
+	size_t end, ntext, nmark, drop, fix, nfix;
 };
 #define ENC_CHUNK (64u << 10)
 
@@ -109,10 +115,12 @@ static void encode_part(void *ctx, size_t item, int tid)
 		v->v[v->n++] = o->eos;
 	const struct lmt_doc *d = &J->b->docs[r->doc];
 	if (r->guess) {
+		struct lmt_batchenc_guess *g = &e->guess[r->guess - 1];
 		size_t before = v->n;
 		failed |= lmt_tok_encode_from(e->tok, e->st[tid], d->text, d->len, r->off, r->off + r->len, v,
-					      e->marks + r->mark, GUESS_MARKS, &r->nmark, &r->end) != 0;
-		r->ntext = v->n - before;
+					      e->marks + (r->guess - 1) * GUESS_MARKS, GUESS_MARKS, &g->nmark,
+					      &g->end) != 0;
+		g->ntext = v->n - before;
 	} else {
 		failed |= lmt_tok_encode(e->tok, e->st[tid], d->text + r->off, r->len, o->allow_special, v) != 0;
 	}
@@ -139,10 +147,15 @@ static void gather_parts(void *ctx, size_t item, int worker)
 	(void)worker;
 	for (size_t i = lo; i < hi; i++) {
 		const struct lmt_batchenc_rec *r = &e->recs[i];
-		if (r->nfix) /* e->fix.v is NULL until a batch settles a token */
-			memcpy(e->all.v + r->at, e->fix.v + r->fix, r->nfix * sizeof *e->all.v);
-		memcpy(e->all.v + r->at + r->nfix, e->vec[r->tid].v.v + r->start + r->drop,
-		       (r->n - r->drop) * sizeof *e->all.v);
+		if (!r->guess) {
+			memcpy(e->all.v + r->at, e->vec[r->tid].v.v + r->start, r->n * sizeof *e->all.v);
+			continue;
+		}
+		const struct lmt_batchenc_guess *g = &e->guess[r->guess - 1];
+		if (g->nfix) /* e->fix.v is NULL until a batch settles a token */
+			memcpy(e->all.v + r->at, e->fix.v + g->fix, g->nfix * sizeof *e->all.v);
+		memcpy(e->all.v + r->at + g->nfix, e->vec[r->tid].v.v + r->start + g->drop,
+		       (r->n - g->drop) * sizeof *e->all.v);
 	}
 }
 
@@ -162,8 +175,7 @@ static int guessed(const struct lmt_batchenc *e, const struct lmt_doc *d)
 static int cut_parts(struct lmt_batchenc *e, const struct lmt_docbatch *b)
 {
 	const size_t chunk = e->o.chunk_bytes ? e->o.chunk_bytes : ENC_CHUNK;
-	size_t nmarks = 0;
-	e->nrec = 0;
+	e->nrec = e->nguess = 0;
 	for (size_t i = 0; i < b->n; i++) {
 		const struct lmt_doc *d = &b->docs[i];
 		size_t off = 0;
@@ -172,17 +184,18 @@ static int cut_parts(struct lmt_batchenc *e, const struct lmt_docbatch *b)
 			size_t c = d->len - off < 2 * chunk ? d->len
 				   : guess ? lmt_pretok_guess(d->text, d->len, off + chunk, chunk)
 					   : lmt_tok_cut(e->tok, d->text, d->len, off + chunk, e->o.allow_special);
-			if (LMT_GROW(e->recs, e->rcap, e->nrec + 1))
+			if (LMT_GROW(e->recs, e->rcap, e->nrec + 1) ||
+			    (guess && (LMT_GROW(e->guess, e->gcap, e->nguess + 1) ||
+				       LMT_GROW(e->marks, e->mcap, (e->nguess + 1) * GUESS_MARKS))))
 				return LMT_ENOMEM;
+			if (guess)
+				e->guess[e->nguess++] = (struct lmt_batchenc_guess){ .rec = e->nrec };
 			e->recs[e->nrec++] = (struct lmt_batchenc_rec){ .doc = i, .off = off, .len = c - off,
 									.first = off == 0, .last = c == d->len,
-									.guess = guess, .mark = nmarks };
-			nmarks += guess ? GUESS_MARKS : 0;
+									.guess = guess ? (uint32_t)e->nguess : 0 };
 			off = c;
 		} while (off < d->len);
 	}
-	if (nmarks > e->mcap && LMT_GROW(e->marks, e->mcap, nmarks))
-		return LMT_ENOMEM;
 	return 0;
 }
 
@@ -196,32 +209,31 @@ static int settle(struct lmt_batchenc *e, const struct lmt_docbatch *b)
 	struct lmt_tok_state *st = e->st[0];
 	e->fix.n = 0;
 	size_t pos = 0;
-	for (size_t i = 0; i < e->nrec; i++) {
-		struct lmt_batchenc_rec *r = &e->recs[i];
+	for (size_t i = 0; i < e->nguess; i++) {
+		struct lmt_batchenc_guess *r = &e->guess[i];
+		const struct lmt_batchenc_rec *p = &e->recs[r->rec];
 		r->drop = r->fix = r->nfix = 0;
-		if (!r->guess)
-			continue;
-		if (r->first) { /* encoded from the document's start: as it is */
+		if (p->first) { /* encoded from the document's start: as it is */
 			pos = r->end;
 			continue;
 		}
-		const struct lmt_doc *d = &b->docs[r->doc];
-		const struct lmt_tok_mark *m = e->marks + r->mark;
+		const struct lmt_doc *d = &b->docs[p->doc];
+		const struct lmt_tok_mark *m = e->marks + i * GUESS_MARKS;
 		r->fix = e->fix.n;
 		size_t j = 0, done = 0;
 		while (!done) {
 			while (j < r->nmark && m[j].pos < pos)
 				j++;
-			if (pos == r->off || (j < r->nmark && m[j].pos == pos)) {
-				r->drop = pos == r->off ? 0 : m[j].ntok; /* met: the rest is the whole's */
+			if (pos == p->off || (j < r->nmark && m[j].pos == pos)) {
+				r->drop = pos == p->off ? 0 : m[j].ntok; /* met: the rest is the whole's */
 				pos = r->end;
 				done = 1;
 			} else if (pos >= r->end || j == r->nmark) {
 				/* past the part, or past its marks (which hold every piece of
 				 * it when fewer than GUESS_MARKS): the pieces to its end */
 				size_t end = pos;
-				if (pos < r->off + r->len &&
-				    lmt_tok_encode_from(e->tok, st, d->text, d->len, pos, r->off + r->len, &e->fix, NULL,
+				if (pos < p->off + p->len &&
+				    lmt_tok_encode_from(e->tok, st, d->text, d->len, pos, p->off + p->len, &e->fix, NULL,
 							0, NULL, &end))
 					return LMT_ENOMEM;
 				r->drop = r->ntext;
@@ -292,7 +304,9 @@ int lmt_batchenc_run_side(struct lmt_batchenc *e, const struct lmt_docbatch *b, 
 	for (size_t i = 0; i < nd; i++)
 		e->ntok[i] = 0;
 	for (size_t i = 0; i < e->nrec; i++) {
-		size_t n = recs[i].nfix + recs[i].n - recs[i].drop;
+		size_t n = recs[i].n;
+		if (recs[i].guess)
+			n += e->guess[recs[i].guess - 1].nfix - e->guess[recs[i].guess - 1].drop;
 		e->ntok[recs[i].doc] += n;
 		recs[i].at = total;
 		total += n;
@@ -321,6 +335,7 @@ void lmt_batchenc_release(struct lmt_batchenc *e)
 	free(e->st);
 	free(e->vec);
 	free(e->recs);
+	free(e->guess);
 	free(e->marks);
 	free(e->fix.v);
 	free(e->order);

@@ -40,7 +40,9 @@ struct lmt_batchenc {
 	struct lmt_batchenc_vec *vec;
 	struct lmt_batchenc_rec *recs; /* the batch's documents' parts, in order */
 	size_t nrec, rcap;
-	struct lmt_tok_mark *marks;  /* the guessed parts' first pieces (batchenc.c) */
+	struct lmt_batchenc_guess *guess; /* the parts of guessed cuts (batchenc.c) */
+	size_t nguess, gcap;
+	struct lmt_tok_mark *marks;  /* and their first pieces */
 	size_t mcap;
 	struct lmt_u32vec fix;       /* tokens settled between guessed parts, on one thread */
 	uint32_t *order;             /* the parts, longest first (by powers of 2) */

@@ -1038,16 +1038,11 @@ int lmt_tok_bpe_impl(struct lmt_tok_state *s, const uint8_t *p, size_t n, int he
  */
 #define PIPE 32
 
-/*
- * The pieces of text from from (where a piece starts) to the first that starts at
- * or after to, pre-tokenized as the whole text is, each encoded; *end: where the last
- * ends. The first nmark pieces' ends and the tokens out holds through each go in mark.
- */
-static int encode_pieces(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const char *text, size_t len,
-			 size_t from, size_t to, struct lmt_u32vec *out, struct lmt_tok_mark *mark, size_t nmark,
-			 size_t *marked, size_t *end)
+int lmt_tok_encode_from(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const char *text, size_t len,
+			size_t from, size_t to, struct lmt_u32vec *out, struct lmt_tok_mark *mark, size_t nmark,
+			size_t *marked, size_t *end)
 {
-	size_t st[PIPE], n[PIPE], nm = 0, base = out->n;
+	size_t st[PIPE], n[PIPE], nm = 0, base = out->n, last = from;
 	const size_t mask = ((size_t)1 << CACHE_BITS) - 1;
 	*end = from;
 	if (cache_ready(s))
@@ -1065,13 +1060,14 @@ static int encode_pieces(const struct lmt_tokenizer *t, struct lmt_tok_state *s,
 			int rc = encode_piece(t, s, (const uint8_t *)text + st[i], n[i], out);
 			if (rc)
 				return rc;
-			*end = st[i] + n[i];
+			last = st[i] + n[i];
 			if (nm < nmark)
-				mark[nm++] = (struct lmt_tok_mark){ *end, out->n - base };
+				mark[nm++] = (struct lmt_tok_mark){ last, out->n - base };
 		}
 		if (k < PIPE)
 			break;
 	}
+	*end = last;
 	if (marked)
 		*marked = nm;
 	return 0;
@@ -1081,14 +1077,7 @@ static int encode_ordinary(const struct lmt_tokenizer *t, struct lmt_tok_state *
 			   const char *text, size_t len, struct lmt_u32vec *out)
 {
 	size_t end;
-	return encode_pieces(t, s, text, len, 0, SIZE_MAX, out, NULL, 0, NULL, &end);
-}
-
-int lmt_tok_encode_from(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const char *text, size_t len,
-			size_t from, size_t to, struct lmt_u32vec *out, struct lmt_tok_mark *mark, size_t nmark,
-			size_t *marked, size_t *end)
-{
-	return encode_pieces(t, s, text, len, from, to, out, mark, nmark, marked, end);
+	return lmt_tok_encode_from(t, s, text, len, 0, SIZE_MAX, out, NULL, 0, NULL, &end);
 }
 
 int lmt_tok_encode(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const char *text,

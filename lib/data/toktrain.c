@@ -249,7 +249,6 @@ static int settle(struct count_job *J)
 				return LMT_ENOMEM;
 		}
 		pos = LMT_MAX(pos, end);
-		J->guesses = 1;
 	}
 	return 0;
 }
