@@ -1106,6 +1106,18 @@ int lmt_tok_encode(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const
 size_t lmt_specmatch_cut(const struct lmt_specmatch *m, const struct lmt_pretok *p, const char *text, size_t len,
 			 size_t from)
 {
+	if (!p->builtin) {
+		/* No cut rule: the start of a special string that no other spans. The
+		 * whole takes a special string there (the leftmost from any place before
+		 * it ends at or before it, and the longest there is the same), and the
+		 * ordinary text on either side ends, or starts, there alike */
+		size_t at;
+		uint32_t k;
+		for (size_t pos = from; m && pos < len && lmt_specmatch_next(m, text, len, pos, &at, &k); pos = at + 1)
+			if (at > 0 && !lmt_specmatch_spans(m, text, len, at))
+				return at;
+		return len;
+	}
 	for (size_t c = from;; c++) {
 		c = lmt_pretok_cut(p, text, len, c);
 		if (c >= len || !lmt_specmatch_spans(m, text, len, c))

@@ -173,7 +173,8 @@ struct lmt_u32vec {
 int lmt_tok_encode(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const char *text,
 		   size_t len, int allow_special, struct lmt_u32vec *out);
 /* The first lmt_pretok_cut place in text at or after from that no string of m
- * spans (m may be NULL: any); len when there is none. */
+ * spans (m may be NULL: any); for a pattern with no cut rule (none, custom), the
+ * first start of a string of m that no other spans; len when there is none. */
 size_t lmt_specmatch_cut(const struct lmt_specmatch *m, const struct lmt_pretok *p, const char *text, size_t len,
 			 size_t from);
 /* The first offset at or after from where text may be cut in two that encode

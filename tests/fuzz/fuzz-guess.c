@@ -10,7 +10,9 @@
  * is the text. The batch encoder's tokens, framed by BOS and EOS, must be
  * lmt_tok_encode's of the text whole, framed by hand; and tok-train's counts of
  * the text as a file (data/toktrain.c, cut and settled the same way, in items of
- * that size) must be those of one item that holds it whole.
+ * that size; "<|x|>" a special string where they count) must be those of one item
+ * that holds it whole. A text with a special string that counts is cut at such
+ * strings' starts instead (lmt_specmatch_cut).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -104,11 +106,12 @@ static char *table(const struct lmt_wordcount *wc)
 	return out;
 }
 
-static char *count(const char *path, const char *re, int threads, size_t chunk)
+static char *count(const char *path, const char *re, int threads, size_t chunk, int specials)
 {
+	static const char *spec[] = { "<|x|>" };
 	struct lmt_corpus_opts co = { .format = LMT_CORPUS_TEXT, .txt_docs = LMT_TXT_FILE };
-	struct lmt_toktrain_params p = { .vocab = 1000, .regex = re, .sample = 1, .threads = threads, .corpus = &co,
-					 .chunk_bytes = chunk };
+	struct lmt_toktrain_params p = { .vocab = 1000, .regex = re, .specials = spec, .nspecials = specials,
+					 .sample = 1, .threads = threads, .corpus = &co, .chunk_bytes = chunk };
 	struct lmt_toktrain t;
 	struct lmt_err err;
 	char *out = NULL;
@@ -162,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_dir_empty();
 	fuzz_file("t.txt", d.text, d.len, path, sizeof path);
 	const char *re = patterns[data[0] % NPAT];
-	char *whole = count(path, re, 1, SIZE_MAX / 4), *cut = count(path, re, o.threads, o.chunk_bytes);
+	char *whole = count(path, re, 1, SIZE_MAX / 4, allow), *cut = count(path, re, o.threads, o.chunk_bytes, allow);
 	if ((whole == NULL) != (cut == NULL) || (whole && strcmp(whole, cut)))
 		abort(); /* the items' counts are not the whole's */
 	free(whole);

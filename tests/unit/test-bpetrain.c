@@ -537,12 +537,12 @@ static char *table_text(const struct lmt_wordcount *wc)
  * "<a>", "<a>bq" and "k\nk" (none with a regex); the table as table_text gives
  * it, or NULL */
 static char *count_file_re(const char *path, int threads, size_t chunk, const char *pattern, const char *regex,
-			   int lines)
+			   int lines, int specials)
 {
 	static const char *spec[] = { "<a>", "<a>bq", "k\nk" };
 	struct lmt_corpus_opts co = { .format = LMT_CORPUS_TEXT, .txt_docs = lines ? LMT_TXT_LINE : LMT_TXT_FILE };
 	struct lmt_toktrain_params p = { .vocab = 1000, .pattern = pattern, .regex = regex, .specials = spec,
-					 .nspecials = regex ? 0 : 3, .sample = 1, .threads = threads, .corpus = &co,
+					 .nspecials = specials ? 3 : 0, .sample = 1, .threads = threads, .corpus = &co,
 					 .chunk_bytes = chunk };
 	struct lmt_toktrain t;
 	struct lmt_err err = { 0 };
@@ -557,7 +557,7 @@ static char *count_file_re(const char *path, int threads, size_t chunk, const ch
 
 static char *count_file(const char *path, int threads, size_t chunk, const char *pattern)
 {
-	return count_file_re(path, threads, chunk, pattern, NULL, 0);
+	return count_file_re(path, threads, chunk, pattern, NULL, 0, 1);
 }
 
 /*
@@ -570,6 +570,8 @@ static char *count_file(const char *path, int threads, size_t chunk, const char 
  * And the cuts are where they may be: after a letter, before a line end, never
  * inside a special string.
  */
+static const char *spec0[] = { "<a>", "k\nk" };
+
 static void test_toktrain_cuts(void)
 {
 	char path[] = "/tmp/lmt-test-cuts-XXXXXX";
@@ -639,10 +641,10 @@ static void test_toktrain_cuts(void)
 	for (size_t ri = 0; ri < LMT_ARRAY_SIZE(res); ri++)
 		for (int lines = 0; lines <= 1; lines++) {
 			const char *pth = lines ? lpath : path;
-			char *whole = count_file_re(pth, 1, SIZE_MAX / 4, NULL, res[ri], lines);
-			char *cut1 = count_file_re(pth, 1, 64, NULL, res[ri], lines);
-			char *cut3 = count_file_re(pth, 3, 300, NULL, res[ri], lines);
-			char *dflt = count_file_re(pth, 3, 0, NULL, res[ri], lines);
+			char *whole = count_file_re(pth, 1, SIZE_MAX / 4, NULL, res[ri], lines, 0);
+			char *cut1 = count_file_re(pth, 1, 64, NULL, res[ri], lines, 0);
+			char *cut3 = count_file_re(pth, 3, 300, NULL, res[ri], lines, 0);
+			char *dflt = count_file_re(pth, 3, 0, NULL, res[ri], lines, 0);
 			tap_ok(whole && cut1 && cut3 && dflt && !strcmp(whole, cut1) && !strcmp(whole, cut3) &&
 			       !strcmp(whole, dflt), "/%.30s/: %s counted whole, or cut by guesses every 64 bytes by 1 "
 			       "thread or every 300 by 3, or by 3 as tok-train cuts it: the same counts", res[ri],
@@ -653,6 +655,46 @@ static void test_toktrain_cuts(void)
 			free(dflt);
 		}
 	unlink(lpath);
+	/* with the special strings "<a>", "<a>bq" and "k\nk", which the 200 kB document
+	 * holds, a custom pattern's document and none's are cut at their starts (where
+	 * no other spans: not inside "k\nk" or "<a>bq"), not by guesses */
+	for (size_t ri = 0; ri <= LMT_ARRAY_SIZE(res); ri++) {
+		const char *re = ri < LMT_ARRAY_SIZE(res) ? res[ri] : NULL, *pat = re ? NULL : "none";
+		char *whole = count_file_re(path, 1, SIZE_MAX / 4, pat, re, 0, 1);
+		char *cut1 = count_file_re(path, 1, 64, pat, re, 0, 1);
+		char *cut3 = count_file_re(path, 3, 300, pat, re, 0, 1);
+		tap_ok(whole && cut1 && cut3 && !strcmp(whole, cut1) && !strcmp(whole, cut3), "/%.30s/, special "
+		       "strings skipped: a 200 kB document counted whole, or cut at special strings every 64 bytes by "
+		       "1 thread or every 300 by 3: the same counts", re ? re : "none");
+		free(whole);
+		free(cut1);
+		free(cut3);
+	}
+	{
+		struct lmt_toktrain_params q = { .vocab = 1000, .regex = "\\w+|\\s+|.", .specials = spec0,
+						 .nspecials = 2, .sample = 1, .threads = 1 };
+		struct lmt_toktrain u;
+		struct lmt_err e2 = { 0 };
+		const char *tx = "ab<a>cd k\nk<a>e<a>";
+		char got[64] = "";
+		if (tap_ok(lmt_toktrain_init(&u, &q, &e2) == 0, "a trainer with a custom pattern")) {
+			for (size_t c = lmt_toktrain_cut(&u, tx, strlen(tx), 0); c < strlen(tx);
+			     c = lmt_toktrain_cut(&u, tx, strlen(tx), c + 1))
+				snprintf(got + strlen(got), sizeof got - strlen(got), " %zu", c);
+			tap_ok(!strcmp(got, " 2 8 11 15"), "a custom pattern's cuts: the starts of special strings, "
+			       "\"k\\nk\" whole: at%s", got);
+			/* "k\nk" at 1 and at 3 overlap: the whole takes the one at 1, so 3 is no
+			 * cut, from wherever the search starts */
+			const char *ov = "xk\nk\nk<a>";
+			int bad = 0;
+			for (size_t from = 0; from < strlen(ov); from++) {
+				size_t c = lmt_toktrain_cut(&u, ov, strlen(ov), from);
+				bad |= c != 1 && c != 6 && c != strlen(ov);
+			}
+			tap_ok(!bad, "... not at an occurrence that a taken one spans (\"k\\nk\" at 3 inside the one at 1)");
+		}
+		lmt_toktrain_release(&u);
+	}
 	/* the places, with a special string that holds a line end */
 	static const char *spec[] = { "<a>", "k\nk" };
 	struct lmt_toktrain_params p = { .vocab = 1000, .pattern = "gpt2", .specials = spec, .nspecials = 2,
