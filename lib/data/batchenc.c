@@ -159,18 +159,6 @@ static void gather_parts(void *ctx, size_t item, int worker)
 	}
 }
 
-/* Whether d's cuts are guessed: a custom pattern, which lmt_tok_cut never cuts,
- * and no special token to find in it (whose strings the parts would have to keep
- * whole, and which end the pattern's text) */
-static int guessed(const struct lmt_batchenc *e, const struct lmt_doc *d)
-{
-	const struct lmt_tokenizer *t = e->tok;
-	size_t at;
-	uint32_t k;
-	return t->pt.code && !t->pt.builtin &&
-	       !(e->o.allow_special && t->n_special && lmt_specmatch_next(&t->special_match, d->text, d->len, 0, &at, &k));
-}
-
 /* e->recs: b's documents' parts, in order */
 static int cut_parts(struct lmt_batchenc *e, const struct lmt_docbatch *b)
 {
@@ -179,7 +167,9 @@ static int cut_parts(struct lmt_batchenc *e, const struct lmt_docbatch *b)
 	for (size_t i = 0; i < b->n; i++) {
 		const struct lmt_doc *d = &b->docs[i];
 		size_t off = 0;
-		int guess = d->len >= 2 * chunk && guessed(e, d);
+		int guess = d->len >= 2 * chunk &&
+			    lmt_specmatch_guessed(e->o.allow_special ? &e->tok->special_match : NULL, &e->tok->pt, d->text,
+						  d->len);
 		do {
 			size_t c = d->len - off < 2 * chunk ? d->len
 				   : guess ? lmt_pretok_guess(d->text, d->len, off + chunk, chunk)

@@ -192,17 +192,16 @@ int lmt_wordcount_add_from(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
 		size_t st, n;
 		uint64_t h;
 	} b[WC_BATCH];
-	size_t st, n, nm = 0;
+	size_t st, n, nm = 0, last = from;
 	int k = 0, more = 1;
-	*end = from;
 	lmt_pretok_iter_reset(it, text, len);
 	lmt_pretok_iter_seek(it, from);
 	while (more) {
 		more = lmt_pretok_next(it, &st, &n) && st < to;
 		if (more) {
-			*end = st + n;
+			last = st + n;
 			if (nm < nmark)
-				mark[nm++] = st + n;
+				mark[nm++] = last;
 			if (n > WC_MAXLEN) {
 				int rc = lmt_wordcount_add(wc, text + st, n, count);
 				if (rc)
@@ -224,6 +223,7 @@ int lmt_wordcount_add_from(struct lmt_wordcount *wc, struct lmt_pretok_iter *it,
 		}
 		k = 0;
 	}
+	*end = last;
 	if (marked)
 		*marked = nm;
 	return 0;

@@ -1125,6 +1125,13 @@ size_t lmt_specmatch_cut(const struct lmt_specmatch *m, const struct lmt_pretok 
 	}
 }
 
+int lmt_specmatch_guessed(const struct lmt_specmatch *m, const struct lmt_pretok *p, const char *text, size_t len)
+{
+	size_t at;
+	uint32_t k;
+	return p->code && !p->builtin && !lmt_specmatch_next(m, text, len, 0, &at, &k);
+}
+
 size_t lmt_tok_cut(const struct lmt_tokenizer *t, const char *text, size_t len, size_t from, int allow_special)
 {
 	return lmt_specmatch_cut(allow_special ? &t->special_match : NULL, &t->pt, text, len, from);

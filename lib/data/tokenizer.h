@@ -177,9 +177,13 @@ int lmt_tok_encode(const struct lmt_tokenizer *t, struct lmt_tok_state *s, const
  * first start of a string of m that no other spans; len when there is none. */
 size_t lmt_specmatch_cut(const struct lmt_specmatch *m, const struct lmt_pretok *p, const char *text, size_t len,
 			 size_t from);
+/* Whether a long text of p is cut by guesses (lmt_pretok_guess) rather than at
+ * lmt_specmatch_cut's places: p is a custom pattern (no cut rule) and text holds no
+ * string of m (m may be NULL: none counts). */
+int lmt_specmatch_guessed(const struct lmt_specmatch *m, const struct lmt_pretok *p, const char *text, size_t len);
 /* The first offset at or after from where text may be cut in two that encode
- * apart to its tokens (lmt_pretok_cut; with allow_special, no special token's
- * string across it); len when there is none. */
+ * apart to its tokens (lmt_specmatch_cut, m the special strings with
+ * allow_special, else none); len when there is none. */
 size_t lmt_tok_cut(const struct lmt_tokenizer *t, const char *text, size_t len, size_t from, int allow_special);
 /* A place in a text where a piece ends, and the tokens appended through that piece. */
 struct lmt_tok_mark {

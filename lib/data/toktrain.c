@@ -266,15 +266,6 @@ static int add_cut(struct count_job *J, size_t k, size_t off, int guess)
 	return 0;
 }
 
-/* Whether d is cut by guesses: a custom pattern, which has no cut rule, and no
- * special string in d (training skips them, and they end the pattern's text) */
-static int guessed(const struct lmt_toktrain *t, const struct lmt_doc *d)
-{
-	size_t at;
-	uint32_t k;
-	return t->pt.code && !t->pt.builtin && !(t->p.nspecials && lmt_specmatch_next(&t->sm, d->text, d->len, 0, &at, &k));
-}
-
 /* J->cut for batch b: items of chunk bytes or more, a document cut where
  * lmt_toktrain_cut allows (or guessed) once an item has chunk bytes */
 static int cut_batch(struct count_job *J, const struct lmt_docbatch *b)
@@ -292,7 +283,7 @@ static int cut_batch(struct count_job *J, const struct lmt_docbatch *b)
 		/* the item fills up within this document, and leaves a part as large */
 		while (d->len - off >= 2 * chunk - bytes) {
 			if (guess < 0)
-				guess = guessed(J->t, d);
+				guess = lmt_specmatch_guessed(&J->t->sm, &J->t->pt, d->text, d->len);
 			size_t c = guess ? lmt_pretok_guess(d->text, d->len, off + chunk - bytes, chunk)
 					 : lmt_toktrain_cut(J->t, d->text, d->len, off + chunk - bytes);
 			if (c >= d->len)

@@ -78,8 +78,8 @@ int lmt_toktrain_count(struct lmt_toktrain *t, const char *const *inputs, int ni
 		       void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx,
 		       struct lmt_err *err);
 /* The first offset at or after from where a document may be cut in two that are
- * counted apart with the same counts (lmt_pretok_cut, and no special token's
- * string across it); len when there is none. */
+ * counted apart with the same counts (lmt_specmatch_cut, m the special strings,
+ * which training skips); len when there is none. */
 size_t lmt_toktrain_cut(const struct lmt_toktrain *t, const char *text, size_t len, size_t from);
 int lmt_toktrain_merge(struct lmt_toktrain *t, struct lmt_err *err);
 /* The tokenizer, filled for the caller (lmt_tok_release frees it). */
